@@ -1,0 +1,142 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SandboxClass is a family of sandbox runtimes.
+// +kubebuilder:validation:Enum=gvisor;microvm
+type SandboxClass string
+
+const (
+	SandboxClassGVisor  SandboxClass = "gvisor"
+	SandboxClassMicroVM SandboxClass = "microvm"
+)
+
+// VersionState says whether a SandboxConfig version may be used.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type VersionState string
+
+const (
+	VersionStateEnabled  VersionState = "Enabled"
+	VersionStateDisabled VersionState = "Disabled"
+)
+
+// SandboxConfigSpec is a versioned set of sandbox runtime assets of one class.
+// +kubebuilder:validation:XValidation:rule="self.versions.exists(v, v.name == self.defaultVersion)",message="defaultVersion must name one of spec.versions",fieldPath=".defaultVersion"
+// +kubebuilder:validation:XValidation:rule="self.versions.all(v, v.name != self.defaultVersion || !has(v.state) || v.state != 'Disabled')",message="defaultVersion must not name a Disabled version",fieldPath=".defaultVersion"
+// +kubebuilder:validation:XValidation:rule="self.sandboxClass != 'gvisor' || self.versions.all(v, has(v.pauseImage))",message="pauseImage is required on every version of a gvisor SandboxConfig",fieldPath=".versions"
+// +kubebuilder:validation:XValidation:rule="self.sandboxClass == 'gvisor' || self.versions.all(v, !has(v.pauseImage))",message="pauseImage is only allowed for the gvisor sandbox class",fieldPath=".versions"
+type SandboxConfigSpec struct {
+	// sandboxClass is the runtime family these assets are for.
+	// +kubebuilder:default=gvisor
+	// +optional
+	SandboxClass SandboxClass `json:"sandboxClass,omitempty"`
+
+	// defaultVersion names the version used when none is asked for. It must
+	// name an entry of versions that is not Disabled.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	DefaultVersion string `json:"defaultVersion"`
+
+	// versions are the runtime versions this config offers, keyed by name.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +required
+	Versions []SandboxConfigVersion `json:"versions"`
+}
+
+// SandboxConfigVersion is one runtime version and the assets it is built from.
+type SandboxConfigVersion struct {
+	// name identifies the version; a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// state says whether the version may be used.
+	// +kubebuilder:default=Enabled
+	// +optional
+	State VersionState `json:"state,omitempty"`
+
+	// pauseImage is the sandbox pause container image, pinned by digest.
+	// Required on every version of a gvisor config, forbidden for other classes.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@sha256:[0-9a-f]{64}$`
+	// +optional
+	PauseImage string `json:"pauseImage,omitempty"`
+
+	// assets maps a CPU architecture to the named assets of that architecture.
+	// +kubebuilder:validation:MaxProperties=8
+	// +optional
+	Assets map[string]map[string]SandboxAsset `json:"assets,omitempty"`
+}
+
+// SandboxAsset is a downloadable file pinned by its digest.
+type SandboxAsset struct {
+	// url is where the asset is fetched from.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +required
+	URL string `json:"url"`
+
+	// sha256 is the lower-case hex SHA-256 digest of the asset.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	// +required
+	SHA256 string `json:"sha256"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=sc
+// +kubebuilder:printcolumn:name="CLASS",type=string,JSONPath=`.spec.sandboxClass`
+// +kubebuilder:printcolumn:name="DEFAULT-VERSION",type=string,JSONPath=`.spec.defaultVersion`
+// +kubebuilder:printcolumn:name="CLASS-DEFAULT",type=string,JSONPath=`.metadata.annotations.sandboxconfig\.ate\.dev/is-class-default`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// SandboxConfig is a versioned set of sandbox runtime assets for one sandbox
+// class. WorkerPools resolve to one, either by name or as their class default.
+type SandboxConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec SandboxConfigSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// SandboxConfigList is a list of SandboxConfigs.
+type SandboxConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SandboxConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SandboxConfig{}, &SandboxConfigList{})
+}
+
+// IsClassDefault reports whether the config is annotated as a candidate for
+// its class default. Only the exact value "true" counts.
+func (c *SandboxConfig) IsClassDefault() bool {
+	return c.Annotations[ClassDefaultAnnotation] == "true"
+}
+
+// IsDeleting reports whether the config has been marked for deletion.
+func (c *SandboxConfig) IsDeleting() bool {
+	return c.DeletionTimestamp != nil
+}
+
+// IsProtected reports whether the config carries the protection finalizer.
+func (c *SandboxConfig) IsProtected() bool {
+	for _, f := range c.Finalizers {
+		if f == ProtectionFinalizer {
+			return true
+		}
+	}
+	return false
+}
