@@ -1,0 +1,156 @@
+// Package resolve decides which SandboxConfig each sandbox class of a
+// WorkerPool should use. It is pure: the same pool and configs always give the
+// same answer, so workflows can call it directly and tests can table it.
+package resolve
+
+import (
+	"fmt"
+	"sort"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// Config is what resolution needs to know of a SandboxConfig. It is small on
+// purpose: it travels through workflow histories.
+type Config struct {
+	Name string `json:"name"`
+	// Class is the config's spec.sandboxClass.
+	Class v1alpha1.SandboxClass `json:"class"`
+	// ClassDefault is true when the config is annotated
+	// sandboxconfig.ate.dev/is-class-default: "true".
+	ClassDefault bool `json:"classDefault,omitempty"`
+	// Deleting is true once the config has a deletionTimestamp.
+	Deleting bool `json:"deleting,omitempty"`
+	// Protected is true while the config carries the protection finalizer.
+	Protected bool `json:"protected,omitempty"`
+	// CreatedUnix is the creation timestamp, in seconds as the API server
+	// stores it.
+	CreatedUnix int64 `json:"createdUnix"`
+}
+
+// ConfigFrom reduces a SandboxConfig to what resolution needs.
+func ConfigFrom(c *v1alpha1.SandboxConfig) Config {
+	class := c.Spec.SandboxClass
+	if class == "" {
+		class = v1alpha1.SandboxClassGVisor
+	}
+	return Config{
+		Name:         c.Name,
+		Class:        class,
+		ClassDefault: c.IsClassDefault(),
+		Deleting:     c.IsDeleting(),
+		Protected:    c.IsProtected(),
+		CreatedUnix:  c.CreationTimestamp.Unix(),
+	}
+}
+
+// Result is the resolution of one sandbox class.
+type Result struct {
+	Class v1alpha1.SandboxClass `json:"class"`
+	// Target is the config the class's status should name: the resolved
+	// config, or the one kept when resolution failed. Empty when there is
+	// nothing to use and nothing may be kept.
+	Target string `json:"target,omitempty"`
+	// Resolved is true when the current spec is met by Target.
+	Resolved bool `json:"resolved,omitempty"`
+	// Reason and Message are those of the class's Resolved condition.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Class resolves one entry of spec.sandboxClasses. current is the config the
+// class's status names today ("" if none); configs are all SandboxConfigs.
+func Class(entry v1alpha1.WorkerPoolSandboxClass, current string, configs []Config) Result {
+	byName := make(map[string]*Config, len(configs))
+	for i := range configs {
+		byName[configs[i].Name] = &configs[i]
+	}
+	if entry.ConfigRef != nil {
+		return pinned(entry.Name, entry.ConfigRef.Name, current, byName)
+	}
+	return classDefault(entry.Name, current, configs, byName)
+}
+
+func pinned(class v1alpha1.SandboxClass, name, current string, byName map[string]*Config) Result {
+	c, ok := byName[name]
+	switch {
+	case !ok:
+		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigNotFound,
+			fmt.Sprintf("SandboxConfig %q not found", name))
+	case c.Class != class:
+		// Checked before deletion: a config of the wrong class is wrong
+		// whatever its state, and saying so tells the operator what to fix.
+		return keep(class, current, byName, v1alpha1.ReasonSandboxClassMismatch,
+			fmt.Sprintf("SandboxConfig %q is of sandbox class %q, not %q", name, c.Class, class))
+	case c.Deleting:
+		// A config in deletion takes no new pools. A pool already on it keeps
+		// it while the finalizer still holds it, with the problem shown.
+		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigDeleting,
+			fmt.Sprintf("SandboxConfig %q is being deleted", name))
+	default:
+		return resolved(class, name)
+	}
+}
+
+func classDefault(class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config) Result {
+	if d := newestDefault(class, configs); d != "" {
+		return resolved(class, d)
+	}
+	if c, ok := byName[current]; ok && keepable(class, c) && c.Deleting {
+		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigDeleting,
+			fmt.Sprintf("SandboxConfig %q is being deleted and no other SandboxConfig of sandbox class %q is annotated %s: \"true\"",
+				current, class, v1alpha1.ClassDefaultAnnotation))
+	}
+	return keep(class, current, byName, v1alpha1.ReasonDefaultConfigNotFound,
+		fmt.Sprintf("no SandboxConfig of sandbox class %q is annotated %s: \"true\"", class, v1alpha1.ClassDefaultAnnotation))
+}
+
+// newestDefault returns the newest class default that is not being deleted;
+// on equal creation timestamps (one-second resolution) the name that sorts
+// first, so every resolver agrees on the same answer.
+func newestDefault(class v1alpha1.SandboxClass, configs []Config) string {
+	var candidates []Config
+	for _, c := range configs {
+		if c.Class == class && c.ClassDefault && !c.Deleting {
+			candidates = append(candidates, c)
+		}
+	}
+	if len(candidates) == 0 {
+		return ""
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		if candidates[i].CreatedUnix != candidates[j].CreatedUnix {
+			return candidates[i].CreatedUnix > candidates[j].CreatedUnix
+		}
+		return candidates[i].Name < candidates[j].Name
+	})
+	return candidates[0].Name
+}
+
+func resolved(class v1alpha1.SandboxClass, name string) Result {
+	return Result{
+		Class:    class,
+		Target:   name,
+		Resolved: true,
+		Reason:   v1alpha1.ReasonResolved,
+		Message:  fmt.Sprintf("resolved to SandboxConfig %q", name),
+	}
+}
+
+// keep reports a failed resolution. The class keeps the config its status
+// names while that config still exists, is of the class and, if in deletion,
+// still carries the finalizer: a running pool never loses its config because
+// the spec cannot be met. A config in deletion without the finalizer is about
+// to vanish and is not kept.
+func keep(class v1alpha1.SandboxClass, current string, byName map[string]*Config, reason, message string) Result {
+	r := Result{Class: class, Reason: reason, Message: message}
+	if c, ok := byName[current]; ok && keepable(class, c) {
+		r.Target = current
+		r.Message = fmt.Sprintf("%s; keeping %q", message, current)
+	}
+	return r
+}
+
+func keepable(class v1alpha1.SandboxClass, c *Config) bool {
+	return c.Class == class && (!c.Deleting || c.Protected)
+}
