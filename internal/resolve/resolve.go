@@ -72,24 +72,14 @@ func Class(entry v1alpha1.WorkerPoolSandboxClass, current string, configs []Conf
 }
 
 func pinned(class v1alpha1.SandboxClass, name, current string, byName map[string]*Config) Result {
-	c, ok := byName[name]
-	switch {
-	case !ok:
-		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigNotFound,
-			fmt.Sprintf("SandboxConfig %q not found", name))
-	case c.Class != class:
-		// Checked before deletion: a config of the wrong class is wrong
-		// whatever its state, and saying so tells the operator what to fix.
-		return keep(class, current, byName, v1alpha1.ReasonSandboxClassMismatch,
-			fmt.Sprintf("SandboxConfig %q is of sandbox class %q, not %q", name, c.Class, class))
-	case c.Deleting:
-		// A config in deletion takes no new pools. A pool already on it keeps
-		// it while the finalizer still holds it, with the problem shown.
-		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigDeleting,
-			fmt.Sprintf("SandboxConfig %q is being deleted", name))
-	default:
-		return resolved(class, name)
+	// The class is checked before deletion: a config of the wrong class is
+	// wrong whatever its state, and saying so tells the operator what to fix.
+	// A config in deletion takes no new pools; a pool already on it keeps it
+	// (see keep) while the finalizer still holds it, with the problem shown.
+	if ok, reason, message := CheckTarget(name, byName[name], class); !ok {
+		return keep(class, current, byName, reason, message)
 	}
+	return resolved(class, name)
 }
 
 func classDefault(class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config) Result {
@@ -133,7 +123,7 @@ func resolved(class v1alpha1.SandboxClass, name string) Result {
 		Target:   name,
 		Resolved: true,
 		Reason:   v1alpha1.ReasonResolved,
-		Message:  fmt.Sprintf("resolved to SandboxConfig %q", name),
+		Message:  resolvedMessage(name),
 	}
 }
 
@@ -146,7 +136,7 @@ func keep(class v1alpha1.SandboxClass, current string, byName map[string]*Config
 	r := Result{Class: class, Reason: reason, Message: message}
 	if c, ok := byName[current]; ok && keepable(class, c) {
 		r.Target = current
-		r.Message = fmt.Sprintf("%s; keeping %q", message, current)
+		r.Message = Keeping(message, current)
 	}
 	return r
 }

@@ -1,0 +1,79 @@
+// Package activities holds every Kubernetes side effect of the workflows.
+// Each activity is idempotent: Temporal runs activities at least once, so a
+// retried claim, confirm, patch or event creation must change nothing the
+// second time. Status writes are guarded by the pool's resourceVersion and
+// re-read on conflict; events get deterministic names.
+package activities
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"k8s.io/client-go/kubernetes"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// +kubebuilder:rbac:groups=ate.dev,resources=workerpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ate.dev,resources=workerpools/status,verbs=get;update
+// +kubebuilder:rbac:groups=ate.dev,resources=sandboxconfigs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
+
+// Activities are the worker's Kubernetes side effects. Register a non-nil
+// value with the worker; workflows refer to the methods through a nil
+// pointer, which only names them.
+type Activities struct {
+	// Live reads from and writes to the API server, never through a cache:
+	// every decision that protects a config is made on what the API server
+	// says now.
+	Live ctrlclient.Client
+	// Cache is the worker's informer cache of WorkerPools, indexed by the
+	// configs their status names (see PoolsByConfigIndex). It is only a
+	// fast first look; a live list confirms before anything is released.
+	Cache ctrlclient.Reader
+	// Clientset applies Deployments and creates events.
+	Clientset kubernetes.Interface
+	// Temporal wakes release workflows.
+	Temporal client.Client
+	// TaskQueue is where release workflows started here run.
+	TaskQueue string
+	// Instance names this worker in the events it records.
+	Instance string
+}
+
+// PoolRef names a WorkerPool, and the incarnation of it a workflow acts for:
+// a pool deleted and created again under the same name has a new UID, and
+// writes meant for the old one must not land on the new one.
+type PoolRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+func (p PoolRef) String() string { return p.Namespace + "/" + p.Name }
+
+func (p PoolRef) key() ctrlclient.ObjectKey {
+	return ctrlclient.ObjectKey{Namespace: p.Namespace, Name: p.Name}
+}
+
+// Error types that no retry can fix.
+const (
+	ErrInvalidInput = "InvalidInput"
+)
+
+func invalidInput(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalidInput, nil)
+}
+
+func (p PoolRef) validate() error {
+	if p.Namespace == "" || p.Name == "" {
+		return invalidInput("a WorkerPool reference needs a namespace and a name, got %q", p.String())
+	}
+	return nil
+}
+
+// ErrPoolGone is returned inside results, not as an error: a pool that is
+// gone ends the workflow acting for it.
+var errConflictExhausted = errors.New("kept conflicting with other writers")

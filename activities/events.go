@@ -1,0 +1,87 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// ReportingController names this product in the events it records.
+const ReportingController = "ate.dev/orchestrator"
+
+// EventInput is one event about a WorkerPool.
+type EventInput struct {
+	Pool PoolRef `json:"pool"`
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+	Action string `json:"action"`
+	Note   string `json:"note"`
+	// Key identifies the occurrence: the same key always gives the same
+	// event name, so a retried creation is a no-op and an event is recorded
+	// exactly once.
+	Key string `json:"key"`
+}
+
+// RecordEvent creates an events.k8s.io/v1 Event regarding a pool. Its name is
+// derived from the pool's UID and the key, so a retry after a crash finds it
+// already there.
+func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
+	if err := in.Pool.validate(); err != nil {
+		return err
+	}
+	if in.Pool.UID == "" || in.Key == "" || in.Reason == "" {
+		return invalidInput("an event needs the pool's UID, a key and a reason, got %+v", in)
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      EventName(in.Pool, in.Key),
+			Namespace: in.Pool.Namespace,
+		},
+		EventTime:           metav1.NowMicro(),
+		ReportingController: ReportingController,
+		ReportingInstance:   a.Instance,
+		Action:              in.Action,
+		Reason:              in.Reason,
+		Note:                truncate(in.Note, 1024),
+		Type:                in.Type,
+		Regarding: corev1.ObjectReference{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       "WorkerPool",
+			Namespace:  in.Pool.Namespace,
+			Name:       in.Pool.Name,
+			UID:        types.UID(in.Pool.UID),
+		},
+	}
+	_, err := a.Clientset.EventsV1().Events(in.Pool.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("recording %s event %q on WorkerPool %s: %w", in.Reason, ev.Name, in.Pool, err)
+	}
+	return nil
+}
+
+// EventName is the deterministic name of the event with this key.
+func EventName(pool PoolRef, key string) string {
+	sum := sha256.Sum256([]byte(pool.UID + "\x00" + key))
+	prefix := pool.Name
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return prefix + "." + hex.EncodeToString(sum[:8])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,84 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/resolve"
+)
+
+// Observation is what a pool pass decides on: the pool, every SandboxConfig
+// and the pool's Deployment, all read live. Live, not from a cache: the
+// starter wakes the pool because its own cache saw a change, and a pass that
+// read an older cache than the starter's would see nothing to do and never be
+// woken again. The API server answers these reads from its watch cache.
+type Observation struct {
+	Exists     bool                                    `json:"exists"`
+	UID        string                                  `json:"uid,omitempty"`
+	Generation int64                                   `json:"generation,omitempty"`
+	Spec       []v1alpha1.WorkerPoolSandboxClass       `json:"spec,omitempty"`
+	Status     v1alpha1.WorkerPoolStatus               `json:"status"`
+	Configs    []resolve.Config                        `json:"configs,omitempty"`
+	Deployment *DeploymentState                        `json:"deployment,omitempty"`
+}
+
+// DeploymentState is the part of a pool's Deployment its status mirrors.
+type DeploymentState struct {
+	Replicas      int32  `json:"replicas"`
+	ReadyReplicas int32  `json:"readyReplicas"`
+	Selector      string `json:"selector"`
+}
+
+// Observe reads a pool, the SandboxConfigs and the pool's Deployment.
+func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, error) {
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	var pool v1alpha1.WorkerPool
+	if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &Observation{}, nil
+		}
+		return nil, fmt.Errorf("reading WorkerPool %s: %w", ref, err)
+	}
+	obs := &Observation{
+		Exists:     true,
+		UID:        string(pool.UID),
+		Generation: pool.Generation,
+		Spec:       pool.Spec.SandboxClasses,
+		Status:     pool.Status,
+	}
+
+	var configs v1alpha1.SandboxConfigList
+	if err := a.Live.List(ctx, &configs); err != nil {
+		return nil, fmt.Errorf("listing SandboxConfigs for WorkerPool %s: %w", ref, err)
+	}
+	for i := range configs.Items {
+		obs.Configs = append(obs.Configs, resolve.ConfigFrom(&configs.Items[i]))
+	}
+
+	var d appsv1.Deployment
+	switch err := a.Live.Get(ctx, ref.key(), &d); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s: %w", ref, err)
+	case metav1.IsControlledBy(&d, &pool):
+		obs.Deployment = deploymentState(&d)
+	}
+	return obs, nil
+}
+
+func deploymentState(d *appsv1.Deployment) *DeploymentState {
+	s := &DeploymentState{Replicas: d.Status.Replicas, ReadyReplicas: d.Status.ReadyReplicas}
+	if d.Spec.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+			s.Selector = sel.String()
+		}
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/retry"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolstatus"
+	"ate.dev/orchestrator/internal/resolve"
+)
+
+// PoolWrite is the result of a status write.
+type PoolWrite struct {
+	// PoolGone is true when the pool no longer exists, or is a new pool
+	// under the same name: nothing was written and the workflow should stop
+	// acting for it.
+	PoolGone bool `json:"poolGone,omitempty"`
+	// Wrote is true when this call changed the status. A retried call whose
+	// first attempt landed reports false.
+	Wrote bool `json:"wrote,omitempty"`
+	// Displaced is a claim this write replaced (see Claim).
+	Displaced string `json:"displaced,omitempty"`
+}
+
+// updateStatus reads the pool, lets mutate change its status, and writes the
+// status back if anything changed. The write carries the resourceVersion the
+// pool was read at, so it cannot overwrite a status someone else wrote in the
+// meantime; a conflict reads again and mutates the fresh copy.
+func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	res := &PoolWrite{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		*res = PoolWrite{}
+		var pool v1alpha1.WorkerPool
+		if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+			if apierrors.IsNotFound(err) {
+				res.PoolGone = true
+				return nil
+			}
+			return err
+		}
+		if ref.UID != "" && string(pool.UID) != ref.UID {
+			res.PoolGone = true
+			return nil
+		}
+		before := pool.Status.DeepCopy()
+		mutate(&pool)
+		poolstatus.SetSummary(&pool)
+		if equality.Semantic.DeepEqual(before, &pool.Status) {
+			return nil
+		}
+		if err := a.Live.Status().Update(ctx, &pool); err != nil {
+			return err
+		}
+		res.Wrote = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s on WorkerPool %s: %w", what, ref, err)
+	}
+	return res, nil
+}
+
+// ClaimInput claims a config for a class of a pool.
+type ClaimInput struct {
+	Pool   PoolRef               `json:"pool"`
+	Class  v1alpha1.SandboxClass `json:"class"`
+	Config string                `json:"config"`
+}
+
+// Claim records the config a class is moving to in pendingConfigRef, with
+// configRef unchanged. From this write on, the release workflow sees the pool
+// as a user of the config, so the live read that follows can trust what it
+// sees (see the README's "Switching configs").
+func (a *Activities) Claim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
+	var displaced string
+	res, err := a.updateStatus(ctx, in.Pool, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+		func(pool *v1alpha1.WorkerPool) {
+			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			displaced = ""
+			if p := entry.PendingConfigRef; p != nil && p.Name != in.Config && (entry.ConfigRef == nil || p.Name != entry.ConfigRef.Name) {
+				displaced = p.Name
+			}
+			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
+		})
+	if res != nil {
+		res.Displaced = displaced
+	}
+	return res, err
+}
+
+// SettleInput ends a switch: a confirm moves configRef to the claimed config,
+// a roll back keeps configRef; both clear the claim and set the Resolved
+// condition.
+type SettleInput struct {
+	Pool       PoolRef               `json:"pool"`
+	Class      v1alpha1.SandboxClass `json:"class"`
+	Config     string                `json:"config"`
+	Generation int64                 `json:"generation"`
+	// Reason and Message of the Resolved condition of a roll back.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Confirm moves the class to the claimed config: configRef = the config,
+// pendingConfigRef cleared, Resolved True, in one write.
+func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, error) {
+	if in.Config == "" {
+		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
+	}
+	return a.updateStatus(ctx, in.Pool, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+		func(pool *v1alpha1.WorkerPool) {
+			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
+			entry.PendingConfigRef = nil
+			_, reason, msg := resolve.CheckTarget(in.Config, &resolve.Config{Class: in.Class}, in.Class)
+			poolstatus.SetClassCondition(&pool.Status, in.Class,
+				poolstatus.ClassCondition(true, reason, msg, in.Generation))
+		})
+}
+
+// RollBack abandons a claim: pendingConfigRef cleared, configRef unchanged,
+// Resolved False with the reason the config was refused.
+func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, error) {
+	if in.Reason == "" {
+		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
+	}
+	return a.updateStatus(ctx, in.Pool, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+		func(pool *v1alpha1.WorkerPool) {
+			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {
+				entry.PendingConfigRef = nil
+			}
+			poolstatus.SetClassCondition(&pool.Status, in.Class,
+				poolstatus.ClassCondition(false, in.Reason, in.Message, in.Generation))
+		})
+}

@@ -1,0 +1,94 @@
+// Package poolstatus computes the conditions of a WorkerPool's status: the
+// per-class Resolved condition and the top-level SandboxConfigResolved that
+// summarises them.
+package poolstatus
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// SummaryResolvedMessage is the top-level message when every class resolved.
+const SummaryResolvedMessage = "every sandbox class resolved to a SandboxConfig"
+
+// ClassCondition is the Resolved condition of one class.
+func ClassCondition(resolved bool, reason, message string, generation int64) metav1.Condition {
+	status := metav1.ConditionFalse
+	if resolved {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{
+		Type:               v1alpha1.ConditionResolved,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: generation,
+	}
+}
+
+// Summary is the top-level SandboxConfigResolved condition: True only when
+// every class of the spec resolved; otherwise the first failing class's
+// reason, so `kubectl wait --for=condition=SandboxConfigResolved` works.
+func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPoolSandboxClassStatus, generation int64) metav1.Condition {
+	for _, entry := range spec {
+		var c *metav1.Condition
+		for i := range classes {
+			if classes[i].Name == entry.Name {
+				c = meta.FindStatusCondition(classes[i].Conditions, v1alpha1.ConditionResolved)
+			}
+		}
+		if c == nil {
+			return metav1.Condition{
+				Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionUnknown,
+				Reason: "Pending", Message: fmt.Sprintf("sandbox class %q has not been resolved yet", entry.Name),
+				ObservedGeneration: generation,
+			}
+		}
+		if c.Status != metav1.ConditionTrue {
+			return metav1.Condition{
+				Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionFalse,
+				Reason: c.Reason, Message: fmt.Sprintf("sandbox class %q: %s", entry.Name, c.Message),
+				ObservedGeneration: generation,
+			}
+		}
+	}
+	return metav1.Condition{
+		Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonResolved, Message: SummaryResolvedMessage,
+		ObservedGeneration: generation,
+	}
+}
+
+// SetClassCondition sets the Resolved condition of a class's status entry,
+// creating the entry if needed, and reports whether anything changed.
+func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass, c metav1.Condition) bool {
+	entry := EnsureClass(status, class)
+	return meta.SetStatusCondition(&entry.Conditions, c)
+}
+
+// EnsureClass returns the status entry of a class, appending it if missing.
+func EnsureClass(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass) *v1alpha1.WorkerPoolSandboxClassStatus {
+	if e := status.ClassStatus(class); e != nil {
+		return e
+	}
+	status.SandboxClasses = append(status.SandboxClasses, v1alpha1.WorkerPoolSandboxClassStatus{Name: class})
+	return &status.SandboxClasses[len(status.SandboxClasses)-1]
+}
+
+// SetSummary recomputes the top-level condition and reports whether it changed.
+func SetSummary(pool *v1alpha1.WorkerPool) bool {
+	return meta.SetStatusCondition(&pool.Status.Conditions,
+		Summary(pool.Spec.SandboxClasses, pool.Status.SandboxClasses, pool.Generation))
+}
+
+// SameCondition reports whether a condition already says what c says, so a
+// pass can skip a write that would change nothing.
+func SameCondition(conditions []metav1.Condition, c metav1.Condition) bool {
+	old := meta.FindStatusCondition(conditions, c.Type)
+	return old != nil && old.Status == c.Status && old.Reason == c.Reason &&
+		old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration
+}
