@@ -18,13 +18,13 @@ import (
 // read an older cache than the starter's would see nothing to do and never be
 // woken again. The API server answers these reads from its watch cache.
 type Observation struct {
-	Exists     bool                                    `json:"exists"`
-	UID        string                                  `json:"uid,omitempty"`
-	Generation int64                                   `json:"generation,omitempty"`
-	Spec       []v1alpha1.WorkerPoolSandboxClass       `json:"spec,omitempty"`
-	Status     v1alpha1.WorkerPoolStatus               `json:"status"`
-	Configs    []resolve.Config                        `json:"configs,omitempty"`
-	Deployment *DeploymentState                        `json:"deployment,omitempty"`
+	Exists     bool                              `json:"exists"`
+	UID        string                            `json:"uid,omitempty"`
+	Generation int64                             `json:"generation,omitempty"`
+	Spec       []v1alpha1.WorkerPoolSandboxClass `json:"spec,omitempty"`
+	Status     v1alpha1.WorkerPoolStatus         `json:"status"`
+	Configs    []resolve.Config                  `json:"configs,omitempty"`
+	Deployment *DeploymentState                  `json:"deployment,omitempty"`
 }
 
 // DeploymentState is the part of a pool's Deployment its status mirrors.

@@ -12,9 +12,9 @@ import (
 // condition of classes that did not switch, the Deployment's replica fields
 // and the generation the pass acted on.
 type SyncInput struct {
-	Pool       PoolRef         `json:"pool"`
-	Generation int64           `json:"generation"`
-	Classes    []ClassSync     `json:"classes,omitempty"`
+	Pool       PoolRef          `json:"pool"`
+	Generation int64            `json:"generation"`
+	Classes    []ClassSync      `json:"classes,omitempty"`
 	Deployment *DeploymentState `json:"deployment,omitempty"`
 }
 
