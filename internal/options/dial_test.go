@@ -1,0 +1,66 @@
+package options
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+)
+
+func TestDialTemporalUnreachable(t *testing.T) {
+	// A port nobody listens on: bind one, then close it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := DialTemporal(ctx, client.Options{HostPort: addr, Namespace: "ns"}, log)
+
+	require.Nil(t, c)
+	require.Error(t, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "could not connect to Temporal at "+addr)
+	require.Contains(t, err.Error(), `namespace "ns"`)
+	require.Less(t, time.Since(start), 10*time.Second, "must give up when the context is done")
+	logs := buf.String()
+	require.Contains(t, logs, "cannot connect to Temporal; retrying")
+	require.Contains(t, logs, "address="+addr)
+	require.GreaterOrEqual(t, strings.Count(logs, "cannot connect to Temporal; retrying"), 2, "must retry: %s", logs)
+}
+
+func TestDialTemporalNilLoggerAndDoneContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c, err := DialTemporal(ctx, client.Options{HostPort: "127.0.0.1:1"}, nil)
+	require.Nil(t, c)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

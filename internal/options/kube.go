@@ -1,0 +1,40 @@
+package options
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+)
+
+// RestConfig loads the Kubernetes client configuration: from the kubeconfig
+// file(s) when set (a KUBECONFIG-style list is merged), otherwise with
+// controller-runtime's loader (in-cluster, then ~/.kube/config).
+// Client-side rate limiting is off, as with controller-runtime: the API
+// server's priority and fairness protects it.
+func (o *Options) RestConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch paths := filepath.SplitList(o.Kubeconfig); len(paths) {
+	case 0:
+		if cfg, err = config.GetConfig(); err != nil {
+			return nil, fmt.Errorf("no --kubeconfig (KUBECONFIG) given and no in-cluster or ~/.kube/config configuration: %w", err)
+		}
+	case 1:
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: paths[0]}
+		if cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig(); err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", paths[0], err)
+		}
+	default:
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
+		if cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig(); err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
+}

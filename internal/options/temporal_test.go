@@ -1,0 +1,126 @@
+package options
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTemporalClientOptions(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, key := writeCertificates(t, dir)
+	garbage := filepath.Join(dir, "garbage.pem")
+	require.NoError(t, os.WriteFile(garbage, []byte("not a certificate"), 0o600))
+	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq"}
+
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+		check   func(t *testing.T, tc *tls.Config)
+	}{
+		{
+			name:  "plaintext without TLS settings",
+			check: func(t *testing.T, tc *tls.Config) { require.Nil(t, tc) },
+		},
+		{
+			name:   "CA only",
+			mutate: func(o *Options) { o.TLSCAFile = ca },
+			check: func(t *testing.T, tc *tls.Config) {
+				require.NotNil(t, tc.RootCAs)
+				require.Nil(t, tc.GetClientCertificate)
+			},
+		},
+		{
+			name:   "server name only enables TLS with system roots",
+			mutate: func(o *Options) { o.TLSServerName = "temporal.example" },
+			check: func(t *testing.T, tc *tls.Config) {
+				require.Equal(t, "temporal.example", tc.ServerName)
+				require.Nil(t, tc.RootCAs)
+			},
+		},
+		{
+			name:   "mTLS",
+			mutate: func(o *Options) { o.TLSCAFile, o.TLSCertFile, o.TLSKeyFile = ca, cert, key },
+			check: func(t *testing.T, tc *tls.Config) {
+				c, err := tc.GetClientCertificate(nil)
+				require.NoError(t, err)
+				require.NotEmpty(t, c.Certificate)
+			},
+		},
+		{name: "missing CA file", mutate: func(o *Options) { o.TLSCAFile = filepath.Join(dir, "nope.pem") }, wantErr: "reading --temporal-tls-ca (TEMPORAL_TLS_CA)"},
+		{name: "CA file without PEM", mutate: func(o *Options) { o.TLSCAFile = garbage }, wantErr: "holds no PEM certificate"},
+		{name: "cert without key", mutate: func(o *Options) { o.TLSCertFile = cert }, wantErr: "must be set together"},
+		{name: "unreadable key pair", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, garbage }, wantErr: "loading the Temporal client certificate"},
+		{name: "key does not match cert", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = ca, key }, wantErr: "loading the Temporal client certificate"},
+		{name: "empty address", mutate: func(o *Options) { o.TemporalAddress = "" }, wantErr: "invalid Temporal options: --temporal-address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			if tt.mutate != nil {
+				tt.mutate(&o)
+			}
+			opts, err := o.TemporalClientOptions()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "temporal:7233", opts.HostPort)
+			require.Equal(t, "ns", opts.Namespace)
+			require.Nil(t, opts.Credentials)
+			tt.check(t, opts.ConnectionOptions.TLS)
+		})
+	}
+}
+
+func TestTemporalClientOptionsAPIKey(t *testing.T) {
+	o := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: "secret"}
+	opts, err := o.TemporalClientOptions()
+	require.NoError(t, err)
+	require.NotNil(t, opts.Credentials)
+}
+
+// writeCertificates writes a CA and a client certificate and key it signed.
+func writeCertificates(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "worker"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, caTmpl, &clientKey.PublicKey, caKey)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(clientKey)
+	require.NoError(t, err)
+
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+		return path
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("client.pem", "CERTIFICATE", clientDER), write("client-key.pem", "EC PRIVATE KEY", keyDER)
+}
