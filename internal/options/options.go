@@ -46,7 +46,7 @@ const (
 // built-in default.
 type setting struct {
 	flag, env, def, usage string
-	dst               func(*Options) *string
+	dst                   func(*Options) *string
 }
 
 var settings = []setting{
