@@ -1,0 +1,63 @@
+// Package workflows holds the orchestration: the pool workflow that keeps a
+// WorkerPool on the right SandboxConfig, the switch workflow that moves one
+// class of one pool, and the release workflow that lets a deleted config go.
+// Everything here is deterministic; every side effect is an activity.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+)
+
+// act names the activities; the worker registers a real value.
+var act *activities.Activities
+
+// retryForever retries with capped exponential backoff and never gives up:
+// an API server that is down for a while must delay a switch, not fail it.
+// Only errors no retry can fix stop it.
+var retryForever = &temporal.RetryPolicy{
+	InitialInterval:        200 * time.Millisecond,
+	BackoffCoefficient:     2,
+	MaximumInterval:        30 * time.Second,
+	NonRetryableErrorTypes: []string{activities.ErrInvalidInput},
+}
+
+// withActivities sets the options of the Kubernetes activities.
+func withActivities(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         retryForever,
+	})
+}
+
+// withLocalReads sets the options of the cheap reads that run as local
+// activities, in the workflow's own task, saving a round trip through the
+// server per read.
+func withLocalReads(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         retryForever,
+	})
+}
+
+// historyLimit is where a long-lived workflow continues as new even if the
+// server has not suggested it yet, so a replay never has to walk far.
+const historyLimit = 4000
+
+func shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit
+}
+
+// drain empties a signal channel: any number of pending wake-ups is one pass.
+func drain(ch workflow.ReceiveChannel) int {
+	n := 0
+	for ch.ReceiveAsync(nil) {
+		n++
+	}
+	return n
+}

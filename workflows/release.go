@@ -1,0 +1,119 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Fallback wake-ups of a release that waits for pools to move: signals do
+// the real work, the timer only covers one that was lost. It backs off so a
+// config held for days costs little.
+const (
+	firstFallback = 30 * time.Second
+	maxFallback   = 10 * time.Minute
+)
+
+// Release lets a SandboxConfig in deletion go once no pool uses it. It
+// removes the protection finalizer only after a live list of WorkerPools,
+// made after the config was marked for deletion, found no pool naming it in
+// configRef or pendingConfigRef (P2). Until then it waits for a `recheck`
+// signal, or a fallback timer, and looks again.
+func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
+	if in.Config == "" {
+		return "", temporal.NewNonRetryableApplicationError("a release workflow needs the SandboxConfig's name",
+			activities.ErrInvalidInput, nil)
+	}
+	ctx = withActivities(ctx)
+	log := workflow.GetLogger(ctx)
+	recheck := workflow.GetSignalChannel(ctx, wfapi.SignalRecheck)
+	fallback := firstFallback
+	outcome := ""
+	for {
+		drain(recheck)
+		in.Checks++
+		users, done, err := look(ctx, in.Config)
+		if err != nil {
+			return "", err
+		}
+		if done != "" {
+			setOutcome(ctx, &outcome, done)
+			log.Info("release finished", "config", in.Config, "outcome", done)
+			return done, nil
+		}
+		if users == nil {
+			continue // the finalizer patch met a newer config: look again at once
+		}
+		setOutcome(ctx, &outcome, wfapi.OutcomeWaiting)
+		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users)
+
+		if shouldContinueAsNew(ctx) {
+			return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, in)
+		}
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(recheck, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil); fallback = firstFallback })
+		sel.AddFuture(workflow.NewTimer(timerCtx, fallback), func(workflow.Future) { fallback = min(2*fallback, maxFallback) })
+		sel.Select(ctx)
+		cancel()
+	}
+}
+
+// look takes one look at the config, in the order that makes a release safe:
+// live read, cache, live list, finalizer removal. It returns the pools still
+// using the config, or a final outcome, or neither when the finalizer patch
+// conflicted and the look must be taken again.
+func look(ctx workflow.Context, config string) (users []string, done string, err error) {
+	var c *resolve.Config
+	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, config).Get(ctx, &c); err != nil {
+		return nil, "", err
+	}
+	if c == nil {
+		return nil, wfapi.OutcomeReleased, nil
+	}
+	if !c.Deleting || !c.Protected {
+		return nil, wfapi.OutcomeNotNeeded, nil
+	}
+	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, config).Get(ctx, &users); err != nil {
+		return nil, "", err
+	}
+	if len(users) > 0 {
+		return users, "", nil
+	}
+	if err := workflow.ExecuteActivity(ctx, act.LiveUsers, config).Get(ctx, &users); err != nil {
+		return nil, "", err
+	}
+	if len(users) > 0 {
+		return users, "", nil
+	}
+	var removed string
+	if err := workflow.ExecuteActivity(ctx, act.Unprotect, config).Get(ctx, &removed); err != nil {
+		return nil, "", err
+	}
+	switch removed {
+	case activities.ReleaseRemoved, activities.ReleaseGone:
+		return nil, wfapi.OutcomeReleased, nil
+	case activities.ReleaseNotNeeded:
+		return nil, wfapi.OutcomeNotNeeded, nil
+	case activities.ReleaseConflict:
+		return nil, "", nil
+	}
+	return nil, "", fmt.Errorf("unexpected result %q releasing SandboxConfig %q", removed, config)
+}
+
+func setOutcome(ctx workflow.Context, current *string, outcome string) {
+	if *current == outcome {
+		return
+	}
+	*current = outcome
+	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(outcome)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
+	}
+}

@@ -1,0 +1,158 @@
+package workflows
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// SwitchInput moves one sandbox class of one pool to another config.
+type SwitchInput struct {
+	Pool  activities.PoolRef    `json:"pool"`
+	Class v1alpha1.SandboxClass `json:"class"`
+	// From is the config the class's status names now ("" on the first
+	// resolution); To is the one it moves to.
+	From string `json:"from,omitempty"`
+	To   string `json:"to"`
+	// FromDeleting says the pool saw From in deletion: moving off it may
+	// free it, so its release workflow is woken.
+	FromDeleting bool `json:"fromDeleting,omitempty"`
+	// Generation is the pool generation the switch acts on.
+	Generation int64 `json:"generation"`
+}
+
+// SwitchResult is how a switch ended.
+type SwitchResult struct {
+	// Outcome is wfapi.OutcomeConfirmed, OutcomeRolledBack or OutcomePoolGone.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Switch moves a class in two steps, so that a config deleted at any moment
+// is never recorded as in use:
+//  1. protect the target with the finalizer (refused once it is in deletion);
+//  2. claim it in pendingConfigRef, which the release workflow honours;
+//  3. read it live, after the claim, so a deletion that raced the claim is seen;
+//  4. confirm (configRef = target) or roll back (configRef unchanged);
+//  5. record the event, only once the write in 4 has landed;
+//  6. wake the release workflow of a config the class left in deletion.
+func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
+	ctx = withActivities(ctx)
+	log := workflow.GetLogger(ctx)
+	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To)
+
+	var check activities.TargetCheck
+	if err := workflow.ExecuteActivity(ctx, act.Protect,
+		activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+		return nil, err
+	}
+	var release []string
+	if check.OK {
+		var claim activities.PoolWrite
+		if err := workflow.ExecuteActivity(ctx, act.Claim,
+			activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim); err != nil {
+			return nil, err
+		}
+		if claim.PoolGone {
+			return finish(ctx, &SwitchResult{Outcome: wfapi.OutcomePoolGone})
+		}
+		if claim.Displaced != "" {
+			release = append(release, claim.Displaced)
+		}
+		var live *resolve.Config
+		if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
+			return nil, err
+		}
+		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
+	}
+
+	var res *SwitchResult
+	var err error
+	if check.OK {
+		res, err = confirm(ctx, in)
+		if in.FromDeleting {
+			release = append(release, in.From)
+		}
+	} else {
+		res, err = rollBack(ctx, in, check)
+	}
+	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
+		return res, err
+	}
+	if len(release) > 0 {
+		if err := workflow.ExecuteActivity(ctx, act.WakeReleases, release).Get(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
+	return finish(ctx, res)
+}
+
+func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
+	var w activities.PoolWrite
+	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
+	}).Get(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.PoolGone {
+		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
+	if in.From == "" {
+		note = fmt.Sprintf("sandbox class %q uses SandboxConfig %q", in.Class, in.To)
+	}
+	// The key is this switch's run: a retried event activity, even after a
+	// worker crash, creates the same event name and so records it once.
+	err := workflow.ExecuteActivity(ctx, act.RecordEvent, activities.EventInput{
+		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	}).Get(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: note}, nil
+}
+
+func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck) (*SwitchResult, error) {
+	message := resolve.Keeping(check.Message, in.From)
+	var w activities.PoolWrite
+	if err := workflow.ExecuteActivity(ctx, act.RollBack, activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
+		Reason: check.Reason, Message: message,
+	}).Get(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.PoolGone {
+		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if err := workflow.ExecuteActivity(ctx, act.RecordEvent,
+		warning(in.Pool, in.Class, check.Reason, message, in.Generation)).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	return &SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
+}
+
+// warning is the Warning event of a failed resolution. Its key is the failure
+// itself, at the pool generation: the same failure reported again by a later
+// pass or a retried activity is the same event, recorded once.
+func warning(pool activities.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) activities.EventInput {
+	return activities.EventInput{
+		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
+		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
+	}
+}
+
+func finish(ctx workflow.Context, res *SwitchResult) (*SwitchResult, error) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
+	}
+	return res, nil
+}
