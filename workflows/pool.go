@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"

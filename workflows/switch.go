@@ -3,8 +3,8 @@ package workflows
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"

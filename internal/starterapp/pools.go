@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
