@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -46,6 +47,8 @@ type Config struct {
 	LeaderElectionNamespace string
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
+	// SkipNameValidation lets tests run several starters in one process.
+	SkipNameValidation bool
 }
 
 // Run starts the starter and blocks until ctx is done.
@@ -73,6 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 			&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
 		}},
 		GracefulShutdownTimeout: ptr(10 * time.Second),
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)

@@ -1,0 +1,25 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// waitForRelease polls the visibility store until the release workflow of a
+// config reports an outcome.
+func (p *product) waitForRelease(t *testing.T, config, outcome string) {
+	t.Helper()
+	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome)
+	eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
+		resp, err := p.env.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(resp.Executions) > 0, fmt.Sprintf("%d executions match %s", len(resp.Executions), query)
+	})
+}

@@ -1,0 +1,48 @@
+// Command teardown removes the protection finalizer
+// sandboxconfig.ate.dev/workerpool-protection from every SandboxConfig. Run it
+// when uninstalling, after the worker and the starter are gone: nothing else
+// releases the finalizer then. It keeps other finalizers, skips configs
+// without it, retries conflicts and treats a missing CRD as done.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/teardown"
+)
+
+func main() {
+	var opts options.Options
+	fs := flag.NewFlagSet("teardown", flag.ExitOnError)
+	opts.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, &opts); err != nil {
+		fmt.Fprintln(os.Stderr, "teardown:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, opts *options.Options) error {
+	cfg, err := opts.RestConfig()
+	if err != nil {
+		return err
+	}
+	c, err := kube.LiveClient(cfg)
+	if err != nil {
+		return err
+	}
+	rep, err := teardown.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Println(rep)
+	return nil
+}
