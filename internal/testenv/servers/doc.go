@@ -1,0 +1,10 @@
+// Package servers runs the real servers the orchestrator talks to, on this
+// machine: a Temporal dev server (the temporal CLI's `server start-dev`) and
+// a Kubernetes control plane (etcd and kube-apiserver through
+// controller-runtime's envtest). Package testenv uses them for tests and
+// hack/devstack for `make dev`; both decide where binaries and state live.
+//
+// Every process is started through package procs, so it dies with the
+// process that started it, and each server can be stopped, killed and
+// started again on the same address, for tests of crashes and restarts.
+package servers
