@@ -58,20 +58,21 @@ type SandboxConfigReference struct {
 
 // WorkerPoolPodTemplate is the part of the worker pods a pool may shape.
 type WorkerPoolPodTemplate struct {
-	// labels are added to the Deployment and its pods. Keys in the ate.dev
-	// domain and its subdomains are reserved.
+	// labels are added to the Deployment and its pods. Keys must be
+	// qualified names; keys in the ate.dev domain and its subdomains are
+	// reserved.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be qualified names (an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.')"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*\\\\.)?ate\\\\.dev/'))",message="label keys in the ate.dev domain and its subdomains are reserved"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$'))",message="label values must be at most 63 alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.startsWith('ate.dev/') || k.contains('.ate.dev/')))",message="label keys in the ate.dev domain and its subdomains are reserved"
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// annotations are added to the Deployment and its pods. Keys in the
-	// ate.dev domain and its subdomains are reserved.
+	// annotations are added to the Deployment and its pods. Keys must be
+	// qualified names; keys in the ate.dev domain and its subdomains are
+	// reserved.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names (an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.')"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*\\\\.)?ate\\\\.dev/'))",message="annotation keys in the ate.dev domain and its subdomains are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.startsWith('ate.dev/') || k.contains('.ate.dev/')))",message="annotation keys in the ate.dev domain and its subdomains are reserved"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
@@ -106,6 +107,12 @@ type WorkerPoolPodTemplate struct {
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
+
+// LabelValue is a Kubernetes label value: at most 63 alphanumerics, '-',
+// '_' or '.', beginning and ending with an alphanumeric, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
 
 // WorkerPoolStatus is what the product reports back about a pool.
 type WorkerPoolStatus struct {

@@ -295,9 +295,9 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 	}
 	podSpec.WithContainers(container)
 
-	labels := maps.Clone(tmpl.Labels)
-	if labels == nil {
-		labels = map[string]string{}
+	labels := make(map[string]string, len(tmpl.Labels)+1)
+	for k, v := range tmpl.Labels {
+		labels[k] = string(v)
 	}
 	maps.Copy(labels, SelectorLabels(pool)) // the controller's label wins
 

@@ -56,7 +56,7 @@ func newPool(class v1alpha1.SandboxClass, tmpl *v1alpha1.WorkerPoolPodTemplate) 
 // fullTemplate sets every field of the template.
 func fullTemplate() *v1alpha1.WorkerPoolPodTemplate {
 	return &v1alpha1.WorkerPoolPodTemplate{
-		Labels:      map[string]string{"team": "infra", "tier": "gpu"},
+		Labels:      map[string]v1alpha1.LabelValue{"team": "infra", "tier": "gpu"},
 		Annotations: map[string]string{"example.com/owner": "infra", "a.example.com/note": "x"},
 		NodeSelector: map[string]string{
 			"example.com/pool": "workers",
@@ -538,7 +538,7 @@ func TestKVMLimitMerge(t *testing.T) {
 func TestLabelPrecedence(t *testing.T) {
 	tmpl := &v1alpha1.WorkerPoolPodTemplate{
 		// The CRD rejects ate.dev keys; Build must not rely on it.
-		Labels:      map[string]string{"ate.dev/worker-pool": "impostor", "team": "infra"},
+		Labels:      map[string]v1alpha1.LabelValue{"ate.dev/worker-pool": "impostor", "team": "infra"},
 		Annotations: map[string]string{"example.com/a": "b"},
 	}
 	pool := newPool(v1alpha1.SandboxClassGVisor, tmpl)
@@ -547,7 +547,7 @@ func TestLabelPrecedence(t *testing.T) {
 	require.Equal(t, want, ac.Labels)
 	require.Equal(t, want, ac.Spec.Template.Labels)
 	require.Equal(t, map[string]string{"ate.dev/worker-pool": poolName}, ac.Spec.Selector.MatchLabels)
-	require.Equal(t, "impostor", tmpl.Labels["ate.dev/worker-pool"], "the template is not modified")
+	require.Equal(t, v1alpha1.LabelValue("impostor"), tmpl.Labels["ate.dev/worker-pool"], "the template is not modified")
 
 	// The pool's own metadata.labels label Worker records, not the Deployment.
 	require.NotContains(t, ac.Labels, "workload")
@@ -587,7 +587,7 @@ func TestEmptyTemplateDeclaresNothing(t *testing.T) {
 	for _, class := range []v1alpha1.SandboxClass{v1alpha1.SandboxClassGVisor, v1alpha1.SandboxClassMicroVM} {
 		t.Run(string(class), func(t *testing.T) {
 			empty := &v1alpha1.WorkerPoolPodTemplate{
-				Labels:       map[string]string{},
+				Labels:       map[string]v1alpha1.LabelValue{},
 				Annotations:  map[string]string{},
 				NodeSelector: map[string]string{},
 				Tolerations:  []corev1.Toleration{},
@@ -610,7 +610,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 	tmpl := fullTemplate()
 	for i := range 20 {
 		k := string(rune('a' + i))
-		tmpl.Labels["l"+k] = k
+		tmpl.Labels["l"+k] = v1alpha1.LabelValue(k)
 		tmpl.Annotations["example.com/"+k] = k
 		tmpl.NodeSelector["n"+k] = k
 	}
