@@ -1,0 +1,270 @@
+// Command devstack is `make dev`: the whole product on this machine, no
+// Docker. It starts a Temporal dev server (Web UI on 127.0.0.1:8233, gRPC on
+// 127.0.0.1:7233, state in .state/temporal.db), etcd and kube-apiserver
+// (state in .state/etcd), installs the CRDs, applies deploy/samples, builds
+// and runs the worker and the starter, and on Ctrl-C (SIGINT or SIGTERM)
+// stops all of it. State survives a restart: workflow histories in SQLite,
+// Kubernetes objects in etcd. `rm -rf .state` starts afresh.
+//
+// Every process dies with devstack even if it is killed (see
+// internal/testenv/procs). Logs are in .state/logs/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/testenv/servers"
+)
+
+type config struct {
+	stateDir      string
+	temporalPort  int
+	uiPort        int
+	apiServerPort int
+	namespace     string
+	taskQueue     string
+	crds, samples string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.stateDir, "state", ".state", "directory of the stack's state and logs")
+	flag.IntVar(&cfg.temporalPort, "temporal-port", 7233, "Temporal gRPC port on 127.0.0.1")
+	flag.IntVar(&cfg.uiPort, "ui-port", 8233, "Temporal Web UI port on 127.0.0.1")
+	flag.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
+	flag.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
+	flag.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
+	flag.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
+	flag.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	s := &stack{cfg: cfg, log: log}
+	err := s.run(ctx)
+	stop() // a second Ctrl-C now kills devstack, and with it every child
+	if err != nil {
+		log.Error("the local stack failed; stopping it", "error", err)
+	}
+	if stopErr := s.shutdown(); stopErr != nil {
+		log.Error("stopping the stack", "error", stopErr)
+		err = errors.Join(err, stopErr)
+	}
+	if err != nil {
+		os.Exit(1)
+	}
+	log.Info("stopped; nothing is left running")
+}
+
+type stack struct {
+	cfg      config
+	log      *slog.Logger
+	temporal *servers.Temporal
+	kube     *servers.Kube
+	programs []*program
+	stopped  chan struct{}
+}
+
+func (s *stack) run(ctx context.Context) error {
+	s.stopped = make(chan struct{})
+	root, err := servers.RepoRoot()
+	if err != nil {
+		return err
+	}
+	state := inRoot(root, s.cfg.stateDir)
+	logDir := filepath.Join(state, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", logDir, err)
+	}
+	bin := func(name string) (string, error) {
+		return servers.FindBinary(name, filepath.Join(root, "bin", name), "from the repository's bin/")
+	}
+	temporalBin, err := bin("temporal")
+	if err != nil {
+		return err
+	}
+	etcdBin, err := bin("etcd")
+	if err != nil {
+		return err
+	}
+	apiServerBin, err := bin("kube-apiserver")
+	if err != nil {
+		return err
+	}
+
+	// Temporal: launch, and wait for it while the control plane starts.
+	s.temporal, err = servers.NewTemporal(servers.TemporalConfig{
+		Binary: temporalBin, Port: s.cfg.temporalPort, UI: true, UIPort: s.cfg.uiPort,
+		DBFile: filepath.Join(state, "temporal.db"),
+		// WAL: the UI's reads do not block the server's writes; NORMAL sync
+		// is durable across process crashes (not power loss), and fast.
+		SQLitePragmas: []string{"journal_mode=wal", "synchronous=normal"},
+		Namespace:     s.cfg.namespace,
+		LogFile:       filepath.Join(logDir, "temporal.log"),
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("starting the Temporal dev server", "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
+	if err := s.temporal.Launch(); err != nil {
+		return err
+	}
+	temporalReady := make(chan error, 1)
+	go func() { temporalReady <- s.temporal.WaitReady(ctx) }()
+
+	etcdLog, err := os.OpenFile(filepath.Join(logDir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer etcdLog.Close()
+	apiServerLog, err := os.OpenFile(filepath.Join(logDir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer apiServerLog.Close()
+	s.log.Info("starting etcd and kube-apiserver", "etcdData", filepath.Join(state, "etcd"))
+	s.kube, err = servers.StartKube(servers.KubeConfig{
+		EtcdBinary: etcdBin, APIServerBinary: apiServerBin,
+		Dir:           filepath.Join(state, "kube"),
+		EtcdDataDir:   filepath.Join(state, "etcd"),
+		DurableEtcd:   true,
+		APIServerPort: s.cfg.apiServerPort,
+		CRDDirs:       []string{inRoot(root, s.cfg.crds)},
+		Scheme:        servers.NewScheme(),
+		EtcdLog:       etcdLog, APIServerLog: apiServerLog,
+	})
+	if err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, logDir)
+	}
+	kubeconfig := filepath.Join(state, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, s.kube.KubeConfig, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", kubeconfig, err)
+	}
+	s.log.Info("kube-apiserver is up; CRDs installed", "server", s.kube.RestConfig.Host, "kubeconfig", kubeconfig)
+	if err := <-temporalReady; err != nil {
+		return err
+	}
+	s.log.Info("Temporal is up", "address", s.temporal.Address(), "namespace", s.cfg.namespace)
+
+	c, err := client.New(s.kube.RestConfig, client.Options{Scheme: servers.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+	applied, err := applyDir(ctx, c, inRoot(root, s.cfg.samples))
+	if err != nil {
+		return err
+	}
+	s.log.Info("applied "+s.cfg.samples, "objects", applied)
+
+	if err := s.startPrograms(ctx, root, kubeconfig, logDir); err != nil {
+		return err
+	}
+	s.printSummary(kubeconfig, logDir)
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr) // after the ^C
+		s.log.Info("stopping the stack (Ctrl-C again to kill it at once)")
+		return nil
+	case <-s.temporalExited():
+		return fmt.Errorf("the Temporal server exited unexpectedly: %v (log: %s)", s.temporal.Err(), filepath.Join(logDir, "temporal.log"))
+	}
+}
+
+// inRoot resolves a path relative to the repository root.
+func inRoot(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}
+
+func (s *stack) temporalExited() <-chan struct{} { return s.temporal.Done() }
+
+// startPrograms builds and runs the worker and the starter, each only if
+// its package exists yet.
+func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
+	outDir := filepath.Join(root, "_out", "bin")
+	for i, name := range []string{"worker", "starter"} {
+		if !hasPackage(root, name) {
+			s.log.Warn("no ./"+name+" package yet; running the stack without it", "package", "./"+name)
+			continue
+		}
+		p := &program{name: name, env: []string{
+			"KUBECONFIG=" + kubeconfig,
+			"TEMPORAL_ADDRESS=" + s.temporal.Address(),
+			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
+			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
+			// Distinct ports, since both run on this host.
+			"METRICS_BIND_ADDRESS=127.0.0.1:" + strconv.Itoa(9090+2*i),
+			"HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:" + strconv.Itoa(9091+2*i),
+		}}
+		s.log.Info("building ./" + name)
+		bin, err := p.build(ctx, root, outDir)
+		if err != nil {
+			return err
+		}
+		if err := p.start(bin, logDir); err != nil {
+			return err
+		}
+		s.programs = append(s.programs, p)
+		go p.watch(s.log, s.stopped)
+		s.log.Info("started "+name, "pid", p.proc.Pid(), "metrics", "127.0.0.1:"+strconv.Itoa(9090+2*i))
+	}
+	return nil
+}
+
+func (s *stack) printSummary(kubeconfig, logDir string) {
+	fmt.Printf(`
+The local stack is running. Ctrl-C stops all of it.
+
+  Temporal Web UI:  %s
+  Temporal gRPC:    %s (namespace %s)
+  kube-apiserver:   %s
+
+  export KUBECONFIG=%s
+  kubectl get sandboxconfig,workerpool -A
+
+  Logs: %s
+`, s.temporal.UIAddress(), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, kubeconfig, logDir)
+}
+
+// shutdown stops everything that was started, in reverse order of
+// dependency: the programs first (they talk to both servers), then
+// Temporal, then kube-apiserver and etcd.
+func (s *stack) shutdown() error {
+	if s.stopped != nil {
+		close(s.stopped)
+	}
+	var errs []error
+	for i := len(s.programs) - 1; i >= 0; i-- {
+		p := s.programs[i]
+		s.log.Info("stopping " + p.name)
+		errs = append(errs, p.stop())
+	}
+	if s.temporal != nil {
+		s.log.Info("stopping the Temporal server")
+		errs = append(errs, s.temporal.Stop())
+	}
+	if s.kube != nil {
+		s.log.Info("stopping kube-apiserver and etcd")
+		errs = append(errs, s.kube.Stop())
+	}
+	return errors.Join(errs...)
+}

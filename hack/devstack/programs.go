@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"ate.dev/orchestrator/internal/testenv/procs"
+)
+
+// program is one of the orchestrator's own binaries (worker, starter).
+type program struct {
+	name    string // also its package directory
+	env     []string
+	proc    *procs.Process
+	logFile *os.File
+}
+
+// hasPackage reports whether the program's package directory holds Go
+// files. The worker and starter are written alongside the stack, so the
+// stack must come up without them.
+func hasPackage(root, pkg string) bool {
+	files, _ := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+	return len(files) > 0
+}
+
+// build compiles the program into outDir with the go command.
+func (p *program) build(ctx context.Context, root, outDir string) (string, error) {
+	out := filepath.Join(outDir, p.name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./"+p.name)
+	cmd.Dir = root
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./%s: %w\n%s", p.name, err, buf.String())
+	}
+	return out, nil
+}
+
+// start runs the program with its output prefixed on the console and
+// appended to logDir/<name>.log.
+func (p *program) start(bin, logDir string) error {
+	f, err := os.OpenFile(filepath.Join(logDir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the log of %s: %w", p.name, err)
+	}
+	p.logFile = f
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), p.env...)
+	out := &prefixWriter{prefix: fmt.Sprintf("[%s] ", p.name), w: io.MultiWriter(os.Stdout, f)}
+	cmd.Stdout, cmd.Stderr = out, out
+	p.proc, err = procs.Start(p.name, cmd)
+	return err
+}
+
+// watch logs the program's exit if it exits before stop is closed.
+func (p *program) watch(log *slog.Logger, stop <-chan struct{}) {
+	select {
+	case <-p.proc.Done():
+		log.Error(p.name+" exited; the rest of the stack keeps running (fix it and restart `make dev`)", "error", p.proc.Err())
+	case <-stop:
+	}
+}
+
+func (p *program) stop() error {
+	if p.proc == nil {
+		return nil
+	}
+	err := p.proc.Stop(15 * time.Second)
+	_ = p.logFile.Close()
+	return err
+}
+
+// prefixWriter writes each line with a prefix. One exec.Cmd writes
+// stdout and stderr through it from two goroutines.
+type prefixWriter struct {
+	mu     sync.Mutex
+	prefix string
+	w      io.Writer
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := append([]byte(p.prefix), p.buf[:i+1]...)
+		p.buf = p.buf[i+1:]
+		if _, err := p.w.Write(line); err != nil {
+			return len(b), err
+		}
+	}
+}
