@@ -1,0 +1,76 @@
+# Entry points of the repository. `make help` lists them.
+#
+# Tools (temporal, kube-apiserver, etcd, controller-gen, workflowcheck) are
+# built once per machine by hack/tools/install.sh into a version-keyed cache
+# and linked into bin/; every target that needs one depends on `tools`, which
+# builds only what is missing, so warm runs build nothing.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BIN := $(ROOT)/bin
+OUT := $(ROOT)/_out/bin
+
+# The orchestrator's binaries; built when their package exists.
+PROGRAMS := worker starter
+
+# Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443"; see
+# `go run ./hack/devstack -h`.
+DEVSTACK_FLAGS ?=
+
+# Files controller-gen writes; `verify` fails when they are stale.
+GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac
+
+# Packages whose +kubebuilder:rbac markers make deploy/rbac. Packages that
+# do not exist yet are left out, as controller-gen fails on missing paths.
+RBAC_DIRS := $(foreach d,activities starter worker internal,$(if $(wildcard $(ROOT)/$(d)/),$(d)))
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+.PHONY: tools
+tools: ## Build the missing tools into the cache and link them into bin/.
+	hack/tools/install.sh
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
+	hack/tools/install.sh controller-gen
+	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
+	$(if $(RBAC_DIRS),$(BIN)/controller-gen rbac:roleName=ate-orchestrator $(foreach d,$(RBAC_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac,@echo "no packages with RBAC markers yet")
+
+.PHONY: verify
+verify: ## Check formatting, vet, generated files and workflow determinism.
+	@unformatted=$$(gofmt -l .); \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt -l lists files to format (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	$(MAKE) --no-print-directory generate
+	@if ! git diff --exit-code -- $(GENERATED) || [[ -n "$$(git ls-files --others --exclude-standard -- $(GENERATED))" ]]; then \
+		git status --short -- $(GENERATED); \
+		echo "generated files are stale or uncommitted: run 'make generate' and commit the result"; exit 1; fi
+	@if [[ -d workflows ]]; then \
+		hack/tools/install.sh workflowcheck; \
+		echo "$(BIN)/workflowcheck ./workflows/..."; $(BIN)/workflowcheck ./workflows/...; \
+	else echo "no workflows/ yet: skipping workflowcheck"; fi
+
+.PHONY: test
+test: tools ## Run every test against real servers (the README's test command).
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./... -count=1 -timeout 30m
+
+.PHONY: build
+build: ## Compile everything and build the worker and starter into _out/bin/.
+	go build ./...
+	@mkdir -p $(OUT)
+	@for p in $(PROGRAMS); do \
+		if compgen -G "$$p/*.go" >/dev/null; then echo "go build -o $(OUT)/$$p ./$$p"; go build -o $(OUT)/$$p ./$$p; \
+		else echo "no ./$$p package yet: not building it"; fi; \
+	done
+
+.PHONY: dev
+dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
+	@mkdir -p $(OUT)
+	go build -o $(OUT)/devstack ./hack/devstack
+	$(OUT)/devstack $(DEVSTACK_FLAGS)
