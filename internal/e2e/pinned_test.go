@@ -61,12 +61,12 @@ func TestPinnedPool(t *testing.T) {
 	require.NoError(t, kube.Get(ctx, client.ObjectKey{Name: "microvm-1"}, &vm))
 	require.Empty(t, vm.Finalizers, "a config no pool may use is never protected")
 
-	require.Equal(t, []string{
+	p.waitForEvents(t, ns, "pinned", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-release1"`,
 		`Warning SandboxConfigNotFound: SandboxConfig "gvisor-release2" not found; keeping "gvisor-release1"`,
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-release1" to "gvisor-release2"`,
 		`Warning SandboxClassMismatch: SandboxConfig "microvm-1" is of sandbox class "microvm", not "gvisor"; keeping "gvisor-release2"`,
-	}, p.events(t, ns, "pinned"))
+	})
 }
 
 // TestConfigInDeletion: a pool on a config in deletion keeps it while pinned,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -110,7 +111,11 @@ func (p *product) stop(t *testing.T) {
 // protection finalizer the product no longer runs to release.
 func cleanCluster(t *testing.T, c client.Client) {
 	ctx := context.Background()
-	require.NoError(t, c.DeleteAllOf(ctx, &v1alpha1.WorkerPool{}, client.InNamespace(metav1.NamespaceAll)))
+	var pools v1alpha1.WorkerPoolList
+	require.NoError(t, c.List(ctx, &pools))
+	for i := range pools.Items {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, &pools.Items[i])))
+	}
 	var configs v1alpha1.SandboxConfigList
 	require.NoError(t, c.List(ctx, &configs))
 	for i := range configs.Items {
@@ -240,6 +245,17 @@ func refName(r *v1alpha1.SandboxConfigReference) string {
 		return ""
 	}
 	return r.Name
+}
+
+// waitForEvents polls until the pool's events are exactly want: an event is
+// recorded just after the status write it reports.
+func (p *product) waitForEvents(t *testing.T, ns, name string, want []string) {
+	t.Helper()
+	var got []string
+	eventually(t, fmt.Sprintf("the events of WorkerPool %s/%s", ns, name), func() (bool, string) {
+		got = p.events(t, ns, name)
+		return slices.Equal(got, want), fmt.Sprintf("%q", got)
+	})
 }
 
 // events returns the pool's events as "Type Reason: note", oldest first.

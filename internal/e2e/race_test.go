@@ -47,10 +47,10 @@ func TestClaimRace(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, resolvedCondition(got).Reason)
 	require.Equal(t, `SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`, resolvedCondition(got).Message)
 	p.waitGone(t, next)
-	require.Equal(t, []string{
+	p.waitForEvents(t, ns, "racer", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,
 		`Warning SandboxConfigDeleting: SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`,
-	}, p.events(t, ns, "racer"))
+	})
 }
 
 // TestDeletedBeforeClaim: a config deleted between resolution and the claim

@@ -87,7 +87,7 @@ func NewActivities(ctx context.Context, cfg Config) (*activities.Activities, err
 		}
 	}()
 	if !poolCache.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the WorkerPool cache did not sync before shutdown")
+		return nil, fmt.Errorf("the WorkerPool cache did not sync before shutdown: %w", context.Cause(ctx))
 	}
 	return &activities.Activities{
 		Live:      live,
