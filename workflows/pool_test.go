@@ -36,7 +36,7 @@ func settled() *activities.Observation {
 			SandboxClasses: classes,
 			Conditions:     []metav1.Condition{poolstatus.Summary(spec, classes, 1)},
 		},
-		Configs: []resolve.Config{{Name: "gvisor-default", Class: "gvisor", ClassDefault: true, Protected: true, CreatedUnix: 10}},
+		Configs:    []resolve.Config{{Name: "gvisor-default", Class: "gvisor", ClassDefault: true, Protected: true, CreatedUnix: 10}},
 		Deployment: &activities.DeploymentState{Replicas: 2, ReadyReplicas: 2, Selector: "ate.dev/worker-pool=pool"},
 	}
 }
