@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/deployment"
+)
+
+// TestDeploymentFollowsThePool: a resolved pool gets its Deployment, owned
+// by it; scaling, template edits and the Deployment's status flow through;
+// an owned field edited by hand is restored while a foreign one survives.
+func TestDeploymentFollowsThePool(t *testing.T) {
+	p := startProduct(t)
+	ctx := context.Background()
+	kube := p.env.Kube
+	ns := p.env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
+	wp := pool(ns, "workers", "")
+	wp.Spec.Replicas = ptr(int32(2))
+	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
+		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
+		NodeSelector: map[string]string{"pool": "sandbox"},
+	}
+	require.NoError(t, kube.Create(ctx, wp))
+	p.waitForConfig(t, ns, "workers", "gvisor-default", metav1.ConditionTrue)
+	d := p.waitForDeployment(t, ns, "workers", 2)
+
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
+	owner := metav1.GetControllerOf(d)
+	require.NotNil(t, owner, "the Deployment is controlled by its pool, so deleting the pool deletes it")
+	require.Equal(t, "WorkerPool", owner.Kind)
+	require.Equal(t, wp.UID, owner.UID)
+	require.True(t, *owner.BlockOwnerDeletion)
+	require.Equal(t, map[string]string{v1alpha1.WorkerPoolLabel: "workers"}, d.Spec.Selector.MatchLabels)
+	require.Equal(t, "infra", d.Spec.Template.Labels["team"])
+	require.Equal(t, "workers", d.Spec.Template.Labels[v1alpha1.WorkerPoolLabel])
+	require.Equal(t, "sandbox", d.Spec.Template.Spec.NodeSelector["pool"])
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	require.Equal(t, "worker", d.Spec.Template.Spec.Containers[0].Name)
+	require.Equal(t, "ateworker-gvisor:v1", d.Spec.Template.Spec.Containers[0].Image)
+	require.Contains(t, d.Spec.Template.Spec.Tolerations, corev1.Toleration{
+		Key: v1alpha1.SandboxClassTaintKey, Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule,
+	})
+
+	// kubectl scale, through the scale subresource.
+	scale(t, kube, ns, "workers", 5)
+	p.waitForDeployment(t, ns, "workers", 5)
+
+	// Status follows the Deployment (envtest runs no Deployment controller,
+	// so the test plays it).
+	d = p.waitForDeployment(t, ns, "workers", 5)
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.ObservedGeneration = 5, 3, d.Generation
+	require.NoError(t, kube.Status().Update(ctx, d))
+	eventually(t, "pool status to follow the Deployment", func() (bool, string) {
+		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
+		return wp.Status.Replicas == 5 && wp.Status.ReadyReplicas == 3 && wp.Status.Selector == "ate.dev/worker-pool=workers",
+			fmt.Sprintf("replicas=%d ready=%d selector=%q", wp.Status.Replicas, wp.Status.ReadyReplicas, wp.Status.Selector)
+	})
+
+	// Another manager sets a field the product does not own; someone edits
+	// one it does. The next apply restores the image and keeps the limit.
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
+	base := d.DeepCopy()
+	d.Spec.RevisionHistoryLimit = ptr(int32(3))
+	d.Spec.Template.Spec.Containers[0].Image = "tampered:latest"
+	require.NoError(t, kube.Patch(ctx, d, client.MergeFrom(base), client.FieldOwner("someone-else")))
+	eventually(t, "the owned image to be restored", func() (bool, string) {
+		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
+		return d.Spec.Template.Spec.Containers[0].Image == "ateworker-gvisor:v1", d.Spec.Template.Spec.Containers[0].Image
+	})
+	require.Equal(t, int32(3), *d.Spec.RevisionHistoryLimit, "a field another manager owns is kept")
+
+	// Clearing a template field clears it on the Deployment.
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
+	wpBase := wp.DeepCopy()
+	wp.Spec.Template.NodeSelector = nil
+	require.NoError(t, kube.Patch(ctx, wp, client.MergeFrom(wpBase)))
+	eventually(t, "the node selector to be cleared", func() (bool, string) {
+		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
+		_, still := d.Spec.Template.Spec.NodeSelector["pool"]
+		return !still, "nodeSelector still set"
+	})
+	require.Equal(t, deployment.FieldManager, managerOf(d, "f:replicas"), "the product owns the replica count")
+}
+
+// managerOf returns the manager that applied a field.
+func managerOf(d *appsv1.Deployment, field string) string {
+	for _, m := range d.ManagedFields {
+		if m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
+			strings.Contains(string(m.FieldsV1.Raw), `"`+field+`"`) {
+			return m.Manager
+		}
+	}
+	return ""
+}
+
+// TestMicroVMDeployment: a microvm pool's workers ask for KVM and mount
+// the tun device.
+func TestMicroVMDeployment(t *testing.T) {
+	p := startProduct(t)
+	ctx := context.Background()
+	kube := p.env.Kube
+	ns := p.env.Namespace(t)
+
+	vm := microvmConfig("microvm")
+	vm.Annotations = map[string]string{v1alpha1.ClassDefaultAnnotation: "true"}
+	require.NoError(t, kube.Create(ctx, vm))
+	wp := pool(ns, "vms", "")
+	wp.Spec.SandboxClasses[0].Name = v1alpha1.SandboxClassMicroVM
+	require.NoError(t, kube.Create(ctx, wp))
+	d := p.waitForDeployment(t, ns, "vms", 0)
+	c := d.Spec.Template.Spec.Containers[0]
+	require.Equal(t, "1", c.Resources.Limits.Name(v1alpha1.KVMResource, "").String())
+	var tun bool
+	for _, m := range c.VolumeMounts {
+		tun = tun || m.MountPath == "/dev/net/tun"
+	}
+	require.True(t, tun, "microvm workers mount /dev/net/tun")
+}
