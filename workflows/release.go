@@ -35,23 +35,30 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	log := workflow.GetLogger(ctx)
 	recheck := workflow.GetSignalChannel(ctx, wfapi.SignalRecheck)
 	fallback := firstFallback
-	outcome := ""
+	state := wfapi.ReleaseState{Config: in.Config, Checks: in.Checks}
+	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.ReleaseState, error) {
+		return state, nil
+	}); err != nil {
+		return "", err
+	}
 	for {
 		drain(recheck)
 		in.Checks++
+		state.Checks = in.Checks
 		users, done, err := look(ctx, in.Config)
 		if err != nil {
 			return "", err
 		}
+		state.Users = users
 		if done != "" {
-			setOutcome(ctx, &outcome, done)
+			setOutcome(ctx, &state.Outcome, done)
 			log.Info("release finished", "config", in.Config, "outcome", done)
 			return done, nil
 		}
 		if users == nil {
 			continue // the finalizer patch met a newer config: look again at once
 		}
-		setOutcome(ctx, &outcome, wfapi.OutcomeWaiting)
+		setOutcome(ctx, &state.Outcome, wfapi.OutcomeWaiting)
 		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users)
 
 		if shouldContinueAsNew(ctx) {

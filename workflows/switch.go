@@ -62,7 +62,7 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 			return nil, err
 		}
 		if claim.PoolGone {
-			return finish(ctx, &SwitchResult{Outcome: wfapi.OutcomePoolGone})
+			return finish(ctx, in, &SwitchResult{Outcome: wfapi.OutcomePoolGone})
 		}
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
@@ -92,7 +92,7 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 			return nil, err
 		}
 	}
-	return finish(ctx, res)
+	return finish(ctx, in, res)
 }
 
 func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
@@ -150,9 +150,15 @@ func warning(pool activities.PoolRef, class v1alpha1.SandboxClass, reason, messa
 	}
 }
 
-func finish(ctx workflow.Context, res *SwitchResult) (*SwitchResult, error) {
+// finish records the outcome where an operator looks: the Outcome search
+// attribute and the one-line summary in the memo.
+func finish(ctx workflow.Context, in SwitchInput, res *SwitchResult) (*SwitchResult, error) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
+	}
+	summary := fmt.Sprintf("%s: sandbox class %q from %q to %q: %s", in.Pool, in.Class, in.From, in.To, res.Outcome)
+	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
+		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)
 	}
 	return res, nil
 }

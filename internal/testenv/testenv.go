@@ -65,6 +65,9 @@ type Env struct {
 	TemporalUIAddress string
 	// Temporal is a client of TemporalNamespace.
 	Temporal tclient.Client
+	// TemporalCLI is the path of the temporal binary the server runs from,
+	// for tests that drive it as an operator would.
+	TemporalCLI string
 
 	kube     *servers.Kube
 	temporal *servers.Temporal
@@ -192,6 +195,7 @@ func (e *Env) launchTemporal(root string, opts Options) error {
 	if err != nil {
 		return err
 	}
+	e.TemporalCLI = bin
 	db := opts.TemporalDBFile
 	if db == "" && opts.PersistTemporal {
 		db = filepath.Join(e.Dir, "temporal.db")

@@ -55,3 +55,14 @@ const (
 	OutcomeWaiting    = "waiting"
 	OutcomeNotNeeded  = "not needed"
 )
+
+// ReleaseState is what the `state` query of a release workflow returns.
+type ReleaseState struct {
+	Config string `json:"config"`
+	// Checks counts the looks taken, across continue-as-new.
+	Checks int `json:"checks"`
+	// Outcome is the last outcome: waiting, released or not needed.
+	Outcome string `json:"outcome,omitempty"`
+	// Users are the pools that held the config at the last look.
+	Users []string `json:"users,omitempty"`
+}
