@@ -32,6 +32,7 @@ type SwitchInput struct {
 type SwitchResult struct {
 	// Outcome is wfapi.OutcomeConfirmed, OutcomeRolledBack or OutcomePoolGone.
 	Outcome string `json:"outcome"`
+	// Reason and Message are those of the Resolved condition the switch wrote.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 }
@@ -118,7 +119,8 @@ func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: note}, nil
+	_, reason, message := resolve.CheckTarget(in.To, &resolve.Config{Class: in.Class}, in.Class)
+	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: reason, Message: message}, nil
 }
 
 func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck) (*SwitchResult, error) {
