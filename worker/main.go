@@ -12,7 +12,9 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/worker"
 
+	"ate.dev/orchestrator/internal/crashhook"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/workerapp"
@@ -58,5 +60,8 @@ func run() error {
 	}
 	defer c.Close()
 	tc.set(c)
-	return workerapp.Run(ctx, workerapp.Config{Rest: rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log})
+	return workerapp.Run(ctx, workerapp.Config{
+		Rest: rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log,
+		Worker: worker.Options{Interceptors: crashhook.Interceptors()},
+	})
 }
