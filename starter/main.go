@@ -13,7 +13,9 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/starterapp"
 )
@@ -48,6 +50,9 @@ func run() error {
 	}
 	copts, err := opts.TemporalClientOptions()
 	if err != nil {
+		return err
+	}
+	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
 		return err
 	}
 	c, err := options.DialTemporal(ctx, copts, log)

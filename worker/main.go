@@ -11,10 +11,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/worker"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/crashhook"
+	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/workerapp"
@@ -49,11 +50,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The SDK's metrics, and the product's recorded through it, next to
+	// controller-runtime's and client-go's.
+	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
+		return err
+	}
 	// Probes come up first: while Temporal is unreachable the worker is
 	// alive but not ready.
 	var tc = &lazyClient{}
 	probes.Serve(ctx, opts.HealthProbeBindAddress, tc.ready, nil, log)
-	probes.Serve(ctx, opts.MetricsBindAddress, func(context.Context) error { return nil }, prometheus.DefaultGatherer, log)
+	probes.Serve(ctx, opts.MetricsBindAddress, func(context.Context) error { return nil }, ctrlmetrics.Registry, log)
 	c, err := options.DialTemporal(ctx, copts, log)
 	if err != nil {
 		return err

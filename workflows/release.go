@@ -33,6 +33,9 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	}
 	ctx = withActivities(ctx)
 	log := workflow.GetLogger(ctx)
+	if in.Since == 0 {
+		in.Since = workflow.GetInfo(ctx).WorkflowStartTime.Unix()
+	}
 	recheck := workflow.GetSignalChannel(ctx, wfapi.SignalRecheck)
 	fallback := firstFallback
 	state := wfapi.ReleaseState{Config: in.Config, Checks: in.Checks}
@@ -52,6 +55,9 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		state.Users = users
 		if done != "" {
 			setOutcome(ctx, &state.Outcome, done)
+			m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": done})
+			m.Counter("ate_releases").Inc(1)
+			m.Timer("ate_release_wait").Record(workflow.Now(ctx).Sub(time.Unix(in.Since, 0)))
 			log.Info("release finished", "config", in.Config, "outcome", done)
 			return done, nil
 		}

@@ -158,6 +158,10 @@ func finish(ctx workflow.Context, in SwitchInput, res *SwitchResult) (*SwitchRes
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
 	}
+	// Metrics go through the SDK's handler, which drops them while replaying.
+	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": res.Outcome, "sandbox_class": string(in.Class)})
+	m.Counter("ate_switches").Inc(1)
+	m.Timer("ate_switch_duration").Record(workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime))
 	summary := fmt.Sprintf("%s: sandbox class %q from %q to %q: %s", in.Pool, in.Class, in.From, in.To, res.Outcome)
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)

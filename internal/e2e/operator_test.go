@@ -96,7 +96,7 @@ func TestOperatorSurface(t *testing.T) {
 	require.Len(t, state.Classes, 1)
 	require.Equal(t, wfapi.ClassState{
 		Name: "gvisor", Config: "gvisor-default-v2", Resolved: true, Reason: "Resolved",
-		Message: `resolved to SandboxConfig "gvisor-default-v2"`,
+		Message:     `resolved to SandboxConfig "gvisor-default-v2"`,
 		LastOutcome: wfapi.OutcomeConfirmed, Switches: 2,
 	}, state.Classes[0])
 

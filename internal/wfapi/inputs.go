@@ -43,6 +43,9 @@ type ReleaseInput struct {
 	Config string `json:"config"`
 	// Checks counts the looks taken so far, carried across continue-as-new.
 	Checks int `json:"checks,omitempty"`
+	// Since is when the first run started (Unix seconds), carried across
+	// continue-as-new, to measure how long the config waited.
+	Since int64 `json:"since,omitempty"`
 }
 
 // Outcomes of switches and releases, as shown in search attributes and the

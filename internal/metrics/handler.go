@@ -1,0 +1,245 @@
+// Package metrics exports the Temporal SDK's metrics, and the product's own
+// metrics recorded through the SDK's handler (replay-safe in workflow code),
+// to Prometheus.
+//
+// The SDK names a metric and attaches tags per call, and one name can be
+// used with different tag sets. Prometheus wants one label set per metric
+// family, so series are kept as they come and exported at scrape time with
+// the union of their family's label names, missing labels empty.
+package metrics
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+)
+
+// timerBuckets are the histogram buckets of timers, in seconds: task and
+// request latencies from a millisecond to a switch of a minute or more.
+var timerBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+type kind int
+
+const (
+	counter kind = iota
+	gauge
+	timer
+)
+
+// Handler is a client.MetricsHandler that feeds a Prometheus collector.
+type Handler struct {
+	store *store
+	tags  map[string]string
+}
+
+var _ client.MetricsHandler = (*Handler)(nil)
+
+// NewHandler returns a handler whose metrics reg exports.
+func NewHandler(reg prometheus.Registerer) (*Handler, error) {
+	s := &store{families: map[string]*family{}}
+	if err := reg.Register(s); err != nil {
+		return nil, err
+	}
+	return &Handler{store: s, tags: map[string]string{}}, nil
+}
+
+// WithTags returns a handler that adds tags to every metric it records.
+func (h *Handler) WithTags(tags map[string]string) client.MetricsHandler {
+	merged := make(map[string]string, len(h.tags)+len(tags))
+	for k, v := range h.tags {
+		merged[k] = v
+	}
+	for k, v := range tags {
+		merged[k] = v
+	}
+	return &Handler{store: h.store, tags: merged}
+}
+
+// Counter returns a counter; exported as <name>_total.
+func (h *Handler) Counter(name string) client.MetricsCounter {
+	s := h.store.series(name, counter, h.tags)
+	return counterFunc(func(d int64) { h.store.add(s, float64(d)) })
+}
+
+// Gauge returns a gauge.
+func (h *Handler) Gauge(name string) client.MetricsGauge {
+	s := h.store.series(name, gauge, h.tags)
+	return gaugeFunc(func(v float64) { h.store.set(s, v) })
+}
+
+// Timer returns a timer; exported as a histogram <name>_seconds.
+func (h *Handler) Timer(name string) client.MetricsTimer {
+	s := h.store.series(name, timer, h.tags)
+	return timerFunc(func(d time.Duration) { h.store.observe(s, d.Seconds()) })
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }
+
+type gaugeFunc func(float64)
+
+func (f gaugeFunc) Update(v float64) { f(v) }
+
+type timerFunc func(time.Duration)
+
+func (f timerFunc) Record(d time.Duration) { f(d) }
+
+type store struct {
+	mu       sync.Mutex
+	families map[string]*family
+}
+
+type family struct {
+	name   string
+	kind   kind
+	series map[string]*series
+}
+
+type series struct {
+	labels  map[string]string
+	value   float64
+	count   uint64
+	buckets []uint64
+}
+
+func (s *store) series(name string, k kind, tags map[string]string) *series {
+	name = exportName(name, k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.families[name]
+	if f == nil {
+		f = &family{name: name, kind: k, series: map[string]*series{}}
+		s.families[name] = f
+	}
+	key := seriesKey(tags)
+	sr := f.series[key]
+	if sr == nil {
+		labels := make(map[string]string, len(tags))
+		for k, v := range tags {
+			labels[sanitize(k)] = v
+		}
+		sr = &series{labels: labels}
+		if k == timer {
+			sr.buckets = make([]uint64, len(timerBuckets))
+		}
+		f.series[key] = sr
+	}
+	return sr
+}
+
+func (s *store) add(sr *series, d float64) {
+	s.mu.Lock()
+	sr.value += d
+	s.mu.Unlock()
+}
+
+func (s *store) set(sr *series, v float64) {
+	s.mu.Lock()
+	sr.value = v
+	s.mu.Unlock()
+}
+
+func (s *store) observe(sr *series, v float64) {
+	s.mu.Lock()
+	sr.value += v
+	sr.count++
+	for i, b := range timerBuckets {
+		if v <= b {
+			sr.buckets[i]++
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Describe sends nothing: the families are only known once recorded, which
+// makes this an unchecked collector.
+func (s *store) Describe(chan<- *prometheus.Desc) {}
+
+// Collect exports every series with its family's union of label names.
+func (s *store) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.families {
+		names := labelNames(f)
+		desc := prometheus.NewDesc(f.name, "Temporal SDK metric "+f.name+", or a product metric recorded through the SDK.", names, nil)
+		for _, sr := range f.series {
+			values := make([]string, len(names))
+			for i, n := range names {
+				values[i] = sr.labels[n]
+			}
+			var m prometheus.Metric
+			var err error
+			switch f.kind {
+			case counter:
+				m, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, sr.value, values...)
+			case gauge:
+				m, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, sr.value, values...)
+			case timer:
+				buckets := make(map[float64]uint64, len(timerBuckets))
+				for i, b := range timerBuckets {
+					buckets[b] = sr.buckets[i]
+				}
+				m, err = prometheus.NewConstHistogram(desc, sr.count, sr.value, buckets, values...)
+			}
+			if err == nil {
+				ch <- m
+			}
+		}
+	}
+}
+
+func labelNames(f *family) []string {
+	set := map[string]bool{}
+	for _, sr := range f.series {
+		for k := range sr.labels {
+			set[k] = true
+		}
+	}
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func seriesKey(tags map[string]string) string {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(tags[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func exportName(name string, k kind) string {
+	name = sanitize(name)
+	switch {
+	case k == counter && !strings.HasSuffix(name, "_total"):
+		return name + "_total"
+	case k == timer && !strings.HasSuffix(name, "_seconds"):
+		return name + "_seconds"
+	}
+	return name
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}

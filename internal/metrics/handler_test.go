@@ -1,0 +1,37 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHandlerExportsCountersGaugesAndTimers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := NewHandler(reg)
+	require.NoError(t, err)
+
+	switches := h.WithTags(map[string]string{"outcome": "confirmed"})
+	switches.Counter("ate_switches").Inc(2)
+	h.WithTags(map[string]string{"outcome": "rolled back", "class": "gvisor"}).Counter("ate_switches").Inc(1)
+	h.Gauge("temporal.worker.slots").Update(7)
+	switches.Timer("ate_switch_duration").Record(300 * time.Millisecond)
+
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ate_switches_total Temporal SDK metric ate_switches_total, or a product metric recorded through the SDK.
+# TYPE ate_switches_total counter
+ate_switches_total{class="",outcome="confirmed"} 2
+ate_switches_total{class="gvisor",outcome="rolled back"} 1
+# HELP temporal_worker_slots Temporal SDK metric temporal_worker_slots, or a product metric recorded through the SDK.
+# TYPE temporal_worker_slots gauge
+temporal_worker_slots 7
+`), "ate_switches_total", "temporal_worker_slots"))
+
+	count, err := testutil.GatherAndCount(reg, "ate_switch_duration_seconds")
+	require.NoError(t, err)
+	require.Equal(t, 1, count)
+}
