@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+#
+# One image for the orchestrator's processes; each container picks its
+# command: /usr/local/bin/worker (the default), /usr/local/bin/starter or
+# /usr/local/bin/teardown. deploy/ and docker-compose.yaml use it.
+#
+#   docker build -t ate-orchestrator:dev .
+#
+# The default (last) stage is the production image. The `compose` stage adds
+# a tiny HTTP probe for docker-compose.yaml's healthchecks, as the distroless
+# image has no shell, curl or wget.
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+WORKDIR /src
+ENV CGO_ENABLED=0
+# Modules first, so a source change does not download them again.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG TARGETOS
+ARG TARGETARCH
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/ \
+        ./worker ./starter ./teardown ./hack/compose/httpprobe
+
+FROM gcr.io/distroless/static:nonroot AS runtime
+COPY --from=build /out/worker /out/starter /out/teardown /usr/local/bin/
+# distroless' nonroot user; Kubernetes' runAsNonRoot needs it numeric.
+USER 65532:65532
+CMD ["/usr/local/bin/worker"]
+
+FROM runtime AS compose
+COPY --from=build /out/httpprobe /usr/local/bin/httpprobe
+
+# The default target: the production image, without the probe.
+FROM runtime
