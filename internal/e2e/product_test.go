@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	eventsv1 "k8s.io/api/events/v1"
@@ -42,6 +43,11 @@ type product struct {
 	clientset    kubernetes.Interface
 	interceptors []interceptor.WorkerInterceptor
 	halt         func() // stops the processes; nil while stopped
+
+	// Optional: a Temporal client for the worker (default env.Temporal) and
+	// the starter's metrics address (default none).
+	workerTemporal     tclient.Client
+	starterMetricsAddr string
 }
 
 var quietLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -58,6 +64,13 @@ func startProduct(t *testing.T, interceptors ...interceptor.WorkerInterceptor) *
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
 	p := &product{env: env, taskQueue: testenv.TaskQueue(t), clientset: cs, interceptors: interceptors}
+	return p.run(t)
+}
+
+// run starts a product set up by hand and arranges its cleanup.
+func (p *product) run(t *testing.T) *product {
+	t.Helper()
+	env := p.env
 	p.start(t)
 	t.Cleanup(func() {
 		if p.halt == nil {
@@ -77,14 +90,19 @@ func (p *product) start(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(2)
+	workerTemporal := p.workerTemporal
+	if workerTemporal == nil {
+		workerTemporal = p.env.Temporal
+	}
 	go func() {
 		defer wg.Done()
-		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.env.RestConfig, Temporal: p.env.Temporal, TaskQueue: p.taskQueue, Log: quietLog,
+		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.env.RestConfig, Temporal: workerTemporal, TaskQueue: p.taskQueue, Log: quietLog,
 			Worker: worker.Options{Interceptors: p.interceptors}})
 	}()
 	go func() {
 		defer wg.Done()
-		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.env.RestConfig, Temporal: p.env.Temporal, TaskQueue: p.taskQueue, SkipNameValidation: true})
+		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.env.RestConfig, Temporal: p.env.Temporal, TaskQueue: p.taskQueue,
+			SkipNameValidation: true, MetricsBindAddress: p.starterMetricsAddr})
 	}()
 	p.halt = func() {
 		cancel()
