@@ -1,0 +1,79 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	atev1alpha1 "ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/testenv"
+)
+
+// docker-compose.yaml's kube-setup job, hack/compose/kube-setup.sh, run with
+// the machine's kubectl against the test API server instead of k3s: it
+// installs the CRDs, RBAC and samples, and writes a kubeconfig with which
+// the ServiceAccount can do what the orchestrator does, and no more.
+func TestKubeSetupScript(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("no kubectl on PATH; the k3s image has its own")
+	}
+	t.Logf("using %s", kubectl)
+	env := testenv.Current()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	out := filepath.Join(t.TempDir(), "config")
+	cmd := exec.CommandContext(ctx, "sh", filepath.Join(repoRoot(t), "hack", "compose", "kube-setup.sh"))
+	cmd.Env = append(os.Environ(),
+		"ADMIN_KUBECONFIG="+env.KubeconfigPath,
+		"KUBE_SERVER=", // the admin kubeconfig's
+		"DEPLOY_DIR="+filepath.Join(repoRoot(t), "deploy"),
+		"KUBECONFIG_OUT="+out,
+		"KUBECONFIG=/nonexistent", // the script must name its kubeconfig
+	)
+	output, err := cmd.CombinedOutput()
+	t.Logf("kube-setup.sh:\n%s", output)
+	if err != nil {
+		t.Fatalf("kube-setup.sh: %v", err)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm()&0o004 == 0 {
+		t.Fatalf("the kubeconfig is not readable by the worker's uid 65532: %v %v", fi, err)
+	}
+
+	// The samples are in.
+	var demo atev1alpha1.WorkerPool
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "ate-demo", Name: "counter"}, &demo); err != nil {
+		t.Errorf("the sample WorkerPool: %v", err)
+	}
+
+	// The kubeconfig is the ServiceAccount's.
+	cfg, err := clientcmd.BuildConfigFromFlags("", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools atev1alpha1.WorkerPoolList
+	if err := sa.List(ctx, &pools); err != nil {
+		t.Errorf("the ServiceAccount cannot list WorkerPools: %v", err)
+	}
+	var configs atev1alpha1.SandboxConfigList
+	if err := sa.List(ctx, &configs); err != nil {
+		t.Errorf("the ServiceAccount cannot list SandboxConfigs: %v", err)
+	}
+	var secrets corev1.SecretList
+	if err := sa.List(ctx, &secrets, client.InNamespace("ate-system")); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets as the ServiceAccount: got %v, want Forbidden (is it an admin kubeconfig?)", err)
+	}
+}

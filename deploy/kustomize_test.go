@@ -1,0 +1,272 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/testenv"
+)
+
+const systemNamespace = "ate-system"
+
+// build runs `kustomize build deploy/` with kustomize's library.
+func build(t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	if err != nil {
+		t.Fatalf("kustomize build deploy/: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range m.Resources() {
+		// Through JSON, for the numbers' types unstructured wants.
+		b, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			t.Fatalf("%s: %v", r.CurId(), err)
+		}
+		objs = append(objs, u)
+	}
+	return objs
+}
+
+// find tells whether the build has an object of a kind and name and
+// converts it to out, unless out is nil.
+func find(t testing.TB, objs []*unstructured.Unstructured, kind, name string, out any) bool {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			if out == nil {
+				return true
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			return true
+		}
+	}
+	t.Errorf("kustomize build deploy/ has no %s %s", kind, name)
+	return false
+}
+
+func TestKustomizeObjects(t *testing.T) {
+	objs := build(t)
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		switch o.GetKind() {
+		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+			if ns != "" {
+				t.Errorf("cluster-scoped %s %s has namespace %s", o.GetKind(), o.GetName(), ns)
+			}
+		default:
+			if ns != systemNamespace {
+				t.Errorf("%s %s is in namespace %q, want %s", o.GetKind(), o.GetName(), ns, systemNamespace)
+			}
+		}
+	}
+
+	find(t, objs, "Namespace", systemNamespace, nil)
+	find(t, objs, "CustomResourceDefinition", "workerpools.ate.dev", nil)
+	find(t, objs, "CustomResourceDefinition", "sandboxconfigs.ate.dev", nil)
+	find(t, objs, "ServiceAccount", "ate-orchestrator", nil)
+	find(t, objs, "ClusterRole", "ate-orchestrator", nil)
+	var crb rbacv1.ClusterRoleBinding
+	if find(t, objs, "ClusterRoleBinding", "ate-orchestrator", &crb) {
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ate-orchestrator", Namespace: systemNamespace}}
+		if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != "ate-orchestrator" || !slices.Equal(crb.Subjects, want) {
+			t.Errorf("the ClusterRoleBinding binds %+v to %+v, want ClusterRole ate-orchestrator to %+v", crb.RoleRef, crb.Subjects, want)
+		}
+	}
+
+	// The ConfigMap (its name has kustomize's hash) sets only variables the
+	// binaries read.
+	var config *corev1.ConfigMap
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "ate-orchestrator-config-") {
+			config = &corev1.ConfigMap{}
+			find(t, objs, "ConfigMap", o.GetName(), config)
+		}
+	}
+	if config == nil {
+		t.Fatal("kustomize build deploy/ has no ConfigMap ate-orchestrator-config-<hash>")
+	}
+	read := optionEnvNames(t)
+	for k := range config.Data {
+		if !slices.Contains(read, k) {
+			t.Errorf("ConfigMap %s sets %s, which the binaries do not read (they read %v)", config.Name, k, read)
+		}
+	}
+	if config.Data["TEMPORAL_ADDRESS"] == "" {
+		t.Errorf("ConfigMap %s does not set TEMPORAL_ADDRESS", config.Name)
+	}
+	setting := func(k, def string) string {
+		if v, ok := config.Data[k]; ok {
+			return v
+		}
+		return def
+	}
+	healthPort := port(t, setting("HEALTH_PROBE_BIND_ADDRESS", options.DefaultHealthProbeBindAddress))
+	metricsPort := port(t, setting("METRICS_BIND_ADDRESS", options.DefaultMetricsBindAddress))
+
+	for _, name := range []string{"worker", "starter"} {
+		var d appsv1.Deployment
+		if !find(t, objs, "Deployment", "ate-orchestrator-"+name, &d) {
+			continue
+		}
+		checkDeployment(t, &d, name, config.Name, healthPort, metricsPort)
+	}
+}
+
+func checkDeployment(t *testing.T, d *appsv1.Deployment, command, configName string, healthPort, metricsPort int) {
+	t.Helper()
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("Deployment %s: %s", d.Name, fmt.Sprintf(format, args...))
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		errorf("replicas %v, want 2", d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != "ate-orchestrator" {
+		errorf("serviceAccountName %q, want ate-orchestrator", pod.ServiceAccountName)
+	}
+	if len(pod.Containers) != 1 {
+		errorf("%d containers, want 1", len(pod.Containers))
+		return
+	}
+	c := pod.Containers[0]
+	if want := "/usr/local/bin/" + command; !slices.Equal(c.Command, []string{want}) || !slices.Contains(imageCommands(t, ""), want) {
+		errorf("runs %v, want [%s], a command of the image", c.Command, want)
+	}
+	if !strings.HasPrefix(c.Image, "ate-orchestrator") {
+		errorf("image %s, want the one kustomization.yaml's images: sets", c.Image)
+	}
+
+	// Configuration by environment.
+	var fromConfig bool
+	for _, e := range c.EnvFrom {
+		if e.ConfigMapRef != nil && e.ConfigMapRef.Name == configName {
+			fromConfig = true
+		}
+		if e.SecretRef != nil && (e.SecretRef.Optional == nil || !*e.SecretRef.Optional) {
+			errorf("envFrom Secret %s is not optional", e.SecretRef.Name)
+		}
+	}
+	if !fromConfig {
+		errorf("envFrom %+v lacks ConfigMap %s", c.EnvFrom, configName)
+	}
+	read := envNames(t, command)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if !slices.Contains(read, e.Name) {
+			errorf("sets %s, which the %s does not read (it reads %v)", e.Name, command, read)
+		}
+	}
+	if command == "starter" && env["LEADER_ELECT"] != "true" {
+		errorf("LEADER_ELECT=%q: two starters without leader election would both signal", env["LEADER_ELECT"])
+	}
+
+	// Probes on the health port, metrics port declared.
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["health"] != int32(healthPort) || ports["metrics"] != int32(metricsPort) {
+		errorf("ports %v, want health %d and metrics %d (the bind addresses)", ports, healthPort, metricsPort)
+	}
+	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want ||
+			(probe.HTTPGet.Port.String() != "health" && probe.HTTPGet.Port.IntValue() != healthPort) {
+			errorf("no %s probe on the health port: %+v", want, probe)
+		}
+	}
+
+	// Resources and a restricted security context.
+	for _, rl := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+		if rl.Cpu().IsZero() || rl.Memory().IsZero() {
+			errorf("resources %+v: want cpu and memory requests and limits", c.Resources)
+			break
+		}
+	}
+	psc, sc := pod.SecurityContext, c.SecurityContext
+	if sc == nil {
+		sc = &corev1.SecurityContext{}
+	}
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	isTrue := func(b *bool) bool { return b != nil && *b }
+	if !isTrue(sc.RunAsNonRoot) && !isTrue(psc.RunAsNonRoot) {
+		errorf("runAsNonRoot is not set")
+	}
+	if !isTrue(sc.ReadOnlyRootFilesystem) {
+		errorf("readOnlyRootFilesystem is not set")
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		errorf("allowPrivilegeEscalation is not false")
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+		errorf("capabilities %+v, want drop ALL", sc.Capabilities)
+	}
+	seccomp := sc.SeccompProfile
+	if seccomp == nil {
+		seccomp = psc.SeccompProfile
+	}
+	if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		errorf("seccompProfile %+v, want RuntimeDefault", seccomp)
+	}
+}
+
+// Every object of the kustomization is valid for a real API server: a
+// server-side apply in dry-run mode runs the whole admission chain (schema,
+// defaulting, validation) without persisting.
+//
+// The namespace is created for real first, as the server checks namespaced
+// objects against an existing namespace even in a dry run. The CRDs are in
+// the dry run too: testenv installed them already, and ForceOwnership lets
+// this apply take their fields over.
+func TestKustomizeAppliesToAPIServer(t *testing.T) {
+	env := testenv.Current()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs := build(t)
+
+	owner := client.FieldOwner("ate-deploy-test")
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			if err := env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership); err != nil {
+				t.Fatalf("creating Namespace %s: %v", o.GetName(), err)
+			}
+		}
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		err := env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership, client.DryRunAll)
+		if err != nil {
+			t.Errorf("server-side apply (dry run) of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		kinds[o.GetKind()]++
+	}
+	t.Logf("applied (dry run) %d objects: %v", len(objs), kinds)
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
+		t.Errorf("applied kinds %v, want %v", slices.Sorted(maps.Keys(kinds)), want)
+	}
+}
