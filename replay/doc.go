@@ -1,0 +1,19 @@
+// Package replay holds workflow histories recorded from real runs of the
+// product, and the tests that replay them against the current workflow code.
+//
+// The fixtures in testdata/ are named <pool|switch|release>-<scenario>.<version>.json,
+// the JSON that `temporal workflow show --output json` writes and the SDK's
+// WorkflowReplayer reads. The tests (plain `go test`, no servers):
+//
+//   - TestReplay replays every fixture with NewReplayer, which registers the
+//     workflows exactly as the worker does (workflows.RegisterWorkflows) with
+//     the worker's data converter and interceptors (ReplayerOptions);
+//   - TestOrdering reads the order of switches, activities and looks from
+//     the events;
+//   - TestReplayCatchesIncompatibleChanges shows that a changed workflow
+//     fails the replay with a nondeterminism error.
+//
+// The recorder is TestRecord, built only with the tag `record`
+// (`make record-histories`). It never overwrites a fixture: to record
+// after changing a workflow, bump Version. See README.md.
+package replay

@@ -1,0 +1,198 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Version is the workflow-code version the recorder writes fixtures for.
+// Bump it (v1 → v2 …) whenever a change to workflows/ changes the commands a
+// workflow issues, and record the new version's fixtures next to the old
+// ones, which stay: they are the histories still open in clusters running
+// the old code.
+const Version = "v1"
+
+// Dir is where the fixtures live, relative to this package.
+const Dir = "testdata"
+
+// Workflow kinds, the first part of a fixture's name, and their workflow
+// types.
+var workflowTypes = map[string]string{
+	"pool":    wfapi.PoolWorkflow,
+	"switch":  wfapi.SwitchWorkflow,
+	"release": wfapi.ReleaseWorkflow,
+}
+
+var fixtureName = regexp.MustCompile(`^(pool|switch|release)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
+
+// Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
+// pool-walk.v1.json.
+type Fixture struct {
+	Path     string
+	Kind     string // pool, switch or release
+	Scenario string // e.g. walk
+	Version  int    // 1 for v1
+}
+
+// Name is the file name without the version: pool-walk.
+func (f Fixture) Name() string { return f.Kind + "-" + f.Scenario }
+
+// WorkflowType is the registered type of the workflow the history is of.
+func (f Fixture) WorkflowType() string { return workflowTypes[f.Kind] }
+
+// ParseFixture parses a fixture's file name.
+func ParseFixture(path string) (Fixture, error) {
+	m := fixtureName.FindStringSubmatch(filepath.Base(path))
+	if m == nil {
+		return Fixture{}, fmt.Errorf("%s: a fixture is named <pool|switch|release>-<scenario>.v<N>.json", path)
+	}
+	v, err := strconv.Atoi(m[3])
+	if err != nil {
+		return Fixture{}, fmt.Errorf("%s: version: %w", path, err)
+	}
+	return Fixture{Path: path, Kind: m[1], Scenario: m[2], Version: v}, nil
+}
+
+func versionNumber(v string) int {
+	n, err := strconv.Atoi(v[1:])
+	if len(v) < 2 || v[0] != 'v' || err != nil || n < 1 {
+		panic(fmt.Sprintf("replay.Version %q is not v<N>", v))
+	}
+	return n
+}
+
+// Fixtures lists every fixture in dir, by name and version. A JSON file that
+// is not named like a fixture is an error, so none is silently left out.
+func Fixtures(dir string) ([]Fixture, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Fixture
+	for _, p := range paths {
+		f, err := ParseFixture(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name() != out[j].Name() {
+			return out[i].Name() < out[j].Name()
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out, nil
+}
+
+// ReadHistory loads a fixture the way the SDK's replayer does
+// (client.HistoryFromJSON, which ReplayWorkflowHistoryFromJSONFile uses).
+func ReadHistory(path string) (*historypb.History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}
+
+// ErrExists is returned by WriteFixture for a fixture that is already there.
+var ErrExists = errors.New("fixture exists")
+
+// WriteFixture writes a history as dir/<kind>-<scenario>.<Version>.json, in
+// the JSON form of `temporal workflow show --output json` (protojson of
+// temporal.api.history.v1.History, payloads in full).
+//
+// It never overwrites: a fixture, once written, is the record of what that
+// code version did, and re-recording it with later code would make the
+// replay test check nothing. It refuses an existing file (ErrExists), and
+// refuses to write at all when dir holds fixtures of a newer version than
+// Version. To record new histories after changing a workflow, bump Version.
+func WriteFixture(dir, kind, scenario string, h *historypb.History) (string, error) {
+	path := FixturePath(dir, kind, scenario)
+	fx, err := ParseFixture(path)
+	if err != nil {
+		return "", err
+	}
+	existing, err := Fixtures(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	for _, e := range existing {
+		if e.Version > versionNumber(Version) {
+			return "", fmt.Errorf("%s is of a newer code version than replay.Version %s: refusing to record %s", e.Path, Version, path)
+		}
+	}
+	if err := checkWorkflowType(fx, h); err != nil {
+		return "", err
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("encoding the history for %s: %w", path, err)
+	}
+	// Check that what is written reads back to the same history.
+	back, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+	if err != nil {
+		return "", fmt.Errorf("%s does not read back: %w", path, err)
+	}
+	if len(back.Events) != len(h.Events) {
+		return "", fmt.Errorf("%s reads back %d events of %d", path, len(back.Events), len(h.Events))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", path, ErrExists)
+	}
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(append(data, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+		return "", werr
+	}
+	return path, nil
+}
+
+// FixturePath is where WriteFixture writes a scenario of the current Version.
+func FixturePath(dir, kind, scenario string) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-%s.%s.json", kind, scenario, Version))
+}
+
+func checkWorkflowType(fx Fixture, h *historypb.History) error {
+	if len(h.GetEvents()) == 0 {
+		return fmt.Errorf("%s: empty history", fx.Path)
+	}
+	first := h.Events[0]
+	if first.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
+		return fmt.Errorf("%s: the first event is %s, not WorkflowExecutionStarted", fx.Path, first.GetEventType())
+	}
+	got := first.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
+	if got != fx.WorkflowType() {
+		return fmt.Errorf("%s: the history is of workflow type %q, the name says %q", fx.Path, got, fx.WorkflowType())
+	}
+	return nil
+}
