@@ -60,6 +60,10 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 test: tools ## Run every test against real servers (the README's test command).
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./... -count=1 -timeout 30m
 
+.PHONY: record-histories
+record-histories: tools ## Record the missing replay fixtures of replay.Version (SCENARIO=walk: one); never overwrites.
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test -tags record ./replay -run 'TestRecord/$(SCENARIO)' -count=1 -v -timeout 20m
+
 .PHONY: build
 build: ## Compile everything and build the worker and starter into _out/bin/.
 	go build ./...
