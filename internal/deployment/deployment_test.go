@@ -556,7 +556,7 @@ func TestLabelPrecedence(t *testing.T) {
 	// The configuration does not alias the template's maps.
 	ac.Labels["team"] = "changed"
 	ac.Annotations["example.com/a"] = "changed"
-	require.Equal(t, "infra", tmpl.Labels["team"])
+	require.Equal(t, v1alpha1.LabelValue("infra"), tmpl.Labels["team"])
 	require.Equal(t, "b", tmpl.Annotations["example.com/a"])
 	require.Equal(t, "infra", ac.Spec.Template.Labels["team"], "Deployment and pod labels are separate maps")
 }
