@@ -59,6 +59,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			m.Counter("ate_releases").Inc(1)
 			m.Timer("ate_release_wait").Record(workflow.Now(ctx).Sub(time.Unix(in.Since, 0)))
 			log.Info("release finished", "config", in.Config, "outcome", done)
+			drain(recheck) // a late wake-up has nothing left to wake
 			return done, nil
 		}
 		if users == nil {

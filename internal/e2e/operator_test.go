@@ -122,14 +122,14 @@ func TestOperatorSurface(t *testing.T) {
 	// recheck on a release workflow takes another look.
 	require.NoError(t, kube.Delete(ctx, gvisorConfig("gvisor-default-v2", true)))
 	p.waitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
-	held := gvisorConfig("held", false)
+	held := gvisorConfig("held-for-cli", false)
 	require.NoError(t, kube.Create(ctx, held))
-	require.NoError(t, kube.Create(ctx, pool(ns, "holder", "held")))
-	p.waitForConfig(t, ns, "holder", "held", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, pool(ns, "holder", "held-for-cli")))
+	p.waitForConfig(t, ns, "holder", "held-for-cli", metav1.ConditionTrue)
 	require.NoError(t, kube.Delete(ctx, held))
-	p.waitForRelease(t, "held", wfapi.OutcomeWaiting)
+	p.waitForRelease(t, "held-for-cli", wfapi.OutcomeWaiting)
 	release := func() wfapi.ReleaseState {
-		out, err := p.temporalCLI(t, "workflow", "query", "--workflow-id", wfapi.ReleaseWorkflowID("held"), "--name", wfapi.QueryState, "--output", "json")
+		out, err := p.temporalCLI(t, "workflow", "query", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.QueryState, "--output", "json")
 		require.NoError(t, err, out)
 		var resp struct {
 			QueryResult []wfapi.ReleaseState `json:"queryResult"`
@@ -139,7 +139,7 @@ func TestOperatorSurface(t *testing.T) {
 	}
 	before := release()
 	require.Equal(t, []string{ns + "/holder"}, before.Users)
-	out, err = p.temporalCLI(t, "workflow", "signal", "--workflow-id", wfapi.ReleaseWorkflowID("held"), "--name", wfapi.SignalRecheck)
+	out, err = p.temporalCLI(t, "workflow", "signal", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.SignalRecheck)
 	require.NoError(t, err, out)
 	eventually(t, "another look", func() (bool, string) {
 		got := release()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
@@ -78,8 +80,28 @@ func (p *product) run(t *testing.T) *product {
 		}
 		cleanCluster(t, env.Kube)
 		p.stop(t)
+		p.terminateWorkflows(t)
 	})
 	return p
+}
+
+// terminateWorkflows ends the workflows this test's product left running
+// (pool workflows, release workflows waiting on a timer): their IDs are
+// derived from object names, and a later test reusing a name must not
+// signal a workflow on this test's task queue, which no worker polls.
+func (p *product) terminateWorkflows(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.taskQueue)
+	resp, err := p.env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	require.NoError(t, err)
+	for _, e := range resp.Executions {
+		err := p.env.Temporal.TerminateWorkflow(ctx, e.Execution.WorkflowId, e.Execution.RunId, "test finished")
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			t.Errorf("terminating %s: %v", e.Execution.WorkflowId, err)
+		}
+	}
 }
 
 // start runs the worker and the starter.
