@@ -64,3 +64,28 @@ func setDefault(t *testing.T, kube client.Client, name string, on bool) {
 	}
 	require.NoError(t, kube.Patch(context.Background(), &c, client.MergeFrom(base)))
 }
+
+// TestRecreatedPool: a pool deleted and created again under the same name is
+// a new pool: it resolves again and gets its own first-resolution event.
+func TestRecreatedPool(t *testing.T) {
+	p := startProduct(t)
+	ctx := context.Background()
+	kube := p.env.Kube
+	ns := p.env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
+	first := pool(ns, "phoenix", "")
+	require.NoError(t, kube.Create(ctx, first))
+	p.waitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
+	require.NoError(t, kube.Delete(ctx, first))
+	p.waitGone(t, first)
+
+	second := pool(ns, "phoenix", "")
+	require.NoError(t, kube.Create(ctx, second))
+	got := p.waitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
+	require.NotEqual(t, first.UID, got.UID)
+	p.waitForEvents(t, ns, "phoenix", []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
+	})
+}
