@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"fmt"
 	"strings"
@@ -20,21 +21,21 @@ import (
 // by it; scaling, template edits and the Deployment's status flow through;
 // an owned field edited by hand is restored while a foreign one survives.
 func TestDeploymentFollowsThePool(t *testing.T) {
-	p := startProduct(t)
+	p := producttest.Run(t)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
-	wp := pool(ns, "workers", "")
-	wp.Spec.Replicas = ptr(int32(2))
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	wp := producttest.Pool(ns, "workers", "")
+	wp.Spec.Replicas = producttest.Ptr(int32(2))
 	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
 		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
 		NodeSelector: map[string]string{"pool": "sandbox"},
 	}
 	require.NoError(t, kube.Create(ctx, wp))
-	p.waitForConfig(t, ns, "workers", "gvisor-default", metav1.ConditionTrue)
-	d := p.waitForDeployment(t, ns, "workers", 2)
+	p.WaitForConfig(t, ns, "workers", "gvisor-default", metav1.ConditionTrue)
+	d := p.WaitForDeployment(t, ns, "workers", 2)
 
 	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
 	owner := metav1.GetControllerOf(d)
@@ -54,15 +55,15 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	})
 
 	// kubectl scale, through the scale subresource.
-	scale(t, kube, ns, "workers", 5)
-	p.waitForDeployment(t, ns, "workers", 5)
+	producttest.Scale(t, kube, ns, "workers", 5)
+	p.WaitForDeployment(t, ns, "workers", 5)
 
 	// Status follows the Deployment (envtest runs no Deployment controller,
 	// so the test plays it).
-	d = p.waitForDeployment(t, ns, "workers", 5)
+	d = p.WaitForDeployment(t, ns, "workers", 5)
 	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.ObservedGeneration = 5, 3, d.Generation
 	require.NoError(t, kube.Status().Update(ctx, d))
-	eventually(t, "pool status to follow the Deployment", func() (bool, string) {
+	producttest.Eventually(t, "pool status to follow the Deployment", func() (bool, string) {
 		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
 		return wp.Status.Replicas == 5 && wp.Status.ReadyReplicas == 3 && wp.Status.Selector == "ate.dev/worker-pool=workers",
 			fmt.Sprintf("replicas=%d ready=%d selector=%q", wp.Status.Replicas, wp.Status.ReadyReplicas, wp.Status.Selector)
@@ -72,10 +73,10 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	// one it does. The next apply restores the image and keeps the limit.
 	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
 	base := d.DeepCopy()
-	d.Spec.RevisionHistoryLimit = ptr(int32(3))
+	d.Spec.RevisionHistoryLimit = producttest.Ptr(int32(3))
 	d.Spec.Template.Spec.Containers[0].Image = "tampered:latest"
 	require.NoError(t, kube.Patch(ctx, d, client.MergeFrom(base), client.FieldOwner("someone-else")))
-	eventually(t, "the owned image to be restored", func() (bool, string) {
+	producttest.Eventually(t, "the owned image to be restored", func() (bool, string) {
 		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
 		return d.Spec.Template.Spec.Containers[0].Image == "ateworker-gvisor:v1", d.Spec.Template.Spec.Containers[0].Image
 	})
@@ -86,7 +87,7 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	wpBase := wp.DeepCopy()
 	wp.Spec.Template.NodeSelector = nil
 	require.NoError(t, kube.Patch(ctx, wp, client.MergeFrom(wpBase)))
-	eventually(t, "the node selector to be cleared", func() (bool, string) {
+	producttest.Eventually(t, "the node selector to be cleared", func() (bool, string) {
 		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
 		_, still := d.Spec.Template.Spec.NodeSelector["pool"]
 		return !still, "nodeSelector still set"
@@ -108,18 +109,18 @@ func managerOf(d *appsv1.Deployment, field string) string {
 // TestMicroVMDeployment: a microvm pool's workers ask for KVM and mount
 // the tun device.
 func TestMicroVMDeployment(t *testing.T) {
-	p := startProduct(t)
+	p := producttest.Run(t)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	vm := microvmConfig("microvm")
+	vm := producttest.MicroVMConfig("microvm")
 	vm.Annotations = map[string]string{v1alpha1.ClassDefaultAnnotation: "true"}
 	require.NoError(t, kube.Create(ctx, vm))
-	wp := pool(ns, "vms", "")
+	wp := producttest.Pool(ns, "vms", "")
 	wp.Spec.SandboxClasses[0].Name = v1alpha1.SandboxClassMicroVM
 	require.NoError(t, kube.Create(ctx, wp))
-	d := p.waitForDeployment(t, ns, "vms", 0)
+	d := p.WaitForDeployment(t, ns, "vms", 0)
 	c := d.Spec.Template.Spec.Containers[0]
 	require.Equal(t, "1", c.Resources.Limits.Name(v1alpha1.KVMResource, "").String())
 	var tun bool

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"fmt"
 	"io"
@@ -60,20 +61,20 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
-	p := (&product{env: env, taskQueue: testenv.TaskQueue(t), clientset: cs, workerTemporal: tc, starterMetricsAddr: freeAddr(t)}).run(t)
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, WorkerTemporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
 	ns := env.Namespace(t)
-	require.NoError(t, env.Kube.Create(context.Background(), gvisorConfig("gvisor-default", true)))
-	require.NoError(t, env.Kube.Create(context.Background(), pool(ns, "measured", "")))
-	p.waitForConfig(t, ns, "measured", "gvisor-default", metav1.ConditionTrue)
+	require.NoError(t, env.Kube.Create(context.Background(), producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, env.Kube.Create(context.Background(), producttest.Pool(ns, "measured", "")))
+	p.WaitForConfig(t, ns, "measured", "gvisor-default", metav1.ConditionTrue)
 
-	eventually(t, "the worker's switch counter", func() (bool, string) {
+	producttest.Eventually(t, "the worker's switch counter", func() (bool, string) {
 		body := scrape(t, workerMetrics)
 		return switchedOnce.MatchString(body) &&
 			strings.Contains(body, "ate_switch_duration_seconds_count") &&
 			strings.Contains(body, "temporal_activity_execution_latency_seconds"), grep(body, "ate_")
 	})
-	eventually(t, "the starter's signal counter", func() (bool, string) {
-		body := scrape(t, p.starterMetricsAddr)
+	producttest.Eventually(t, "the starter's signal counter", func() (bool, string) {
+		body := scrape(t, p.StarterMetricsAddr)
 		return strings.Contains(body, `ate_starter_signals_total{kind="pool"}`) &&
 			strings.Contains(body, "controller_runtime_reconcile_total"), grep(body, "ate_")
 	})

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,16 +22,16 @@ import (
 )
 
 // temporalCLI runs the temporal binary as an operator types it.
-func (p *product) temporalCLI(t *testing.T, args ...string) (string, error) {
+func temporalCLI(t *testing.T, p *producttest.Product, args ...string) (string, error) {
 	t.Helper()
-	args = append(args, "--address", p.env.TemporalAddress, "--namespace", p.env.TemporalNamespace)
-	out, err := exec.Command(p.env.TemporalCLI, args...).CombinedOutput()
+	args = append(args, "--address", p.Env.TemporalAddress, "--namespace", p.Env.TemporalNamespace)
+	out, err := exec.Command(p.Env.TemporalCLI, args...).CombinedOutput()
 	return string(out), err
 }
 
-func (p *product) queryPool(t *testing.T, ns, name string) wfapi.PoolState {
+func queryPool(t *testing.T, p *producttest.Product, ns, name string) wfapi.PoolState {
 	t.Helper()
-	out, err := p.temporalCLI(t, "workflow", "query", "--workflow-id", wfapi.PoolWorkflowID(ns, name),
+	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.PoolWorkflowID(ns, name),
 		"--name", wfapi.QueryState, "--output", "json")
 	require.NoError(t, err, out)
 	var resp struct {
@@ -54,22 +55,22 @@ func keyword(attrs *commonpb.SearchAttributes, name string) string {
 // forces passes with `reresolve` and `recheck` from the CLI, and a malformed
 // or unknown signal changes nothing.
 func TestOperatorSurface(t *testing.T) {
-	p := startProduct(t)
+	p := producttest.Run(t)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
-	require.NoError(t, kube.Create(ctx, pool(ns, "traced", "")))
-	p.waitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
-	p.createAfterOthers(t, gvisorConfig("gvisor-default-v2", true))
-	p.waitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "traced", "")))
+	p.WaitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
+	p.CreateAfterOthers(t, producttest.GVisorConfig("gvisor-default-v2", true))
+	p.WaitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
 
 	// The README's query.
 	query := fmt.Sprintf(`WorkerPool = %q AND WorkflowType = %q`, ns+"/traced", wfapi.SwitchWorkflow)
 	var switches []string
-	eventually(t, "the pool's switches in visibility", func() (bool, string) {
-		resp, err := p.env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	producttest.Eventually(t, "the pool's switches in visibility", func() (bool, string) {
+		resp, err := p.Env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -91,7 +92,7 @@ func TestOperatorSurface(t *testing.T) {
 		fmt.Sprintf("workerpool/%s/traced/switch/2 gvisor-default->gvisor-default-v2 gvisor confirmed", ns),
 	}, switches)
 
-	state := p.queryPool(t, ns, "traced")
+	state := queryPool(t, p, ns, "traced")
 	require.Equal(t, 2, state.Switches)
 	require.Len(t, state.Classes, 1)
 	require.Equal(t, wfapi.ClassState{
@@ -107,29 +108,29 @@ func TestOperatorSurface(t *testing.T) {
 		{"--name", wfapi.SignalReresolve, "--input", `{"not": "expected"}`},
 		{"--name", "no-such-signal", "--input", `42`},
 	} {
-		out, err := p.temporalCLI(t, append([]string{"workflow", "signal", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced")}, args...)...)
+		out, err := temporalCLI(t, p, append([]string{"workflow", "signal", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced")}, args...)...)
 		require.NoError(t, err, out)
 	}
-	eventually(t, "two more passes", func() (bool, string) {
-		got := p.queryPool(t, ns, "traced")
+	producttest.Eventually(t, "two more passes", func() (bool, string) {
+		got := queryPool(t, p, ns, "traced")
 		return got.Passes >= state.Passes+1, fmt.Sprintf("passes %d, was %d", got.Passes, state.Passes)
 	})
-	out, err := p.temporalCLI(t, "workflow", "describe", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced"), "--output", "json")
+	out, err := temporalCLI(t, p, "workflow", "describe", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced"), "--output", "json")
 	require.NoError(t, err, out)
 	require.Contains(t, out, `"WORKFLOW_EXECUTION_STATUS_RUNNING"`)
-	require.Equal(t, "gvisor-default-v2", p.queryPool(t, ns, "traced").Classes[0].Config)
+	require.Equal(t, "gvisor-default-v2", queryPool(t, p, ns, "traced").Classes[0].Config)
 
 	// recheck on a release workflow takes another look.
-	require.NoError(t, kube.Delete(ctx, gvisorConfig("gvisor-default-v2", true)))
-	p.waitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
-	held := gvisorConfig("held-for-cli", false)
+	require.NoError(t, kube.Delete(ctx, producttest.GVisorConfig("gvisor-default-v2", true)))
+	p.WaitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
+	held := producttest.GVisorConfig("held-for-cli", false)
 	require.NoError(t, kube.Create(ctx, held))
-	require.NoError(t, kube.Create(ctx, pool(ns, "holder", "held-for-cli")))
-	p.waitForConfig(t, ns, "holder", "held-for-cli", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "holder", "held-for-cli")))
+	p.WaitForConfig(t, ns, "holder", "held-for-cli", metav1.ConditionTrue)
 	require.NoError(t, kube.Delete(ctx, held))
-	p.waitForRelease(t, "held-for-cli", wfapi.OutcomeWaiting)
+	p.WaitForRelease(t, "held-for-cli", wfapi.OutcomeWaiting)
 	release := func() wfapi.ReleaseState {
-		out, err := p.temporalCLI(t, "workflow", "query", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.QueryState, "--output", "json")
+		out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.QueryState, "--output", "json")
 		require.NoError(t, err, out)
 		var resp struct {
 			QueryResult []wfapi.ReleaseState `json:"queryResult"`
@@ -139,9 +140,9 @@ func TestOperatorSurface(t *testing.T) {
 	}
 	before := release()
 	require.Equal(t, []string{ns + "/holder"}, before.Users)
-	out, err = p.temporalCLI(t, "workflow", "signal", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.SignalRecheck)
+	out, err = temporalCLI(t, p, "workflow", "signal", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.SignalRecheck)
 	require.NoError(t, err, out)
-	eventually(t, "another look", func() (bool, string) {
+	producttest.Eventually(t, "another look", func() (bool, string) {
 		got := release()
 		return got.Checks > before.Checks, fmt.Sprintf("checks %d, was %d", got.Checks, before.Checks)
 	})

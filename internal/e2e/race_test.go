@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"testing"
 
@@ -16,38 +17,38 @@ import (
 // while the claim stands, and the switch must roll back; no pool ever names a
 // config that no longer exists.
 func TestClaimRace(t *testing.T) {
-	held := newGate("ReadConfig", "gvisor-next")
-	p := startProduct(t, held)
+	held := producttest.NewGate("ReadConfig", "gvisor-next")
+	p := producttest.Run(t, held)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-now", false)))
-	require.NoError(t, kube.Create(ctx, pool(ns, "racer", "gvisor-now")))
-	p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
 
-	next := gvisorConfig("gvisor-next", false)
+	next := producttest.GVisorConfig("gvisor-next", false)
 	require.NoError(t, kube.Create(ctx, next))
-	repin(t, kube, ns, "racer", "gvisor-next")
-	held.waitReached(t) // protected and claimed, not yet read
+	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
+	held.WaitReached(t) // protected and claimed, not yet read
 
 	var wp v1alpha1.WorkerPool
 	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "racer"}, &wp))
-	require.Equal(t, "gvisor-next", refName(wp.Status.SandboxClasses[0].PendingConfigRef), "the claim is written")
+	require.Equal(t, "gvisor-next", producttest.RefName(wp.Status.SandboxClasses[0].PendingConfigRef), "the claim is written")
 	require.NoError(t, kube.Delete(ctx, next))
 
 	// The release workflow runs now and must find the claim, in the cache or
 	// the live list, and wait: the config stays, protected.
-	p.waitForRelease(t, "gvisor-next", "waiting")
+	p.WaitForRelease(t, "gvisor-next", "waiting")
 	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(next), next))
 	require.Contains(t, next.Finalizers, v1alpha1.ProtectionFinalizer)
 
-	held.release()
-	got := p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
-	require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, resolvedCondition(got).Reason)
-	require.Equal(t, `SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`, resolvedCondition(got).Message)
-	p.waitGone(t, next)
-	p.waitForEvents(t, ns, "racer", []string{
+	held.Release()
+	got := p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
+	require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, producttest.ResolvedCondition(got).Reason)
+	require.Equal(t, `SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`, producttest.ResolvedCondition(got).Message)
+	p.WaitGone(t, next)
+	p.WaitForEvents(t, ns, "racer", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,
 		`Warning SandboxConfigDeleting: SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`,
 	})
@@ -56,24 +57,24 @@ func TestClaimRace(t *testing.T) {
 // TestDeletedBeforeClaim: a config deleted between resolution and the claim
 // is refused by the finalizer step and rolled back.
 func TestDeletedBeforeClaim(t *testing.T) {
-	held := newGate("Protect", "{gvisor-next gvisor}")
-	p := startProduct(t, held)
+	held := producttest.NewGate("Protect", "{gvisor-next gvisor}")
+	p := producttest.Run(t, held)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-now", false)))
-	require.NoError(t, kube.Create(ctx, pool(ns, "racer", "gvisor-now")))
-	p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
 
-	next := gvisorConfig("gvisor-next", false)
+	next := producttest.GVisorConfig("gvisor-next", false)
 	require.NoError(t, kube.Create(ctx, next))
-	repin(t, kube, ns, "racer", "gvisor-next")
-	held.waitReached(t)
+	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
+	held.WaitReached(t)
 	require.NoError(t, kube.Delete(ctx, next))
-	p.waitGone(t, next) // never protected, so it goes at once
-	held.release()
+	p.WaitGone(t, next) // never protected, so it goes at once
+	held.Release()
 
-	got := p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
-	require.Equal(t, `SandboxConfig "gvisor-next" not found; keeping "gvisor-now"`, resolvedCondition(got).Message)
+	got := p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
+	require.Equal(t, `SandboxConfig "gvisor-next" not found; keeping "gvisor-now"`, producttest.ResolvedCondition(got).Message)
 }

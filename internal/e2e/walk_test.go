@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"testing"
 
@@ -14,32 +15,32 @@ import (
 // TestWalk is spec 001's events example: an unpinned pool follows the class
 // default through five moves, and its events list them, in order, once each.
 func TestWalk(t *testing.T) {
-	p := startProduct(t)
+	p := producttest.Run(t)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
-	require.NoError(t, kube.Create(ctx, pool(ns, "counter", "")))
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "counter", "")))
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
 
-	v2 := gvisorConfig("gvisor-default-v2", true)
-	p.createAfterOthers(t, v2)
-	got := p.waitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+	v2 := producttest.GVisorConfig("gvisor-default-v2", true)
+	p.CreateAfterOthers(t, v2)
+	got := p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
 	require.Equal(t, `resolved to SandboxConfig "gvisor-default-v2"`,
 		got.Status.SandboxClasses[0].Conditions[0].Message)
 
-	setDefault(t, kube, "gvisor-default-v2", false)
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	producttest.SetDefault(t, kube, "gvisor-default-v2", false)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
 
-	setDefault(t, kube, "gvisor-default-v2", true)
-	p.waitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+	producttest.SetDefault(t, kube, "gvisor-default-v2", true)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
 
 	require.NoError(t, kube.Delete(ctx, v2))
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
-	p.waitGone(t, v2)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	p.WaitGone(t, v2)
 
-	p.waitForEvents(t, ns, "counter", []string{
+	p.WaitForEvents(t, ns, "counter", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-default" to "gvisor-default-v2"`,
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-default-v2" to "gvisor-default"`,
@@ -52,39 +53,26 @@ func TestWalk(t *testing.T) {
 	require.Contains(t, def.Finalizers, v1alpha1.ProtectionFinalizer, "a config in use is protected")
 }
 
-func setDefault(t *testing.T, kube client.Client, name string, on bool) {
-	t.Helper()
-	var c v1alpha1.SandboxConfig
-	require.NoError(t, kube.Get(context.Background(), client.ObjectKey{Name: name}, &c))
-	base := c.DeepCopy()
-	if on {
-		metav1.SetMetaDataAnnotation(&c.ObjectMeta, v1alpha1.ClassDefaultAnnotation, "true")
-	} else {
-		delete(c.Annotations, v1alpha1.ClassDefaultAnnotation)
-	}
-	require.NoError(t, kube.Patch(context.Background(), &c, client.MergeFrom(base)))
-}
-
 // TestRecreatedPool: a pool deleted and created again under the same name is
 // a new pool: it resolves again and gets its own first-resolution event.
 func TestRecreatedPool(t *testing.T) {
-	p := startProduct(t)
+	p := producttest.Run(t)
 	ctx := context.Background()
-	kube := p.env.Kube
-	ns := p.env.Namespace(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
 
-	require.NoError(t, kube.Create(ctx, gvisorConfig("gvisor-default", true)))
-	first := pool(ns, "phoenix", "")
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	first := producttest.Pool(ns, "phoenix", "")
 	require.NoError(t, kube.Create(ctx, first))
-	p.waitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
+	p.WaitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
 	require.NoError(t, kube.Delete(ctx, first))
-	p.waitGone(t, first)
+	p.WaitGone(t, first)
 
-	second := pool(ns, "phoenix", "")
+	second := producttest.Pool(ns, "phoenix", "")
 	require.NoError(t, kube.Create(ctx, second))
-	got := p.waitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
+	got := p.WaitForConfig(t, ns, "phoenix", "gvisor-default", metav1.ConditionTrue)
 	require.NotEqual(t, first.UID, got.UID)
-	p.waitForEvents(t, ns, "phoenix", []string{
+	p.WaitForEvents(t, ns, "phoenix", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
 	})

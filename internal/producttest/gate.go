@@ -1,4 +1,4 @@
-package e2e
+package producttest
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/interceptor"
 )
 
-// gate holds the first run of one activity with one argument until the test
+// Gate holds the first run of one activity with one argument until the test
 // opens it, so a test can act at an exact point of a workflow, for example
 // delete a config between a switch's claim and its live read. It is a worker
-// interceptor: test code only, nothing in the product waits for it.
-type gate struct {
+// interceptor: test code only, nothing in the Product waits for it.
+type Gate struct {
 	interceptor.WorkerInterceptorBase
 	activity, arg string
 	reached       chan struct{}
@@ -23,21 +23,21 @@ type gate struct {
 	once          sync.Once
 }
 
-func newGate(activity, arg string) *gate {
-	return &gate{activity: activity, arg: arg, reached: make(chan struct{}), open: make(chan struct{})}
+func NewGate(activity, arg string) *Gate {
+	return &Gate{activity: activity, arg: arg, reached: make(chan struct{}), open: make(chan struct{})}
 }
 
-func (g *gate) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
-	return &gatedActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, gate: g}
+func (g *Gate) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &gatedActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, Gate: g}
 }
 
 type gatedActivity struct {
 	interceptor.ActivityInboundInterceptorBase
-	gate *gate
+	Gate *Gate
 }
 
 func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	g := a.gate
+	g := a.Gate
 	if activity.GetInfo(ctx).ActivityType.Name == g.activity && len(in.Args) > 0 && fmt.Sprint(in.Args[0]) == g.arg {
 		first := false
 		g.once.Do(func() { first = true; close(g.reached) })
@@ -48,8 +48,8 @@ func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	return a.Next.ExecuteActivity(ctx, in)
 }
 
-// waitReached blocks until the gated activity is running, held at the gate.
-func (g *gate) waitReached(t *testing.T) {
+// WaitReached blocks until the gated activity is running, held at the Gate.
+func (g *Gate) WaitReached(t *testing.T) {
 	t.Helper()
 	select {
 	case <-g.reached:
@@ -58,4 +58,4 @@ func (g *gate) waitReached(t *testing.T) {
 	}
 }
 
-func (g *gate) release() { close(g.open) }
+func (g *Gate) Release() { close(g.open) }

@@ -1,4 +1,4 @@
-package e2e
+package producttest
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// waitForRelease polls the visibility store until the release workflow of a
+// WaitForRelease polls the visibility store until the release workflow of a
 // config reports an outcome.
-func (p *product) waitForRelease(t *testing.T, config, outcome string) {
+func (p *Product) WaitForRelease(t *testing.T, config, outcome string) {
 	t.Helper()
 	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome)
-	eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
-		resp, err := p.env.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	Eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
+		resp, err := p.Env.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -1,4 +1,4 @@
-package e2e
+package producttest
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
-// waitForDeployment polls until the pool's Deployment exists with replicas.
-func (p *product) waitForDeployment(t *testing.T, ns, name string, replicas int32) *appsv1.Deployment {
+// WaitForDeployment polls until the pool's Deployment exists with replicas.
+func (p *Product) WaitForDeployment(t *testing.T, ns, name string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	var d appsv1.Deployment
-	eventually(t, fmt.Sprintf("Deployment %s/%s with %d replicas", ns, name, replicas), func() (bool, string) {
-		if err := p.env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+	Eventually(t, fmt.Sprintf("Deployment %s/%s with %d replicas", ns, name, replicas), func() (bool, string) {
+		if err := p.Env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
 			return false, err.Error()
 		}
 		return d.Spec.Replicas != nil && *d.Spec.Replicas == replicas, fmt.Sprintf("replicas=%v", d.Spec.Replicas)
@@ -26,17 +26,17 @@ func (p *product) waitForDeployment(t *testing.T, ns, name string, replicas int3
 	return &d
 }
 
-// requireNoDeployment asserts the pool has no Deployment after its workflow
+// RequireNoDeployment asserts the pool has no Deployment after its workflow
 // finished a pass over its current generation.
-func (p *product) requireNoDeployment(t *testing.T, ns, name string) {
+func (p *Product) RequireNoDeployment(t *testing.T, ns, name string) {
 	t.Helper()
 	var d appsv1.Deployment
-	err := p.env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)
+	err := p.Env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)
 	require.True(t, apierrors.IsNotFound(err), "a pool that never resolved has no Deployment, got %v", err)
 }
 
-// scale changes spec.replicas through the scale subresource, as kubectl scale does.
-func scale(t *testing.T, kube client.Client, ns, name string, replicas int32) {
+// Scale changes spec.replicas through the scale subresource, as kubectl scale does.
+func Scale(t *testing.T, kube client.Client, ns, name string, replicas int32) {
 	t.Helper()
 	wp := &v1alpha1.WorkerPool{}
 	wp.Namespace, wp.Name = ns, name

@@ -1,0 +1,289 @@
+// Package producttest runs the product (the worker and the starter, in this
+// process) against the real servers of internal/testenv, and offers what
+// tests need to drive it as a user does: fixtures, polls with deadlines for
+// the states a pool goes through, its events and its release workflows, and
+// a Gate that holds an activity at an exact point of a workflow. The e2e
+// tests, the replay recorder and the benchmarks share it.
+package producttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/worker"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/starterapp"
+	"ate.dev/orchestrator/internal/testenv"
+	"ate.dev/orchestrator/internal/workerapp"
+)
+
+// Product is a worker and a starter on their own task queue, run in this
+// process.
+type Product struct {
+	Env          *testenv.Env
+	TaskQueue    string
+	Clientset    kubernetes.Interface
+	Interceptors []interceptor.WorkerInterceptor
+	halt         func() // stops the processes; nil while stopped
+
+	// Optional: a Temporal client for the worker (default env.Temporal) and
+	// the starter's metrics address (default none).
+	WorkerTemporal     tclient.Client
+	StarterMetricsAddr string
+}
+
+// QuietLog logs warnings and errors only, so test output stays readable.
+var QuietLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+func init() { ctrl.SetLogger(logr.FromSlogHandler(QuietLog.Handler())) }
+
+// Run runs the worker and the starter until the test ends, and then
+// removes every pool and config the test left behind, so the next test
+// starts from an empty cluster: SandboxConfigs are cluster-scoped, and a
+// class default of one test would move the pools of another.
+func Run(t *testing.T, interceptors ...interceptor.WorkerInterceptor) *Product {
+	t.Helper()
+	env := testenv.Current()
+	cs, err := kubernetes.NewForConfig(env.RestConfig)
+	require.NoError(t, err)
+	p := &Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Interceptors: interceptors}
+	return p.Run(t)
+}
+
+// Run starts a Product set up by hand and arranges its cleanup.
+func (p *Product) Run(t *testing.T) *Product {
+	t.Helper()
+	env := p.Env
+	p.Start(t)
+	t.Cleanup(func() {
+		if p.halt == nil {
+			p.Start(t) // release what the test left, so the cluster can be emptied
+		}
+		CleanCluster(t, env.Kube)
+		p.Stop(t)
+		p.TerminateWorkflows(t)
+	})
+	return p
+}
+
+// TerminateWorkflows ends the workflows this test's Product left running
+// (pool workflows, release workflows waiting on a timer): their IDs are
+// derived from object names, and a later test reusing a name must not
+// signal a workflow on this test's task queue, which no worker polls.
+func (p *Product) TerminateWorkflows(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.TaskQueue)
+	resp, err := p.Env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	require.NoError(t, err)
+	for _, e := range resp.Executions {
+		err := p.Env.Temporal.TerminateWorkflow(ctx, e.Execution.WorkflowId, e.Execution.RunId, "test finished")
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			t.Errorf("terminating %s: %v", e.Execution.WorkflowId, err)
+		}
+	}
+}
+
+// Start runs the worker and the starter.
+func (p *Product) Start(t *testing.T) {
+	t.Helper()
+	require.Nil(t, p.halt, "already running")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	workerTemporal := p.WorkerTemporal
+	if workerTemporal == nil {
+		workerTemporal = p.Env.Temporal
+	}
+	go func() {
+		defer wg.Done()
+		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: workerTemporal, TaskQueue: p.TaskQueue, Log: QuietLog,
+			Worker: worker.Options{Interceptors: p.Interceptors}})
+	}()
+	go func() {
+		defer wg.Done()
+		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.Env.RestConfig, Temporal: p.Env.Temporal, TaskQueue: p.TaskQueue,
+			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr})
+	}()
+	p.halt = func() {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Product stopped with an error: %v", err)
+			}
+		}
+	}
+}
+
+// Stop stops the worker and the starter, as a shutdown of the Product does.
+func (p *Product) Stop(t *testing.T) {
+	t.Helper()
+	if p.halt != nil {
+		p.halt()
+		p.halt = nil
+	}
+}
+
+// CleanCluster deletes every WorkerPool and SandboxConfig, stripping the
+// protection finalizer the Product no longer runs to release.
+func CleanCluster(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	var pools v1alpha1.WorkerPoolList
+	require.NoError(t, c.List(ctx, &pools))
+	for i := range pools.Items {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, &pools.Items[i])))
+	}
+	var configs v1alpha1.SandboxConfigList
+	require.NoError(t, c.List(ctx, &configs))
+	for i := range configs.Items {
+		cfg := &configs.Items[i]
+		if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
+			require.NoError(t, client.IgnoreNotFound(c.Update(ctx, cfg)))
+		}
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, cfg)))
+	}
+	Eventually(t, "the cluster to be empty", func() (bool, string) {
+		var pools v1alpha1.WorkerPoolList
+		var configs v1alpha1.SandboxConfigList
+		if err := c.List(ctx, &pools); err != nil {
+			return false, err.Error()
+		}
+		if err := c.List(ctx, &configs); err != nil {
+			return false, err.Error()
+		}
+		return len(pools.Items) == 0 && len(configs.Items) == 0, fmt.Sprintf("%d pools, %d configs", len(pools.Items), len(configs.Items))
+	})
+}
+
+// Eventually polls cond until it holds or a deadline passes.
+func Eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+}
+
+// CreateAfterOthers creates a config whose creation timestamp is a whole
+// second after every existing config's: timestamps have one-second
+// resolution, and "newest default" must not fall back to the name tie-break.
+func (p *Product) CreateAfterOthers(t *testing.T, c *v1alpha1.SandboxConfig) {
+	t.Helper()
+	ctx := context.Background()
+	var configs v1alpha1.SandboxConfigList
+	require.NoError(t, p.Env.Kube.List(ctx, &configs))
+	var newest time.Time
+	for _, existing := range configs.Items {
+		if ts := existing.CreationTimestamp.Time; ts.After(newest) {
+			newest = ts
+		}
+	}
+	for time.Now().Truncate(time.Second).Equal(newest.Truncate(time.Second)) || time.Now().Before(newest) {
+		time.Sleep(20 * time.Millisecond) // a clock boundary, not synchronisation
+	}
+	require.NoError(t, p.Env.Kube.Create(ctx, c))
+}
+
+// WaitForConfig polls until the pool's gvisor class names want in configRef,
+// with no pending claim and the given Resolved status.
+func (p *Product) WaitForConfig(t *testing.T, ns, name, want string, resolved metav1.ConditionStatus) *v1alpha1.WorkerPool {
+	t.Helper()
+	var got v1alpha1.WorkerPool
+	Eventually(t, fmt.Sprintf("WorkerPool %s/%s on %q with Resolved=%s", ns, name, want, resolved), func() (bool, string) {
+		if err := p.Env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+			return false, err.Error()
+		}
+		st := got.Status.ClassStatus(v1alpha1.SandboxClassGVisor)
+		if st == nil {
+			return false, "no class status"
+		}
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+		ok := RefName(st.ConfigRef) == want && st.PendingConfigRef == nil && c != nil && c.Status == resolved &&
+			c.ObservedGeneration == got.Generation
+		return ok, fmt.Sprintf("configRef=%q pending=%q condition=%+v", RefName(st.ConfigRef), RefName(st.PendingConfigRef), c)
+	})
+	return &got
+}
+
+// RefName is the name a reference holds, or "".
+func RefName(r *v1alpha1.SandboxConfigReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+// WaitForEvents polls until the pool's events are exactly want: an event is
+// recorded just after the status write it reports.
+func (p *Product) WaitForEvents(t *testing.T, ns, name string, want []string) {
+	t.Helper()
+	var got []string
+	Eventually(t, fmt.Sprintf("the events of WorkerPool %s/%s", ns, name), func() (bool, string) {
+		got = p.Events(t, ns, name)
+		return slices.Equal(got, want), fmt.Sprintf("%q", got)
+	})
+}
+
+// Events returns the pool's events as "Type Reason: note", oldest first.
+func (p *Product) Events(t *testing.T, ns, name string) []string {
+	t.Helper()
+	list, err := p.Clientset.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var evs []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == "WorkerPool" && ev.Regarding.Name == name {
+			evs = append(evs, ev)
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
+	notes := make([]string, len(evs))
+	for i, ev := range evs {
+		notes[i] = ev.Type + " " + ev.Reason + ": " + ev.Note
+	}
+	return notes
+}
+
+func (p *Product) WaitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("%s to be gone", obj.GetName()), func() (bool, string) {
+		err := p.Env.Kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("still there: finalizers=%v deleting=%v err=%v", obj.GetFinalizers(), obj.GetDeletionTimestamp() != nil, err)
+	})
+}
