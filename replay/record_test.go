@@ -30,6 +30,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -162,23 +163,23 @@ func recordWalk(t *testing.T, rec *recording) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
-	require.NoError(t, p.kube.Create(ctx, gvisorConfig("gvisor-default", true)))
-	require.NoError(t, p.kube.Create(ctx, pool(ns, "counter", "")))
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "counter", "")))
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
 
-	v2 := gvisorConfig("gvisor-default-v2", true)
-	p.createAfterOthers(t, v2)
-	p.waitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+	v2 := producttest.GVisorConfig("gvisor-default-v2", true)
+	p.CreateAfterOthers(t, v2)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
 
-	p.setDefault(t, "gvisor-default-v2", false)
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	producttest.SetDefault(t, p.Env.Kube, "gvisor-default-v2", false)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
 
-	p.setDefault(t, "gvisor-default-v2", true)
-	p.waitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+	producttest.SetDefault(t, p.Env.Kube, "gvisor-default-v2", true)
+	p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
 
-	require.NoError(t, p.kube.Delete(ctx, v2))
-	p.waitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
-	p.waitGone(t, v2)
+	require.NoError(t, p.Env.Kube.Delete(ctx, v2))
+	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	p.WaitGone(t, v2)
 	p.closedHistory(t, wfapi.SwitchWorkflowID(ns, "counter", 5))
 
 	// The pool workflow runs for the pool's life: export it at rest.
@@ -193,30 +194,30 @@ func recordWalk(t *testing.T, rec *recording) {
 // the claim, lets the config go.
 func recordClaimRace(t *testing.T, rec *recording) {
 	env := testenv.Current()
-	held := newGate("ReadConfig", "gvisor-next")
+	held := producttest.NewGate("ReadConfig", "gvisor-next")
 	p := startProduct(t, env.Temporal, held)
-	t.Cleanup(held.release)
+	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
-	require.NoError(t, p.kube.Create(ctx, gvisorConfig("gvisor-now", false)))
-	require.NoError(t, p.kube.Create(ctx, pool(ns, "racer", "gvisor-now")))
-	p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
 
-	next := gvisorConfig("gvisor-next", false)
-	require.NoError(t, p.kube.Create(ctx, next))
-	p.repin(t, ns, "racer", "gvisor-next")
-	held.waitReached(t) // protected and claimed, not yet read
+	next := producttest.GVisorConfig("gvisor-next", false)
+	require.NoError(t, p.Env.Kube.Create(ctx, next))
+	producttest.Repin(t, p.Env.Kube, ns, "racer", "gvisor-next")
+	held.WaitReached(t) // protected and claimed, not yet read
 
 	sw := wfapi.SwitchWorkflowID(ns, "racer", 2)
 	rec.save("switch-open-at-read", p.openHistory(t, sw))
 	rec.save("pool-open-mid-switch", p.openHistory(t, wfapi.PoolWorkflowID(ns, "racer")))
 
-	require.NoError(t, p.kube.Delete(ctx, next))
-	p.waitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
-	held.release()
-	p.waitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
-	p.waitGone(t, next)
+	require.NoError(t, p.Env.Kube.Delete(ctx, next))
+	p.WaitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
+	held.Release()
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
+	p.WaitGone(t, next)
 
 	rec.save("switch-rolled-back", p.closedHistory(t, sw))
 	rec.save("release-waited-for-claim", p.closedHistory(t, wfapi.ReleaseWorkflowID("gvisor-next")))
@@ -230,19 +231,19 @@ func recordReleaseAtOnce(t *testing.T, rec *recording) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
-	retired := gvisorConfig("retired", false)
-	require.NoError(t, p.kube.Create(ctx, retired))
-	require.NoError(t, p.kube.Create(ctx, gvisorConfig("successor", false)))
-	require.NoError(t, p.kube.Create(ctx, pool(ns, "mover", "retired")))
-	p.waitForConfig(t, ns, "mover", "retired", metav1.ConditionTrue)
-	p.repin(t, ns, "mover", "successor")
-	p.waitForConfig(t, ns, "mover", "successor", metav1.ConditionTrue)
+	retired := producttest.GVisorConfig("retired", false)
+	require.NoError(t, p.Env.Kube.Create(ctx, retired))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("successor", false)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "mover", "retired")))
+	p.WaitForConfig(t, ns, "mover", "retired", metav1.ConditionTrue)
+	producttest.Repin(t, p.Env.Kube, ns, "mover", "successor")
+	p.WaitForConfig(t, ns, "mover", "successor", metav1.ConditionTrue)
 	// The worker's cache of pools lags the API server by a moment; a release
 	// that still found the pool there would wait, which is another scenario.
 	time.Sleep(2 * time.Second)
 
-	require.NoError(t, p.kube.Delete(ctx, retired))
-	p.waitGone(t, retired)
+	require.NoError(t, p.Env.Kube.Delete(ctx, retired))
+	p.WaitGone(t, retired)
 	rec.save("release-at-once", p.closedHistory(t, wfapi.ReleaseWorkflowID("retired")))
 }
 
@@ -256,24 +257,24 @@ func recordReleaseWaited(t *testing.T, rec *recording) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
-	held := gvisorConfig("held", false)
-	require.NoError(t, p.kube.Create(ctx, held))
-	require.NoError(t, p.kube.Create(ctx, gvisorConfig("heir", false)))
-	holder := pool(ns, "holder", "held")
-	require.NoError(t, p.kube.Create(ctx, holder))
-	p.waitForConfig(t, ns, "holder", "held", metav1.ConditionTrue)
+	held := producttest.GVisorConfig("held", false)
+	require.NoError(t, p.Env.Kube.Create(ctx, held))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("heir", false)))
+	holder := producttest.Pool(ns, "holder", "held")
+	require.NoError(t, p.Env.Kube.Create(ctx, holder))
+	p.WaitForConfig(t, ns, "holder", "held", metav1.ConditionTrue)
 
-	require.NoError(t, p.kube.Delete(ctx, held))
-	p.waitForRelease(t, "held", wfapi.OutcomeWaiting)
-	p.waitForConfig(t, ns, "holder", "held", metav1.ConditionFalse)
-	p.repin(t, ns, "holder", "heir")
-	p.waitForConfig(t, ns, "holder", "heir", metav1.ConditionTrue)
-	p.waitGone(t, held)
+	require.NoError(t, p.Env.Kube.Delete(ctx, held))
+	p.WaitForRelease(t, "held", wfapi.OutcomeWaiting)
+	p.WaitForConfig(t, ns, "holder", "held", metav1.ConditionFalse)
+	producttest.Repin(t, p.Env.Kube, ns, "holder", "heir")
+	p.WaitForConfig(t, ns, "holder", "heir", metav1.ConditionTrue)
+	p.WaitGone(t, held)
 
 	rec.save("release-waited", p.closedHistory(t, wfapi.ReleaseWorkflowID("held")))
 	rec.save("switch-confirmed-from-deleting", p.closedHistory(t, wfapi.SwitchWorkflowID(ns, "holder", 2)))
 
-	require.NoError(t, p.kube.Delete(ctx, holder))
+	require.NoError(t, p.Env.Kube.Delete(ctx, holder))
 	rec.save("pool-deleted", p.closedHistory(t, wfapi.PoolWorkflowID(ns, "holder")))
 }
 
@@ -295,20 +296,20 @@ func recordContinueAsNew(t *testing.T, rec *recording) {
 	p := startProduct(t, short.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	require.NoError(t, p.kube.Create(ctx, gvisorConfig("gvisor-long", false)))
-	require.NoError(t, p.kube.Create(ctx, pool(ns, "long-lived", "gvisor-long")))
-	p.waitForConfig(t, ns, "long-lived", "gvisor-long", metav1.ConditionTrue)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-long", false)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "long-lived", "gvisor-long")))
+	p.WaitForConfig(t, ns, "long-lived", "gvisor-long", metav1.ConditionTrue)
 
 	id := wfapi.PoolWorkflowID(ns, "long-lived")
 	p.openHistory(t, id) // the first pass is done
 	first, _ := p.describe(t, id, "")
 	signals := 0
-	eventually(t, id+" to continue as new", func() (bool, string) {
+	producttest.Eventually(t, id+" to continue as new", func() (bool, string) {
 		run, _ := p.describe(t, id, "")
 		if run != first {
 			return true, ""
 		}
-		require.NoError(t, p.temporal.SignalWorkflow(ctx, id, "", wfapi.SignalReresolve, nil))
+		require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, "", wfapi.SignalReresolve, nil))
 		signals++
 		time.Sleep(150 * time.Millisecond)
 		return false, strconv.Itoa(signals) + " reresolve signals sent"

@@ -61,7 +61,7 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
-	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, WorkerTemporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
 	ns := env.Namespace(t)
 	require.NoError(t, env.Kube.Create(context.Background(), producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, env.Kube.Create(context.Background(), producttest.Pool(ns, "measured", "")))

@@ -21,6 +21,7 @@ type Gate struct {
 	reached       chan struct{}
 	open          chan struct{}
 	once          sync.Once
+	released      sync.Once
 }
 
 func NewGate(activity, arg string) *Gate {
@@ -58,4 +59,4 @@ func (g *Gate) WaitReached(t *testing.T) {
 	}
 }
 
-func (g *Gate) Release() { close(g.open) }
+func (g *Gate) Release() { g.released.Do(func() { close(g.open) }) }

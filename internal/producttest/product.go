@@ -49,9 +49,10 @@ type Product struct {
 	Interceptors []interceptor.WorkerInterceptor
 	halt         func() // stops the processes; nil while stopped
 
-	// Optional: a Temporal client for the worker (default env.Temporal) and
-	// the starter's metrics address (default none).
-	WorkerTemporal     tclient.Client
+	// Optional: the Temporal client of both processes (default Env.Temporal:
+	// set it to reach another server, or to record metrics) and the
+	// starter's metrics address (default none).
+	Temporal           tclient.Client
 	StarterMetricsAddr string
 }
 
@@ -97,15 +98,23 @@ func (p *Product) TerminateWorkflows(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.TaskQueue)
-	resp, err := p.Env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	resp, err := p.TemporalClient().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 	require.NoError(t, err)
 	for _, e := range resp.Executions {
-		err := p.Env.Temporal.TerminateWorkflow(ctx, e.Execution.WorkflowId, e.Execution.RunId, "test finished")
+		err := p.TemporalClient().TerminateWorkflow(ctx, e.Execution.WorkflowId, e.Execution.RunId, "test finished")
 		var notFound *serviceerror.NotFound
 		if err != nil && !errors.As(err, &notFound) {
 			t.Errorf("terminating %s: %v", e.Execution.WorkflowId, err)
 		}
 	}
+}
+
+// TemporalClient is the Temporal client the product runs with.
+func (p *Product) TemporalClient() tclient.Client {
+	if p.Temporal != nil {
+		return p.Temporal
+	}
+	return p.Env.Temporal
 }
 
 // Start runs the worker and the starter.
@@ -116,18 +125,14 @@ func (p *Product) Start(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(2)
-	workerTemporal := p.WorkerTemporal
-	if workerTemporal == nil {
-		workerTemporal = p.Env.Temporal
-	}
 	go func() {
 		defer wg.Done()
-		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: workerTemporal, TaskQueue: p.TaskQueue, Log: QuietLog,
+		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog,
 			Worker: worker.Options{Interceptors: p.Interceptors}})
 	}()
 	go func() {
 		defer wg.Done()
-		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.Env.RestConfig, Temporal: p.Env.Temporal, TaskQueue: p.TaskQueue,
+		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
 			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr})
 	}()
 	p.halt = func() {

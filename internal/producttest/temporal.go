@@ -16,7 +16,7 @@ func (p *Product) WaitForRelease(t *testing.T, config, outcome string) {
 	t.Helper()
 	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome)
 	Eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
-		resp, err := p.Env.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		resp, err := p.TemporalClient().ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {
 			return false, err.Error()
 		}
