@@ -1,0 +1,294 @@
+package crashtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	tclient "go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// Violation is one breach of an invariant of the design (P1-P6), with the
+// objects involved.
+type Violation struct {
+	// Property is "P1" ... "P6", or "checker" when the checker itself
+	// could not look.
+	Property string
+	// Objects name what is involved: "WorkerPool ns/name",
+	// "SandboxConfig name", "workflow <id>".
+	Objects []string
+	Detail  string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s [%s]: %s", v.Property, strings.Join(v.Objects, ", "), v.Detail)
+}
+
+// Scope says what one check is about, so that tests sharing a cluster (or
+// running in parallel) each judge only their own objects.
+type Scope struct {
+	// Namespaces holds the pools checked; empty: every namespace.
+	Namespaces []string
+	// Configs says whether a SandboxConfig is checked; nil: every config.
+	Configs func(name string) bool
+	// TaskQueues are the task queues of the workflows checked through
+	// Temporal (switch overlap, failed workflows and workflow tasks).
+	TaskQueues []string
+}
+
+func (s Scope) pool(namespace string) bool {
+	return len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, namespace)
+}
+
+func (s Scope) config(name string) bool { return s.Configs == nil || s.Configs(name) }
+
+// Report is the result of a check.
+type Report struct {
+	Violations []Violation
+	// Converged says whether the pools and configs in scope reached their
+	// resolution, and Waited how long that took (or how long was waited).
+	Converged bool
+	Waited    time.Duration
+	// Switches counts switch workflows, Releases the release workflows that
+	// released their config, RolledBack the switches that rolled back.
+	Switches, Releases, RolledBack int
+	// Records counts the object states the watch saw; Gaps the states that
+	// came from a list after the watch could not resume.
+	Records, Gaps int
+}
+
+// Checker watches WorkerPools and SandboxConfigs from the moment it starts
+// and, on Check, judges the history it saw, the cluster's final state, the
+// pools' events and the workflows' histories against P1-P6.
+type Checker struct {
+	kube      client.WithWatch
+	clientset kubernetes.Interface
+	temporal  tclient.Client
+
+	mu      sync.Mutex
+	records []*Record
+	changed chan struct{} // closed and replaced on every new record
+	err     error
+
+	pools, configs *watcher
+	cancel         context.CancelFunc
+	wg             sync.WaitGroup
+}
+
+// NewChecker starts watching and returns once both watches have listed.
+// scheme must know ate.dev/v1alpha1 and apps/v1.
+func NewChecker(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, temporal tclient.Client) (*Checker, error) {
+	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("checker: creating the Kubernetes client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checker: creating the clientset: %w", err)
+	}
+	c := &Checker{kube: kube, clientset: cs, temporal: temporal, changed: make(chan struct{})}
+	c.pools = &watcher{c: c, kind: kindPool, known: map[string]uint64{}, wrap: wrapPool,
+		newList: func() client.ObjectList { return &v1alpha1.WorkerPoolList{} }}
+	c.configs = &watcher{c: c, kind: kindConfig, known: map[string]uint64{}, wrap: wrapConfig,
+		newList: func() client.ObjectList { return &v1alpha1.SandboxConfigList{} }}
+	wctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	for _, w := range []*watcher{c.pools, c.configs} {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			w.run(wctx)
+		}()
+	}
+	for _, w := range []*watcher{c.pools, c.configs} {
+		if err := c.waitSynced(ctx, w); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Stop ends the watches.
+func (c *Checker) Stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *Checker) add(w *watcher, rec *Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(w, rec)
+}
+
+func (c *Checker) addLocked(w *watcher, rec *Record) {
+	rec.Seq = len(c.records)
+	c.records = append(c.records, rec)
+	if rec.Deleted {
+		delete(w.known, rec.Key())
+	} else {
+		w.known[rec.Key()] = rec.RV
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *Checker) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// Mark is the position of the next record, for Await.
+func (c *Checker) Mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.records)
+}
+
+// Await waits for a record at position from or later that satisfies match,
+// e.g. the first pending claim of a switch, so a test can act at that moment.
+func (c *Checker) Await(ctx context.Context, from int, match func(*Record) bool) (*Record, error) {
+	for {
+		c.mu.Lock()
+		for ; from < len(c.records); from++ {
+			if match(c.records[from]) {
+				r := c.records[from]
+				c.mu.Unlock()
+				return r, nil
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// waitSynced waits until a watcher has seen everything a fresh list shows.
+func (c *Checker) waitSynced(ctx context.Context, w *watcher) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	last := ""
+	for {
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("checker: %w", err)
+		}
+		ok, why, err := w.caughtUp(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			why = err.Error()
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("checker: the %s watch did not catch up: %s", w.kind, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Check waits up to bound for the pools and configs in scope to settle (P5,
+// P6: every pool on its resolution, no deleting config that no pool names,
+// no switch running), then judges the whole history seen since the checker
+// started (P1-P4) and the workflows in the scope's task queues.
+func (c *Checker) Check(ctx context.Context, scope Scope, bound time.Duration) Report {
+	var rep Report
+	start := time.Now()
+	var pending []Violation
+	for {
+		var err error
+		pending, err = c.settled(ctx, scope)
+		if err != nil {
+			pending = []Violation{{Property: "checker", Detail: err.Error()}}
+		}
+		if len(pending) == 0 {
+			rep.Converged = true
+			break
+		}
+		if time.Since(start) > bound || ctx.Err() != nil {
+			break
+		}
+		pause(ctx, 250*time.Millisecond)
+	}
+	rep.Waited = time.Since(start)
+	if !rep.Converged {
+		for i := range pending {
+			pending[i].Detail = fmt.Sprintf("not settled after %s: %s", bound, pending[i].Detail)
+		}
+		rep.Violations = append(rep.Violations, pending...)
+	}
+	for _, w := range []*watcher{c.pools, c.configs} {
+		if err := c.waitSynced(ctx, w); err != nil {
+			rep.Violations = append(rep.Violations, Violation{Property: "checker", Detail: err.Error()})
+		}
+	}
+	recs := c.snapshot()
+	rep.Records = len(recs)
+	for _, r := range recs {
+		if r.GapFrom > 0 {
+			rep.Gaps++
+		}
+	}
+	hist := judgeHistory(recs, scope)
+	rep.Violations = append(rep.Violations, hist.violations...)
+	evs, err := c.judgeEvents(ctx, scope, hist)
+	if err != nil {
+		evs = append(evs, Violation{Property: "checker", Detail: err.Error()})
+	}
+	rep.Violations = append(rep.Violations, evs...)
+	wf, err := c.judgeWorkflows(ctx, scope, &rep)
+	if err != nil {
+		wf = append(wf, Violation{Property: "checker", Detail: err.Error()})
+	}
+	rep.Violations = append(rep.Violations, wf...)
+	return rep
+}
+
+// snapshot returns the records in history order: by revision, then by
+// arrival.
+func (c *Checker) snapshot() []*Record {
+	c.mu.Lock()
+	recs := slices.Clone(c.records)
+	c.mu.Unlock()
+	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].RV != recs[j].RV {
+			return recs[i].RV < recs[j].RV
+		}
+		return recs[i].Seq < recs[j].Seq
+	})
+	return recs
+}
+
+// Err is the first error that stopped a watch, if any.
+func (c *Checker) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	return nil
+}
+
+var errNoTemporal = errors.New("checker: no Temporal client")

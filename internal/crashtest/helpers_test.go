@@ -1,0 +1,388 @@
+package crashtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/testenv"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Bounds. Activities run with a 30s start-to-close timeout and no
+// heartbeat: an activity whose worker died is retried only after it, so
+// every bound after a kill leaves room for one or two of them.
+const (
+	stepBound   = 100 * time.Second // one step of a scenario, through a kill
+	settleBound = 150 * time.Second // everything settled after the last change
+)
+
+// eventually polls cond until it holds or the bound passes.
+func eventually(t testing.TB, bound time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", bound, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func shortID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+const pauseImage = "registry.example/pause@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// gvisorConfig is a gvisor SandboxConfig: every version has a pauseImage.
+func gvisorConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
+	c := &v1alpha1.SandboxConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SandboxConfigSpec{
+			SandboxClass: v1alpha1.SandboxClassGVisor, DefaultVersion: "v1",
+			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1", PauseImage: pauseImage}},
+		},
+	}
+	setDefault(c, classDefault)
+	return c
+}
+
+// microvmConfig is a microvm SandboxConfig: no pauseImage.
+func microvmConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
+	c := &v1alpha1.SandboxConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SandboxConfigSpec{
+			SandboxClass: v1alpha1.SandboxClassMicroVM, DefaultVersion: "v1",
+			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1"}},
+		},
+	}
+	setDefault(c, classDefault)
+	return c
+}
+
+func configOf(class v1alpha1.SandboxClass, name string, classDefault bool) *v1alpha1.SandboxConfig {
+	if class == v1alpha1.SandboxClassMicroVM {
+		return microvmConfig(name, classDefault)
+	}
+	return gvisorConfig(name, classDefault)
+}
+
+func setDefault(c *v1alpha1.SandboxConfig, classDefault bool) {
+	if classDefault {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[v1alpha1.ClassDefaultAnnotation] = "true"
+	} else {
+		delete(c.Annotations, v1alpha1.ClassDefaultAnnotation)
+	}
+}
+
+// newPool is a WorkerPool of one class, pinned when configRef is set.
+func newPool(ns, name string, class v1alpha1.SandboxClass, configRef string) *v1alpha1.WorkerPool {
+	p := &v1alpha1.WorkerPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.WorkerPoolSpec{
+			Replicas:       ptr(int32(0)),
+			WorkerImage:    "ateworker-" + string(class) + ":v1",
+			SandboxClasses: []v1alpha1.WorkerPoolSandboxClass{{Name: class}},
+		},
+	}
+	if configRef != "" {
+		p.Spec.SandboxClasses[0].ConfigRef = &v1alpha1.SandboxConfigReference{Name: configRef}
+	}
+	return p
+}
+
+// patchPool changes a pool's spec with a merge patch.
+func patchPool(ctx context.Context, kube client.Client, ns, name string, mutate func(*v1alpha1.WorkerPool)) error {
+	var wp v1alpha1.WorkerPool
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp); err != nil {
+		return err
+	}
+	base := wp.DeepCopy()
+	mutate(&wp)
+	return kube.Patch(ctx, &wp, client.MergeFrom(base))
+}
+
+func pin(config string) func(*v1alpha1.WorkerPool) {
+	return func(wp *v1alpha1.WorkerPool) {
+		if config == "" {
+			wp.Spec.SandboxClasses[0].ConfigRef = nil
+		} else {
+			wp.Spec.SandboxClasses[0].ConfigRef = &v1alpha1.SandboxConfigReference{Name: config}
+		}
+	}
+}
+
+func scale(n int32) func(*v1alpha1.WorkerPool) {
+	return func(wp *v1alpha1.WorkerPool) { wp.Spec.Replicas = &n }
+}
+
+// patchDefault annotates a config as class default, or removes the annotation.
+func patchDefault(ctx context.Context, kube client.Client, name string, classDefault bool) error {
+	var c v1alpha1.SandboxConfig
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, &c); err != nil {
+		return err
+	}
+	base := c.DeepCopy()
+	setDefault(&c, classDefault)
+	if !classDefault {
+		// A merge patch removes a key only when it says null.
+		return kube.Patch(ctx, &c, client.RawPatch("application/merge-patch+json",
+			fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, v1alpha1.ClassDefaultAnnotation)))
+	}
+	return kube.Patch(ctx, &c, client.MergeFrom(base))
+}
+
+// createAfterOthers creates a config whose creation timestamp is a whole
+// second after every existing config's: creation timestamps have
+// one-second resolution, and the newest class default must not fall back
+// to the name tie-break.
+func createAfterOthers(t testing.TB, kube client.Client, c *v1alpha1.SandboxConfig) {
+	t.Helper()
+	ctx := context.Background()
+	var configs v1alpha1.SandboxConfigList
+	require.NoError(t, kube.List(ctx, &configs))
+	var newest time.Time
+	for _, existing := range configs.Items {
+		if ts := existing.CreationTimestamp.Time; ts.After(newest) {
+			newest = ts
+		}
+	}
+	for !time.Now().Truncate(time.Second).After(newest) {
+		time.Sleep(20 * time.Millisecond) // a clock boundary, not synchronisation
+	}
+	require.NoError(t, kube.Create(ctx, c))
+}
+
+// waitPool polls until the pool's only class names want in configRef, with
+// no claim pending and the given Resolved status, at the pool's generation.
+func waitPool(t testing.TB, ns, name, want string, resolved metav1.ConditionStatus) *v1alpha1.WorkerPool {
+	t.Helper()
+	kube := testenv.Current().Kube
+	var got v1alpha1.WorkerPool
+	eventually(t, stepBound, fmt.Sprintf("WorkerPool %s/%s on %q with Resolved=%s", ns, name, want, resolved), func() (bool, string) {
+		if err := kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+			return false, err.Error()
+		}
+		if len(got.Status.SandboxClasses) == 0 {
+			return false, "no class status"
+		}
+		st := got.Status.SandboxClasses[0]
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+		ok := refName(st.ConfigRef) == want && st.PendingConfigRef == nil && c != nil && c.Status == resolved &&
+			c.ObservedGeneration == got.Generation && got.Status.ObservedGeneration == got.Generation
+		return ok, fmt.Sprintf("configRef=%q pending=%q condition=%+v", refName(st.ConfigRef), refName(st.PendingConfigRef), c)
+	})
+	return &got
+}
+
+func waitGone(t testing.TB, obj client.Object) {
+	t.Helper()
+	kube := testenv.Current().Kube
+	eventually(t, stepBound, fmt.Sprintf("%s to be gone", obj.GetName()), func() (bool, string) {
+		err := kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("still there: finalizers=%v deleting=%v err=%v", obj.GetFinalizers(), obj.GetDeletionTimestamp() != nil, err)
+	})
+}
+
+// poolEvents returns the events about a pool as "Type Reason: note", oldest first.
+func poolEvents(t testing.TB, ns, name string) []string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testenv.Current().RestConfig)
+	require.NoError(t, err)
+	list, err := cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var evs []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == "WorkerPool" && ev.Regarding.Name == name {
+			evs = append(evs, ev)
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
+	notes := make([]string, len(evs))
+	for i, ev := range evs {
+		notes[i] = ev.Type + " " + ev.Reason + ": " + ev.Note
+	}
+	return notes
+}
+
+func waitEvents(t testing.TB, ns, name string, want []string) {
+	t.Helper()
+	eventually(t, stepBound, fmt.Sprintf("the events of WorkerPool %s/%s", ns, name), func() (bool, string) {
+		got := poolEvents(t, ns, name)
+		return slices.Equal(got, want), fmt.Sprintf("%q", got)
+	})
+}
+
+// starterStandIn does what the starter does for the changes a test makes,
+// for tests that run several workers side by side, each on its own task
+// queue: a real starter signals every pool of the cluster on its one task
+// queue and would start other tests' pool workflows there.
+type starterStandIn struct{ taskQueue string }
+
+func (s starterStandIn) pool(t testing.TB, ns, name string) {
+	t.Helper()
+	require.NoError(t, wfapi.SignalPool(context.Background(), testenv.Current().Temporal, s.taskQueue, ns, name))
+}
+
+func (s starterStandIn) release(t testing.TB, config string) {
+	t.Helper()
+	require.NoError(t, wfapi.SignalRelease(context.Background(), testenv.Current().Temporal, s.taskQueue, config))
+}
+
+// waitRelease polls visibility until the release workflow of a config
+// reports an outcome.
+func waitRelease(t testing.TB, config, outcome string) {
+	t.Helper()
+	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome))
+}
+
+// waitQuery polls until a visibility query matches a workflow.
+func waitQuery(t testing.TB, query string) {
+	t.Helper()
+	eventually(t, stepBound, "a workflow matching "+query, func() (bool, string) {
+		resp, err := testenv.Current().Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(resp.Executions) > 0, fmt.Sprintf("%d executions match %s", len(resp.Executions), query)
+	})
+}
+
+// waitIdle polls until a running workflow waits for nothing but a signal
+// or a timer: no workflow task, activity or child pending. A worker stopped
+// while an activity it ran is being reported loses that completion, which
+// then waits out the activity's start-to-close timeout.
+func waitIdle(t testing.TB, workflowID string) {
+	t.Helper()
+	eventually(t, stepBound, "workflow "+workflowID+" to be idle", func() (bool, string) {
+		d, err := testenv.Current().Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		busy := len(d.PendingActivities) + len(d.PendingChildren)
+		if d.PendingWorkflowTask != nil {
+			busy++
+		}
+		return busy == 0, fmt.Sprintf("%d activities, %d children pending, workflow task %v", len(d.PendingActivities), len(d.PendingChildren), d.PendingWorkflowTask)
+	})
+}
+
+// waitReleased polls until the release workflow of a config completed
+// having released it.
+func waitReleased(t testing.TB, config string) {
+	t.Helper()
+	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q AND ExecutionStatus = 'Completed'", wfapi.ReleaseWorkflowID(config), wfapi.OutcomeReleased))
+}
+
+// startChecker starts an invariant checker for the test.
+func startChecker(t testing.TB) *Checker {
+	t.Helper()
+	env := testenv.Current()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := NewChecker(ctx, env.RestConfig, env.Scheme, env.Temporal)
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// requireSound runs the checker and fails the test on any violation.
+func requireSound(t testing.TB, c *Checker, scope Scope) Report {
+	t.Helper()
+	rep := c.Check(context.Background(), scope, settleBound)
+	t.Logf("checker: settled=%v after %s; %d switches (%d rolled back), %d releases; %d object states seen, %d after a watch gap",
+		rep.Converged, rep.Waited.Round(time.Millisecond), rep.Switches, rep.RolledBack, rep.Releases, rep.Records, rep.Gaps)
+	for _, v := range rep.Violations {
+		t.Errorf("violation: %s", v)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("checker: %v", err)
+	}
+	return rep
+}
+
+func prefixed(prefix string) func(string) bool {
+	return func(name string) bool { return strings.HasPrefix(name, prefix) }
+}
+
+// cleanCluster deletes every WorkerPool and SandboxConfig, stripping the
+// protection finalizer by hand, so the next test starts from an empty
+// cluster: configs are cluster-scoped, and a class default of one test
+// would move the pools of another.
+func cleanCluster(t testing.TB) {
+	t.Helper()
+	c := testenv.Current().Kube
+	ctx := context.Background()
+	var pools v1alpha1.WorkerPoolList
+	require.NoError(t, c.List(ctx, &pools))
+	for i := range pools.Items {
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, &pools.Items[i])))
+	}
+	var configs v1alpha1.SandboxConfigList
+	require.NoError(t, c.List(ctx, &configs))
+	for i := range configs.Items {
+		cfg := &configs.Items[i]
+		if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
+			require.NoError(t, client.IgnoreNotFound(c.Update(ctx, cfg)))
+		}
+		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, cfg)))
+	}
+	eventually(t, 60*time.Second, "the cluster to be empty", func() (bool, string) {
+		var pools v1alpha1.WorkerPoolList
+		var configs v1alpha1.SandboxConfigList
+		if err := c.List(ctx, &pools); err != nil {
+			return false, err.Error()
+		}
+		if err := c.List(ctx, &configs); err != nil {
+			return false, err.Error()
+		}
+		for i := range configs.Items { // a worker may have protected one again meanwhile
+			cfg := &configs.Items[i]
+			if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
+				_ = c.Update(ctx, cfg)
+			}
+		}
+		return len(pools.Items) == 0 && len(configs.Items) == 0, fmt.Sprintf("%d pools, %d configs", len(pools.Items), len(configs.Items))
+	})
+}
+
+// isolate empties the cluster before and after the test.
+func isolate(t testing.TB) {
+	t.Helper()
+	cleanCluster(t)
+	t.Cleanup(func() { cleanCluster(t) })
+}

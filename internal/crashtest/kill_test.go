@@ -1,0 +1,203 @@
+package crashtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/testenv"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// killCase kills the worker right after one activity's side effect, before
+// its completion reaches Temporal, in one scenario:
+//   - switch: a pool pinned to a config in deletion is re-pinned to another
+//     (Protect, Claim, ReadConfig, Confirm, RecordEvent, WakeReleases);
+//   - rollback: a pool is re-pinned to another config, which is deleted
+//     between the switch's claim and its live read: the worker is first
+//     killed after Claim, the config deleted while it is down, and a worker
+//     killed after the activity under test (RollBack, and RecordEvent of the
+//     Warning) takes over;
+//   - release: the config a pool left is deleted (ReadConfig, CachedUsers,
+//     LiveUsers, Unprotect);
+//   - pass: a pool is scaled, a pass without a switch (ApplyDeployment,
+//     SyncStatus).
+type killCase struct {
+	scenario, activity string
+}
+
+var killCases = []killCase{
+	{"switch", "Protect"},
+	{"switch", "Claim"},
+	{"switch", "ReadConfig"},
+	{"switch", "Confirm"},
+	{"switch", "RecordEvent"},
+	{"switch", "WakeReleases"},
+	{"rollback", "RollBack"},
+	{"rollback", "RecordEvent"},
+	{"release", "ReadConfig"},
+	{"release", "CachedUsers"},
+	{"release", "LiveUsers"},
+	{"release", "Unprotect"},
+	{"pass", "ApplyDeployment"},
+	{"pass", "SyncStatus"},
+}
+
+func TestKillWorkerAfterActivity(t *testing.T) {
+	isolate(t)
+	chk := startChecker(t)
+	for _, kc := range killCases {
+		t.Run(kc.scenario+"/"+kc.activity, func(t *testing.T) {
+			t.Parallel()
+			runKillCase(t, chk, kc)
+		})
+	}
+}
+
+func runKillCase(t *testing.T, chk *Checker, kc killCase) {
+	env := testenv.Current()
+	ctx := context.Background()
+	kube := env.Kube
+	ns := env.Namespace(t)
+	tq := testenv.TaskQueue(t)
+	starter := starterStandIn{taskQueue: tq}
+	prefix := fmt.Sprintf("k%s-%s-%s", shortID(), kc.scenario, strings.ToLower(kc.activity))
+	old, target := prefix+"-old", prefix+"-new"
+	const name = "pool"
+	key := ns + "/" + name
+	began := time.Now()
+	since := func() time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
+
+	// Set up with a worker that does not crash.
+	w := newProcess(t, "worker", tq, "")
+	w.start()
+	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
+	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
+	require.NoError(t, kube.Create(ctx, newPool(ns, name, v1alpha1.SandboxClassGVisor, old)))
+	starter.pool(t, ns, name)
+	waitPool(t, ns, name, old, metav1.ConditionTrue)
+	uses := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig %q`, old)
+	switched := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig %q to %q`, old, target)
+	deleting := fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, old, old)
+
+	switch kc.scenario {
+	case "switch":
+		// The config switched away from is in deletion, held by the pool:
+		// the switch ends by waking its release.
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
+		starter.release(t, old)
+		starter.pool(t, ns, name)
+		waitRelease(t, old, wfapi.OutcomeWaiting)
+		waitPool(t, ns, name, old, metav1.ConditionFalse)
+		waitIdle(t, wfapi.ReleaseWorkflowID(old))
+	case "release":
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+		waitPool(t, ns, name, target, metav1.ConditionTrue)
+	}
+	// Swap in a worker that kills itself after the activity under test, once
+	// the first has nothing in flight: stopping a worker loses the
+	// completion of an activity it is reporting.
+	waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+	w.stop()
+	t.Logf("%s: set up", since())
+	arg := target
+	switch {
+	case kc.scenario == "release" || kc.activity == "WakeReleases":
+		arg = old
+	case kc.scenario == "pass":
+		arg = key
+	}
+
+	switch kc.scenario {
+	case "switch":
+		w.startCrashing(kc.activity, arg)
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+	case "rollback":
+		w.startCrashing("Claim", target)
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+		w.waitCrash("Claim", stepBound)
+		t.Logf("%s: the worker crashed after Claim; deleting the claimed config", since())
+		var wp v1alpha1.WorkerPool
+		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
+		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].PendingConfigRef), "the claim is written")
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(target, false)))
+		starter.release(t, target)
+		starter.pool(t, ns, name)
+		w.startCrashing(kc.activity, arg)
+	case "release":
+		w.startCrashing(kc.activity, arg)
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
+		starter.release(t, old)
+	case "pass":
+		w.startCrashing(kc.activity, arg)
+		require.NoError(t, patchPool(ctx, kube, ns, name, scale(2)))
+		starter.pool(t, ns, name)
+	}
+	w.waitCrash(kc.activity, stepBound)
+	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
+	w.start()
+
+	var want []string
+	switch kc.scenario {
+	case "switch":
+		waitPool(t, ns, name, target, metav1.ConditionTrue)
+		waitReleased(t, old)
+		waitGone(t, gvisorConfig(old, false))
+		want = []string{uses, deleting, switched}
+	case "rollback":
+		got := waitPool(t, ns, name, old, metav1.ConditionFalse)
+		require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, got.Status.SandboxClasses[0].Conditions[0].Reason)
+		waitEvents(t, ns, name, []string{uses, fmt.Sprintf(
+			`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, target, old)})
+		// The roll back dropped the claim that held the config: the
+		// starter wakes its release, which lets it go; the pool, pinned to
+		// a config now gone, says so.
+		starter.release(t, target)
+		waitReleased(t, target)
+		waitGone(t, gvisorConfig(target, false))
+		starter.pool(t, ns, name)
+		want = []string{uses,
+			fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, target, old),
+			fmt.Sprintf(`Warning SandboxConfigNotFound: SandboxConfig %q not found; keeping %q`, target, old)}
+	case "release":
+		waitReleased(t, old)
+		waitGone(t, gvisorConfig(old, false))
+		want = []string{uses, switched}
+	case "pass":
+		eventually(t, stepBound, "the Deployment scaled to 2 and the status at the new generation", func() (bool, string) {
+			var d appsv1.Deployment
+			var wp v1alpha1.WorkerPool
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+				return false, err.Error()
+			}
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp); err != nil {
+				return false, err.Error()
+			}
+			return *d.Spec.Replicas == 2 && wp.Status.ObservedGeneration == wp.Generation,
+				fmt.Sprintf("replicas %d, observedGeneration %d of %d", *d.Spec.Replicas, wp.Status.ObservedGeneration, wp.Generation)
+		})
+		want = []string{uses}
+	}
+	waitEvents(t, ns, name, want)
+	waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+	t.Logf("%s: finished", since())
+	crashes := 1
+	if kc.scenario == "rollback" {
+		crashes = 2
+	}
+	require.Equal(t, crashes, w.crashed)
+	requireSound(t, chk, Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{tq}})
+	// Exactly these events, each once, also after the checker's wait.
+	require.Equal(t, want, poolEvents(t, ns, name))
+}
