@@ -61,6 +61,12 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string,
 		res.Wrote = true
 		return nil
 	})
+	if apierrors.IsInvalid(err) {
+		// The API server refuses the status itself (e.g. a class the CRD
+		// does not know, from a switch started by hand): the same write is
+		// refused on every retry, so fail now and say why.
+		return nil, invalidInput("%s on WorkerPool %s: %v", what, ref, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on WorkerPool %s: %w", what, ref, err)
 	}
