@@ -266,6 +266,30 @@ func (c *Checker) Check(ctx context.Context, scope Scope, bound time.Duration) R
 	return rep
 }
 
+// Settle waits up to bound for the pools and configs in scope to settle,
+// as Check does, without judging the history; it returns what still
+// differs when the bound passes.
+func (c *Checker) Settle(ctx context.Context, scope Scope, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		pending, err := c.settled(ctx, scope)
+		if err == nil && len(pending) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			var lines []string
+			if err != nil {
+				lines = append(lines, err.Error())
+			}
+			for _, v := range pending {
+				lines = append(lines, v.String())
+			}
+			return fmt.Errorf("not settled after %s:\n%s", bound, strings.Join(lines, "\n"))
+		}
+		pause(ctx, 250*time.Millisecond)
+	}
+}
+
 // snapshot returns the records in history order: by revision, then by
 // arrival.
 func (c *Checker) snapshot() []*Record {
