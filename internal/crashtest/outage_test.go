@@ -247,7 +247,9 @@ func TestKillStarterInBurst(t *testing.T) {
 	}
 	settle(t, chk, scope)
 
-	del := func(c func(string, bool) *v1alpha1.SandboxConfig, name string) error { return kube.Delete(ctx, c(name, false)) }
+	del := func(c func(string, bool) *v1alpha1.SandboxConfig, name string) error {
+		return kube.Delete(ctx, c(name, false))
+	}
 	burst := []struct {
 		what string
 		do   func() error
