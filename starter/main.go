@@ -4,19 +4,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"go.temporal.io/sdk/client"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/starterapp"
 )
 
@@ -55,15 +59,28 @@ func run() error {
 	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
 		return err
 	}
+	// Probes come up first, as the worker's do: while Temporal is
+	// unreachable the starter is alive but not ready. (The manager would
+	// serve them only once connected, leaving the liveness probe unanswered
+	// and the pod restarted while it waits.)
+	var connected atomic.Pointer[client.Client]
+	probes.Serve(ctx, opts.HealthProbeBindAddress, func(ctx context.Context) error {
+		c := connected.Load()
+		if c == nil {
+			return errors.New("not connected to Temporal yet")
+		}
+		return probes.TemporalReady(*c)(ctx)
+	}, nil, log)
 	c, err := options.DialTemporal(ctx, copts, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	connected.Store(&c)
 	return starterapp.Run(ctx, starterapp.Config{
 		Rest: rest, Temporal: c, TaskQueue: opts.TaskQueue,
 		LeaderElection: *leaderElect, LeaderElectionNamespace: *leaderNS,
-		MetricsBindAddress: opts.MetricsBindAddress, HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		MetricsBindAddress: opts.MetricsBindAddress, HealthProbeBindAddress: "0",
 	})
 }
 
