@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
@@ -24,7 +25,14 @@ type PoolWrite struct {
 	Wrote bool `json:"wrote,omitempty"`
 	// Displaced is a claim this write replaced (see Claim).
 	Displaced string `json:"displaced,omitempty"`
+	// Landed comes with PoolGone from a retried Confirm whose earlier
+	// attempt had moved the class before the pool went: the switch did
+	// happen, so its event is still due.
+	Landed bool `json:"landed,omitempty"`
 }
+
+// confirmLanded is the heartbeat detail of a Confirm whose write landed.
+const confirmLanded = "landed"
 
 // updateStatus reads the pool, lets mutate change its status, and writes the
 // status back if anything changed. The write carries the resourceVersion the
@@ -120,7 +128,7 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, e
 	if in.Config == "" {
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
-	return a.updateStatus(ctx, in.Pool, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+	res, err := a.updateStatus(ctx, in.Pool, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
@@ -129,6 +137,20 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, e
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(true, reason, msg, in.Generation))
 		})
+	if err != nil || !activity.IsActivity(ctx) {
+		return res, err
+	}
+	// If this attempt's completion is lost (the worker dies now) and the
+	// pool is gone by the retry, the retry cannot read the write back: it
+	// learns from this heartbeat that the class did move.
+	if res.Wrote {
+		activity.RecordHeartbeat(ctx, confirmLanded)
+	}
+	var landed string
+	if res.PoolGone && activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &landed) == nil {
+		res.Landed = landed == confirmLanded
+	}
+	return res, nil
 }
 
 // RollBack abandons a claim: pendingConfigRef cleared, configRef unchanged,

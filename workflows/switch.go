@@ -103,7 +103,11 @@ func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.PoolGone {
+	// A confirm that found the pool gone ends the switch, unless an earlier
+	// attempt had moved the class before the pool went (its completion lost
+	// with a worker): that move is recorded like any other. Histories from
+	// before this change never carry Landed, so they never get here.
+	if w.PoolGone && (!w.Landed || workflow.GetVersion(ctx, "switched-event-after-lost-confirm", workflow.DefaultVersion, 1) == workflow.DefaultVersion) {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
@@ -118,6 +122,9 @@ func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	}).Get(ctx, nil)
 	if err != nil {
 		return nil, err
+	}
+	if w.PoolGone {
+		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	_, reason, message := resolve.CheckTarget(in.To, &resolve.Config{Class: in.Class}, in.Class)
 	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: reason, Message: message}, nil
