@@ -299,6 +299,11 @@ func (c *Checker) poolSettled(ctx context.Context, p *v1alpha1.WorkerPool, views
 	}
 	var d appsv1.Deployment
 	err := c.kube.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &d)
+	if err == nil && !metav1.IsControlledBy(&d, p) {
+		// Left by an earlier pool of the same name (a test cluster runs no
+		// garbage collector); this pool has none of its own yet.
+		err = apierrors.NewNotFound(appsv1.Resource("deployments"), p.Name)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		if haveConfig {

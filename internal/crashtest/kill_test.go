@@ -29,7 +29,10 @@ import (
 //   - release: the config a pool left is deleted (ReadConfig, CachedUsers,
 //     LiveUsers, Unprotect);
 //   - pass: a pool is scaled, a pass without a switch (ApplyDeployment,
-//     SyncStatus).
+//     SyncStatus);
+//   - gone: as switch, killed after Confirm, and the pool is deleted while
+//     the worker is down: the retried Confirm finds no pool, yet the move
+//     happened, so its event is still recorded.
 type killCase struct {
 	scenario, activity string
 }
@@ -49,6 +52,7 @@ var killCases = []killCase{
 	{"release", "Unprotect"},
 	{"pass", "ApplyDeployment"},
 	{"pass", "SyncStatus"},
+	{"gone", "Confirm"},
 }
 
 func TestKillWorkerAfterActivity(t *testing.T) {
@@ -118,7 +122,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	}
 
 	switch kc.scenario {
-	case "switch":
+	case "switch", "gone":
 		w.startCrashing(kc.activity, arg)
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
@@ -146,6 +150,13 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	}
 	w.waitCrash(kc.activity, stepBound)
 	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
+	if kc.scenario == "gone" {
+		var wp v1alpha1.WorkerPool
+		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
+		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].ConfigRef), "the confirm is written")
+		require.NoError(t, kube.Delete(ctx, &wp))
+		starter.pool(t, ns, name)
+	}
 	w.start()
 
 	var want []string
@@ -174,6 +185,9 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitReleased(t, old)
 		waitGone(t, gvisorConfig(old, false))
 		want = []string{uses, switched}
+	case "gone":
+		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfapi.PoolWorkflowID(ns, name)))
+		want = []string{uses, switched}
 	case "pass":
 		eventually(t, stepBound, "the Deployment scaled to 2 and the status at the new generation", func() (bool, string) {
 			var d appsv1.Deployment
@@ -190,7 +204,9 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		want = []string{uses}
 	}
 	waitEvents(t, ns, name, want)
-	waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+	if kc.scenario != "gone" {
+		waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+	}
 	t.Logf("%s: finished", since())
 	crashes := 1
 	if kc.scenario == "rollback" {
