@@ -63,7 +63,7 @@ func requireNoFailedTasks(t *testing.T, id, runID string) {
 // message saying what was wrong, none runs forever, no workflow task
 // fails, and the running pool and release workflows go on working.
 func TestBadInput(t *testing.T) {
-	isolate(t)
+	t.Parallel() // with the other tests that run no starter, after the rest
 	env := testenv.Current()
 	ctx := context.Background()
 	kube := env.Kube
@@ -71,6 +71,7 @@ func TestBadInput(t *testing.T) {
 	ns := env.Namespace(t)
 	prefix := "bi" + shortID()
 	cfg := func(s string) string { return prefix + "-" + s }
+	cleanScope(t, prefix, ns)
 	tq := testenv.TaskQueue(t)
 	newProcess(t, "worker", tq, "").start()
 	starter := starterStandIn{taskQueue: tq}

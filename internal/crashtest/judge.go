@@ -57,8 +57,9 @@ type interval struct{ from, to uint64 }
 
 // judgeHistory replays the merged history of pools and configs in revision
 // order and checks, at every state:
-//   - P1/P3: every config a pool's status names exists and carries the
-//     protection finalizer;
+//   - P1/P3: every config a pool's configRef names exists and carries the
+//     protection finalizer, and so does every config a pendingConfigRef
+//     names that exists and is not in deletion (see below for claims);
 //   - P2: a config loses the finalizer only while in deletion and while no
 //     pool's status names it.
 //
@@ -114,6 +115,18 @@ func judgeHistory(recs []*Record, scope Scope) historyResult {
 					name := ref.r.Name
 					c := configs[name]
 					objs := []string{kindPool + " " + key, kindConfig + " " + name}
+					if ref.field == "pendingConfigRef" && (c == nil || c.IsDeleting()) {
+						// A claim may name a config that its release let go
+						// between the switch's Protect and its Claim: the
+						// release's live list, made before the claim, found
+						// no user. The switch's live read after the claim
+						// sees it gone and rolls back, so no configRef ever
+						// names it. What the claim must guarantee is that
+						// the finalizer is not removed while it stands (P2,
+						// below) and that it does not outlive its switch
+						// (settled).
+						continue
+					}
 					switch {
 					case c == nil:
 						report("P3|"+key+"|"+name, Violation{Property: "P3", Objects: objs, Detail: fmt.Sprintf(

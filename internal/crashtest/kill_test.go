@@ -28,7 +28,7 @@ import (
 //     Warning) takes over;
 //   - release: the config a pool left is deleted (ReadConfig, CachedUsers,
 //     LiveUsers, Unprotect);
-//   - pass: a pool is scaled, a pass without a switch (ApplyDeployment,
+//   - pass: the first pass of a new pool, after its switch (ApplyDeployment,
 //     SyncStatus);
 //   - gone: as switch, killed after Confirm, and the pool is deleted while
 //     the worker is down: the retried Confirm finds no pool, yet the move
@@ -38,14 +38,15 @@ type killCase struct {
 }
 
 var killCases = []killCase{
+	// The roll backs first: each waits out two start-to-close timeouts.
+	{"rollback", "RollBack"},
+	{"rollback", "RecordEvent"},
 	{"switch", "Protect"},
 	{"switch", "Claim"},
 	{"switch", "ReadConfig"},
 	{"switch", "Confirm"},
 	{"switch", "RecordEvent"},
 	{"switch", "WakeReleases"},
-	{"rollback", "RollBack"},
-	{"rollback", "RecordEvent"},
 	{"release", "ReadConfig"},
 	{"release", "CachedUsers"},
 	{"release", "LiveUsers"},
@@ -56,7 +57,7 @@ var killCases = []killCase{
 }
 
 func TestKillWorkerAfterActivity(t *testing.T) {
-	isolate(t)
+	t.Parallel() // with the other tests that run no starter, after the rest
 	chk := startChecker(t)
 	for _, kc := range killCases {
 		t.Run(kc.scenario+"/"+kc.activity, func(t *testing.T) {
@@ -75,22 +76,52 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	starter := starterStandIn{taskQueue: tq}
 	prefix := fmt.Sprintf("k%s-%s-%s", shortID(), kc.scenario, strings.ToLower(kc.activity))
 	old, target := prefix+"-old", prefix+"-new"
+	cleanScope(t, prefix, ns)
 	const name = "pool"
 	key := ns + "/" + name
 	began := time.Now()
 	since := func() time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
 
-	// Set up with a worker that does not crash.
-	w := newProcess(t, "worker", tq, "")
-	w.start()
-	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
-	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
-	require.NoError(t, kube.Create(ctx, newPool(ns, name, v1alpha1.SandboxClassGVisor, old)))
-	starter.pool(t, ns, name)
-	waitPool(t, ns, name, old, metav1.ConditionTrue)
 	uses := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig %q`, old)
 	switched := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig %q to %q`, old, target)
 	deleting := fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, old, old)
+
+	// The worker kills itself after the first run of the activity whose
+	// first argument names arg: the operation under test, not the set-up
+	// (which uses other configs), except for the release's ReadConfig,
+	// which the set-up's first switch also runs: that case sets up with a
+	// worker that does not crash and swaps it once idle (stopping a worker
+	// loses the completion of an activity it is reporting).
+	arg := target
+	switch {
+	case kc.scenario == "release" || kc.activity == "WakeReleases":
+		arg = old
+	case kc.scenario == "pass":
+		arg = key
+	}
+	w := newProcess(t, "worker", tq, "")
+	swap := kc.scenario == "release" && kc.activity == "ReadConfig"
+	switch {
+	case swap:
+		w.start()
+	case kc.scenario == "rollback":
+		w.startCrashing("Claim", target)
+	default:
+		w.startCrashing(kc.activity, arg)
+	}
+	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
+	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
+	wp := newPool(ns, name, v1alpha1.SandboxClassGVisor, old)
+	if kc.scenario == "pass" {
+		// The first pass is the one killed: it resolves, applies the
+		// Deployment and writes the status.
+		wp.Spec.Replicas = ptr(int32(2))
+	}
+	require.NoError(t, kube.Create(ctx, wp))
+	starter.pool(t, ns, name)
+	if kc.scenario != "pass" {
+		waitPool(t, ns, name, old, metav1.ConditionTrue)
+	}
 
 	switch kc.scenario {
 	case "switch":
@@ -101,33 +132,23 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		starter.pool(t, ns, name)
 		waitRelease(t, old, wfapi.OutcomeWaiting)
 		waitPool(t, ns, name, old, metav1.ConditionFalse)
-		waitIdle(t, wfapi.ReleaseWorkflowID(old))
 	case "release":
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
 		waitPool(t, ns, name, target, metav1.ConditionTrue)
 	}
-	// Swap in a worker that kills itself after the activity under test, once
-	// the first has nothing in flight: stopping a worker loses the
-	// completion of an activity it is reporting.
-	waitIdle(t, wfapi.PoolWorkflowID(ns, name))
-	w.stop()
-	t.Logf("%s: set up", since())
-	arg := target
-	switch {
-	case kc.scenario == "release" || kc.activity == "WakeReleases":
-		arg = old
-	case kc.scenario == "pass":
-		arg = key
+	if swap {
+		waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+		w.stop()
+		w.startCrashing(kc.activity, arg)
 	}
+	t.Logf("%s: set up", since())
 
 	switch kc.scenario {
 	case "switch", "gone":
-		w.startCrashing(kc.activity, arg)
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
 	case "rollback":
-		w.startCrashing("Claim", target)
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
 		w.waitCrash("Claim", stepBound)
@@ -140,13 +161,8 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		starter.pool(t, ns, name)
 		w.startCrashing(kc.activity, arg)
 	case "release":
-		w.startCrashing(kc.activity, arg)
 		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
 		starter.release(t, old)
-	case "pass":
-		w.startCrashing(kc.activity, arg)
-		require.NoError(t, patchPool(ctx, kube, ns, name, scale(2)))
-		starter.pool(t, ns, name)
 	}
 	w.waitCrash(kc.activity, stepBound)
 	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
@@ -189,7 +205,8 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfapi.PoolWorkflowID(ns, name)))
 		want = []string{uses, switched}
 	case "pass":
-		eventually(t, stepBound, "the Deployment scaled to 2 and the status at the new generation", func() (bool, string) {
+		waitPool(t, ns, name, old, metav1.ConditionTrue)
+		eventually(t, stepBound, "the Deployment with 2 replicas and the status at the pool's generation", func() (bool, string) {
 			var d appsv1.Deployment
 			var wp v1alpha1.WorkerPool
 			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {

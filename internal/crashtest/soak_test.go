@@ -25,10 +25,10 @@ const (
 	soakConfigsMax  = 7  // and created only below this
 	soakOpPauseMin  = 50 * time.Millisecond
 	soakOpPauseMax  = 300 * time.Millisecond
-	soakKillEvery   = 4 * time.Second // a kill every 4-12s
-	soakKillSpread  = 8 * time.Second
-	soakDownMin     = 200 * time.Millisecond // a killed process is down 0.2-3s
-	soakDownSpread  = 2800 * time.Millisecond
+	soakKillEvery   = 15 // a kill every 15-50 operations (about 3-9s)
+	soakKillSpread  = 35
+	soakDownMin     = 1 // a killed process is down for 1-12 operations
+	soakDownSpread  = 11
 	soakSettleBound = 4 * time.Minute
 )
 
@@ -98,25 +98,26 @@ func TestChaosSoak(t *testing.T) {
 	for range 24 {
 		s.createPool()
 	}
-	settle(t, chk, scope)
 	for k := range s.ops {
 		delete(s.ops, k) // count the chaos only
 	}
 
+	// Kills and restarts are scheduled by operation count, not time, so a
+	// seed replays the same sequence of changes and kills (only how many
+	// fit in -soak depends on the machine).
 	kills := map[string]int{}
 	procs := map[string]*process{"worker": p.worker, "starter": p.starter}
-	restartAt := map[string]time.Time{}
-	nextKill := time.Now().Add(s.jitter(soakKillEvery, soakKillSpread))
+	restartAt := map[string]int{}
+	nextKill := soakKillEvery + s.rng.IntN(soakKillSpread+1)
 	began := time.Now()
-	for time.Since(began) < *soakFor {
-		now := time.Now()
-		for role, at := range restartAt {
-			if !now.Before(at) {
+	for i := 0; time.Since(began) < *soakFor; i++ {
+		for _, role := range []string{"worker", "starter"} {
+			if at, down := restartAt[role]; down && i >= at {
 				procs[role].start()
 				delete(restartAt, role)
 			}
 		}
-		if !now.Before(nextKill) {
+		if i >= nextKill {
 			role := "worker"
 			if s.rng.IntN(5) < 2 {
 				role = "starter"
@@ -124,9 +125,9 @@ func TestChaosSoak(t *testing.T) {
 			if procs[role].running() {
 				procs[role].kill()
 				kills[role]++
-				restartAt[role] = now.Add(s.jitter(soakDownMin, soakDownSpread))
+				restartAt[role] = i + soakDownMin + s.rng.IntN(soakDownSpread+1)
 			}
-			nextKill = now.Add(s.jitter(soakKillEvery, soakKillSpread))
+			nextKill = i + soakKillEvery + s.rng.IntN(soakKillSpread+1)
 		}
 		s.step()
 		time.Sleep(s.jitter(soakOpPauseMin, soakOpPauseMax-soakOpPauseMin)) // pacing of the chaos, not synchronisation
