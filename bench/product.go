@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"ate.dev/orchestrator/internal/testenv/procs"
+)
+
+// buildProduct builds the product's worker and starter from ./worker and
+// ./starter (or the bench's variant of a main, when given) into dir.
+func buildProduct(ctx context.Context, root, dir string, mains map[string]string) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, name := range []string{"worker", "starter"} {
+		pkg := mains[name]
+		if pkg == "" {
+			pkg = "./" + name
+		}
+		out := filepath.Join(dir, name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go build %s: %w\n%s", pkg, err, buf.String())
+		}
+		bins[name] = out
+	}
+	return bins, nil
+}
+
+// process is the worker or the starter, run as the product runs: its own
+// binary, configured by environment, metrics and probes on local ports.
+type process struct {
+	name        string
+	proc        *procs.Process
+	metricsAddr string
+	healthAddr  string
+	log         *os.File
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func startProcess(name, bin, logDir string, env []string) (*process, error) {
+	p := &process{name: name}
+	var err error
+	if p.metricsAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if p.healthAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if p.log, err = os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "METRICS_BIND_ADDRESS="+p.metricsAddr, "HEALTH_PROBE_BIND_ADDRESS="+p.healthAddr)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if p.proc, err = procs.Start(name, cmd); err != nil {
+		_ = p.log.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitReady polls the process's /readyz until it answers 200.
+func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p.proc.Exited() {
+			return fmt.Errorf("%s exited: %v (log %s)", p.name, p.proc.Err(), p.log.Name())
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready within %s (log %s)", p.name, timeout, p.log.Name())
+}
+
+func (p *process) pid() int { return p.proc.Pid() }
+
+func (p *process) stop() error {
+	if p == nil || p.proc == nil {
+		return nil
+	}
+	err := p.proc.Stop(15 * time.Second)
+	_ = p.log.Close()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return nil // stopped by our SIGTERM
+	}
+	return err
+}
+
+// processMetrics scrapes a process's Prometheus endpoint and sums each
+// series by metric name and the listed labels.
+func processMetrics(ctx context.Context, addr string, keep ...string) (map[string]float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		if !strings.HasPrefix(name, "temporal_") && !strings.HasPrefix(name, "ate_") && !strings.HasPrefix(name, "rest_client_requests_total") {
+			continue
+		}
+		var labels map[string]string
+		var v float64
+		if strings.Contains(line, "{") {
+			var ok bool
+			if labels, v, ok = parseSample(line); !ok {
+				continue
+			}
+		} else {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			if v, err = strconv.ParseFloat(f[1], 64); err != nil {
+				continue
+			}
+		}
+		key := name
+		for _, k := range keep {
+			if lv, ok := labels[k]; ok && lv != "" {
+				key += "|" + k + "=" + lv
+			}
+		}
+		out[key] += v
+	}
+	return out, sc.Err()
+}
+
+func diffMetrics(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one size's measurements; the JSON names are the contract of
+// bench/results/latest.json.
+type result struct {
+	Pools int    `json:"pools"`
+	Date  string `json:"date"`
+	// Commit is the commit measured, "+dirty" when the product's or the
+	// bench's files differed from it.
+	Commit      string  `json:"commit"`
+	Load1       float64 `json:"load1_at_start"`
+	TunedServer bool    `json:"tuned_server"`
+	// RunSeconds: the whole measurement of this size, servers included.
+	RunSeconds float64 `json:"run_seconds"`
+	// DynamicConfig: the dev server's dynamic config values; WorkerOptions:
+	// the Temporal worker options of the product's worker and the floor's
+	// ("": the product's defaults).
+	DynamicConfig map[string]string `json:"dynamic_config"`
+	Pragmas       []string          `json:"sqlite_pragmas"`
+	WorkerOptions string            `json:"worker_options"`
+
+	// Seconds: from the new default's creation until every pool's status
+	// names it (Resolved True, no claim) and every pool has its
+	// SandboxConfigSwitched event, whichever is later.
+	Seconds       float64 `json:"seconds"`
+	StatusSeconds float64 `json:"status_seconds"`
+	EventsSeconds float64 `json:"events_seconds"`
+	// SwitchSettleSeconds: until the API server saw the product's last
+	// request of the switch (the passes' trailing Deployment applies).
+	SwitchSettleSeconds float64 `json:"switch_settle_seconds"`
+	SwitchesPerSecond   float64 `json:"switches_per_second"`
+	// ActivityConcurrency: activities and local activities the product's
+	// worker ran at once during the switch (sampled).
+	ActivityConcurrency concurrency `json:"activity_concurrency"`
+
+	APIFloorSeconds     float64 `json:"api_floor_seconds"`
+	APIFloorWrites      int     `json:"api_floor_writes"`
+	APIFloorConcurrency int     `json:"api_floor_concurrency"`
+	// TemporalFloorSeconds: until every no-op switch's RecordEvent ran (the
+	// point the product is timed to); Full: until every pass ended.
+	TemporalFloorSeconds     float64 `json:"temporal_floor_seconds"`
+	TemporalFloorFullSeconds float64 `json:"temporal_floor_full_seconds"`
+	RatioAPIFloor            float64 `json:"ratio_to_api_floor"`
+	RatioTemporalFloor       float64 `json:"ratio_to_temporal_floor"`
+	// Shapes: the no-op floor of each workflow shape timed (product is the
+	// Temporal floor; merged and local are the leaner shapes proposed).
+	Shapes map[shape]*shapeFloor `json:"shapes"`
+	// The floor's CPU per process and its worker's schedule-to-start means.
+	FloorCPUSeconds              map[string]float64 `json:"floor_cpu_seconds"`
+	FloorActivityScheduleToStart float64            `json:"floor_activity_schedule_to_start_ms"`
+	FloorWFTaskScheduleToStart   float64            `json:"floor_workflow_task_schedule_to_start_ms"`
+
+	ReleaseSeconds       float64 `json:"release_seconds"`
+	ReleaseSettleSeconds float64 `json:"release_settle_seconds"`
+	ProductWarmSeconds   float64 `json:"product_warm_up_seconds"`
+
+	// API requests of the product (the API server's counters minus the
+	// bench's own), per switch during step 3, and in total during step 4.
+	WritesPerSwitch       float64            `json:"writes_per_switch"`
+	ReadsPerSwitch        float64            `json:"reads_per_switch"`
+	EventCreatesPerSwitch float64            `json:"event_creates_per_switch"`
+	PoolListsDuringSwitch float64            `json:"pool_lists_during_switch"`
+	SwitchRequests        map[string]float64 `json:"switch_requests"`
+	ReleaseWrites         float64            `json:"release_writes"`
+	ReleaseReads          float64            `json:"release_reads"`
+	ReleaseRequests       map[string]float64 `json:"release_requests"`
+	BackgroundRequests    float64            `json:"background_requests"`
+	EventsRecorded        int                `json:"switch_events_recorded"`
+
+	// Temporal: from sampled histories (History, per switch) and the
+	// worker's and starter's own metrics during step 3.
+	HistoryEventsPerSwitch  float64            `json:"history_events_per_switch"`
+	History                 *shapeStats        `json:"history"`
+	FloorHistory            *shapeStats        `json:"floor_history"`
+	ActivitiesPerSwitch     float64            `json:"activities_per_switch"`
+	LocalActivitiesPerPass  float64            `json:"local_activities_per_switch"`
+	ActivitiesByType        map[string]float64 `json:"activities_by_type"`
+	ActivityScheduleToStart float64            `json:"activity_schedule_to_start_ms"`
+	WFTaskScheduleToStart   float64            `json:"workflow_task_schedule_to_start_ms"`
+	StarterSignals          map[string]float64 `json:"starter_signals_during_switch"`
+	ReleaseSignals          map[string]float64 `json:"starter_signals_during_release"`
+	ReleaseActivities       float64            `json:"release_activities"`
+
+	RSSMiB           float64            `json:"rss_mib"`
+	WorkerRSSMiB     float64            `json:"worker_rss_mib"`
+	StarterRSSMiB    float64            `json:"starter_rss_mib"`
+	SwitchCPUSeconds map[string]float64 `json:"switch_cpu_seconds"`
+	ReleaseCPU       map[string]float64 `json:"release_cpu_seconds"`
+
+	Targets targets `json:"targets"`
+}
+
+func (r *result) fillCosts(before, mid, after *snap) {
+	n := float64(r.Pools)
+	sw := summarize(productRequests(mid, before))
+	r.WritesPerSwitch = round(sw.Writes/n, 2)
+	r.ReadsPerSwitch = round(sw.Reads/n, 2)
+	r.EventCreatesPerSwitch = round(sw.EventCreates/n, 2)
+	r.PoolListsDuringSwitch = sw.PoolLists
+	r.SwitchRequests = sw.ByVerbResource
+	rel := summarize(productRequests(after, mid))
+	r.ReleaseWrites, r.ReleaseReads, r.ReleaseRequests = rel.Writes, rel.Reads, rel.ByVerbResource
+	r.BackgroundRequests = sw.Background + rel.Background
+
+	wm := diffMetrics(mid.worker, before.worker)
+	r.ActivitiesByType = map[string]float64{}
+	var acts, locals float64
+	for k, v := range wm {
+		switch {
+		case strings.HasPrefix(k, "temporal_activity_execution_latency_seconds_count|"):
+			acts += v
+			r.ActivitiesByType[activityType(k)] += v
+		case strings.HasPrefix(k, "temporal_local_activity_execution_latency_seconds_count|"):
+			locals += v
+			r.ActivitiesByType["local "+activityType(k)] += v
+		}
+	}
+	r.ActivitiesPerSwitch = round(acts/n, 2)
+	r.LocalActivitiesPerPass = round(locals/n, 2)
+	r.ActivityScheduleToStart = meanMs(wm, "temporal_activity_schedule_to_start_latency_seconds")
+	r.WFTaskScheduleToStart = meanMs(wm, "temporal_workflow_task_schedule_to_start_latency_seconds")
+	r.StarterSignals = signals(diffMetrics(mid.starter, before.starter))
+	r.ReleaseSignals = signals(diffMetrics(after.starter, mid.starter))
+	for k, v := range diffMetrics(after.worker, mid.worker) {
+		if strings.HasPrefix(k, "temporal_activity_execution_latency_seconds_count|") ||
+			strings.HasPrefix(k, "temporal_local_activity_execution_latency_seconds_count|") {
+			r.ReleaseActivities += v
+		}
+	}
+	r.SwitchCPUSeconds = mid.cpu.since(before.cpu)
+	r.ReleaseCPU = after.cpu.since(mid.cpu)
+}
+
+// targets are the issue's goals, judged on this size's numbers.
+type targets struct {
+	// Within30s applies to N=1000 (false elsewhere is not a miss).
+	Within30s              bool `json:"all_moved_within_30s"`
+	WithinTemporalFloor125 bool `json:"within_1_25x_temporal_floor"`
+	// AtMost3Writes: at most 3 writes per switch, of which at most 1 event
+	// create; NoPoolList: no LIST of all WorkerPools during the switch.
+	AtMost3Writes  bool `json:"at_most_3_writes_1_event_per_switch"`
+	NoPoolList     bool `json:"no_pool_list_per_switch"`
+	AtMost40Events bool `json:"at_most_40_history_events_per_switch"`
+	Under300MiB    bool `json:"worker_starter_under_300_mib"`
+}
+
+func (r *result) finish() {
+	defer func() {
+		r.Targets = targets{
+			Within30s:              r.Seconds <= 30,
+			WithinTemporalFloor125: r.RatioTemporalFloor <= 1.25,
+			AtMost3Writes:          r.WritesPerSwitch <= 3 && r.EventCreatesPerSwitch <= 1,
+			NoPoolList:             r.PoolListsDuringSwitch == 0,
+			AtMost40Events:         r.HistoryEventsPerSwitch <= 40,
+			Under300MiB:            r.RSSMiB < 300,
+		}
+	}()
+	if r.Seconds > 0 {
+		r.SwitchesPerSecond = round(float64(r.Pools)/r.Seconds, 1)
+	}
+	if r.APIFloorSeconds > 0 {
+		r.RatioAPIFloor = round(r.Seconds/r.APIFloorSeconds, 2)
+	}
+	if r.TemporalFloorSeconds > 0 {
+		r.RatioTemporalFloor = round(r.Seconds/r.TemporalFloorSeconds, 2)
+	}
+}
+
+func activityType(key string) string {
+	if _, v, ok := strings.Cut(key, "activity_type="); ok {
+		v, _, _ = strings.Cut(v, "|")
+		return v
+	}
+	return "?"
+}
+
+func meanMs(m map[string]float64, name string) float64 {
+	var sum, count float64
+	for k, v := range m {
+		switch {
+		case k == name+"_sum" || strings.HasPrefix(k, name+"_sum|"):
+			sum += v
+		case k == name+"_count" || strings.HasPrefix(k, name+"_count|"):
+			count += v
+		}
+	}
+	if count == 0 {
+		return 0
+	}
+	return round(1000*sum/count, 1)
+}
+
+func signals(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if kind, ok := strings.CutPrefix(k, "ate_starter_signals_total|kind="); ok {
+			out[kind] = v
+		}
+	}
+	return out
+}
+
+func printTable(w io.Writer, rs []*result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pools\tseconds\tAPI floor s\tx API\tTemporal floor s\tx Temporal\tswitches/s\twrites/sw\treads/sw\tevents/sw\thist ev/sw\tacts/sw\trelease s\tworker MiB\tstarter MiB\tload\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
+			r.Pools, r.Seconds, r.APIFloorSeconds, r.RatioAPIFloor, r.TemporalFloorSeconds, r.RatioTemporalFloor,
+			r.SwitchesPerSecond, r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.HistoryEventsPerSwitch,
+			r.ActivitiesPerSwitch+r.LocalActivitiesPerPass, r.ReleaseSeconds, r.WorkerRSSMiB, r.StarterRSSMiB, r.Load1)
+	}
+	_ = tw.Flush()
+	last := rs[len(rs)-1]
+	t := last.Targets
+	fmt.Fprintf(w, "targets at N=%d: moved within 30 s: %v (%.1f s); within 1.25x of the Temporal floor: %v (%.2fx); "+
+		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
+		"at most 40 history events per switch: %v (%.1f); worker+starter under 300 MiB: %v (%.0f MiB)\n",
+		last.Pools, t.Within30s, last.Seconds, t.WithinTemporalFloor125, last.RatioTemporalFloor,
+		t.AtMost3Writes, last.WritesPerSwitch, last.EventCreatesPerSwitch, t.NoPoolList, last.PoolListsDuringSwitch,
+		t.AtMost40Events, last.HistoryEventsPerSwitch, t.Under300MiB, last.RSSMiB)
+}
+
+// runsMarker precedes the run table in BENCHMARKS.md; rows go right under
+// the table's header, newest first.
+const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"
+
+const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter RSS MiB | load | note |\n" +
+	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+
+func recordRuns(path string, rs []*result, note string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	i := strings.Index(doc, runsMarker)
+	if i < 0 {
+		return fmt.Errorf("%s has no line %q to put the runs under", path, runsMarker)
+	}
+	head := doc[:i+len(runsMarker)] + "\n\n"
+	rest := strings.TrimLeft(doc[i+len(runsMarker):], "\n")
+	rest = strings.TrimPrefix(rest, runsHeader)
+	var rows strings.Builder
+	for _, r := range rs {
+		date := r.Date
+		if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
+			date = t.Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.1f | %.0f | %.1f | %s |\n",
+			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
+			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB, r.Load1, note)
+	}
+	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
+}
+
+// shapeFloor is one shape's no-op floor.
+type shapeFloor struct {
+	Seconds            float64     `json:"seconds"`
+	TemporalCPUSeconds float64     `json:"temporal_cpu_seconds"`
+	History            *shapeStats `json:"history"`
+}
