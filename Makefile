@@ -78,3 +78,13 @@ dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, sa
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/devstack ./hack/devstack
 	$(OUT)/devstack $(DEVSTACK_FLAGS)
+
+# Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
+# `go run ./bench -h`. By default the runs are added to BENCHMARKS.md.
+BENCH_FLAGS ?= -record BENCHMARKS.md
+
+.PHONY: bench
+bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in bench/results/latest.json.
+	@mkdir -p $(OUT)
+	go build -o $(OUT)/bench ./bench
+	$(OUT)/bench $(BENCH_FLAGS)
