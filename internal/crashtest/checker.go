@@ -309,10 +309,7 @@ func (c *Checker) snapshot() []*Record {
 func (c *Checker) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return c.err
-	}
-	return nil
+	return c.err
 }
 
 var errNoTemporal = errors.New("checker: no Temporal client")

@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -607,10 +608,15 @@ func (c *Checker) closeReason(ctx context.Context, ex *commonpb.WorkflowExecutio
 
 // executions lists every execution matching a visibility query.
 func (c *Checker) executions(ctx context.Context, query string) ([]*workflowpb.WorkflowExecutionInfo, error) {
+	return Executions(ctx, c.temporal, query)
+}
+
+// Executions lists every execution matching a visibility query, page by page.
+func Executions(ctx context.Context, temporal tclient.Client, query string) ([]*workflowpb.WorkflowExecutionInfo, error) {
 	var all []*workflowpb.WorkflowExecutionInfo
 	var token []byte
 	for {
-		resp, err := c.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token, PageSize: 1000})
+		resp, err := temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token, PageSize: 1000})
 		if err != nil {
 			return nil, fmt.Errorf("listing workflows (%s): %w", query, err)
 		}

@@ -195,12 +195,12 @@ func TestAPIServerOutageMidSwitch(t *testing.T) {
 // cause, as "<activity> attempt <n>".
 func retriedAttempts(t *testing.T, taskQueue, cause string) []string {
 	t.Helper()
-	c := &Checker{temporal: testenv.Current().Temporal}
-	execs, err := c.executions(context.Background(), fmt.Sprintf("TaskQueue = %q", taskQueue))
+	tc := testenv.Current().Temporal
+	execs, err := Executions(context.Background(), tc, fmt.Sprintf("TaskQueue = %q", taskQueue))
 	require.NoError(t, err)
 	var out []string
 	for _, e := range execs {
-		it := c.temporal.GetWorkflowHistory(context.Background(), e.Execution.WorkflowId, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := tc.GetWorkflowHistory(context.Background(), e.Execution.WorkflowId, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		types := map[int64]string{}
 		for it.HasNext() {
 			ev, err := it.Next()
