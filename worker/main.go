@@ -11,7 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"go.temporal.io/sdk/worker"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/crashhook"
@@ -38,6 +40,7 @@ func run() error {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("process", "worker")
 	slog.SetDefault(log)
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler())) // the cache's logs, in the same format
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -44,6 +45,11 @@ func Run(ctx context.Context, cfg Config) error {
 	acts, err := NewActivities(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Worker.WorkerStopTimeout == 0 {
+		// Let activities in flight report their completion on a graceful
+		// stop (SIGTERM), rather than have them retried after their timeout.
+		cfg.Worker.WorkerStopTimeout = 10 * time.Second
 	}
 	w := worker.New(cfg.Temporal, cfg.TaskQueue, cfg.Worker)
 	workflows.RegisterWorkflows(w)
