@@ -18,8 +18,10 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/crashhook"
@@ -56,6 +58,7 @@ func run() error {
 	wopts.Interceptors = crashhook.Interceptors()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("process", "worker")
 	slog.SetDefault(log)
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	log.Info("worker options", "options", os.Getenv(EnvOptions))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
