@@ -68,24 +68,29 @@ func (r *poolSignaller) setup(mgr ctrl.Manager, concurrency int) error {
 		// The Deployment's status feeds the pool's replica fields, and an
 		// edit of its spec is reverted by the next apply.
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
-		Watches(&v1alpha1.SandboxConfig{}, handler.Funcs{
-			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueueRL) {
-				r.enqueueUsers(ctx, q, e.Object.(*v1alpha1.SandboxConfig), nil)
-			},
-			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueueRL) {
-				oldC, newC := e.ObjectOld.(*v1alpha1.SandboxConfig), e.ObjectNew.(*v1alpha1.SandboxConfig)
-				if outcomeRelevant(oldC, newC) {
-					r.enqueueUsers(ctx, q, newC, oldC)
-				}
-			},
-			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueueRL) {
-				if c, ok := e.Object.(*v1alpha1.SandboxConfig); ok {
-					r.enqueueUsers(ctx, q, c, nil)
-				}
-			},
-		}).
+		Watches(&v1alpha1.SandboxConfig{}, r.configEvents()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// configEvents maps SandboxConfig events to the pools they may affect.
+func (r *poolSignaller) configEvents() handler.Funcs {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueueRL) {
+			r.enqueueUsers(ctx, q, e.Object.(*v1alpha1.SandboxConfig), nil)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueueRL) {
+			oldC, newC := e.ObjectOld.(*v1alpha1.SandboxConfig), e.ObjectNew.(*v1alpha1.SandboxConfig)
+			if outcomeRelevant(oldC, newC) {
+				r.enqueueUsers(ctx, q, newC, oldC)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueueRL) {
+			if c, ok := e.Object.(*v1alpha1.SandboxConfig); ok {
+				r.enqueueUsers(ctx, q, c, nil)
+			}
+		},
+	}
 }
 
 // enqueueUsers enqueues every pool a config event may affect: pools whose
@@ -117,13 +122,17 @@ func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, c, old 
 }
 
 // outcomeRelevant reports whether a config update can change any pool's
-// resolution: its class, its class-default annotation, its deletion or its
-// finalizers. Everything else (versions, assets) does not move pools.
+// resolution: its class, its class-default annotation, its deletion, or its
+// finalizers while it is in deletion. Everything else (versions, assets) does
+// not move pools. Resolution reads the finalizer only of a config in deletion
+// (whether a pool may keep it), so the finalizer a switch adds to its target
+// wakes nobody: otherwise every switch to a new default would wake every
+// unpinned pool of the class a second time.
 func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 	return classOf(old) != classOf(cur) ||
 		old.IsClassDefault() != cur.IsClassDefault() ||
 		old.IsDeleting() != cur.IsDeleting() ||
-		old.IsProtected() != cur.IsProtected()
+		(cur.IsDeleting() && old.IsProtected() != cur.IsProtected())
 }
 
 func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass {
