@@ -83,7 +83,7 @@ func pinned(class v1alpha1.SandboxClass, name, current string, byName map[string
 }
 
 func classDefault(class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config) Result {
-	if d := newestDefault(class, configs); d != "" {
+	if d := NewestDefault(class, configs); d != "" {
 		return resolved(class, d)
 	}
 	if c, ok := byName[current]; ok && keepable(class, c) && c.Deleting {
@@ -95,10 +95,11 @@ func classDefault(class v1alpha1.SandboxClass, current string, configs []Config,
 		fmt.Sprintf("no SandboxConfig of sandbox class %q is annotated %s: \"true\"", class, v1alpha1.ClassDefaultAnnotation))
 }
 
-// newestDefault returns the newest class default that is not being deleted;
+// NewestDefault returns the newest class default that is not being deleted;
 // on equal creation timestamps (one-second resolution) the name that sorts
-// first, so every resolver agrees on the same answer.
-func newestDefault(class v1alpha1.SandboxClass, configs []Config) string {
+// first, so every resolver agrees on the same answer. It is what every
+// unpinned class resolves to; "" when there is none.
+func NewestDefault(class v1alpha1.SandboxClass, configs []Config) string {
 	var candidates []Config
 	for _, c := range configs {
 		if c.Class == class && c.ClassDefault && !c.Deleting {

@@ -20,6 +20,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -77,12 +78,12 @@ func (r *poolSignaller) setup(mgr ctrl.Manager, concurrency int) error {
 func (r *poolSignaller) configEvents() handler.Funcs {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueueRL) {
-			r.enqueueUsers(ctx, q, e.Object.(*v1alpha1.SandboxConfig), nil)
+			r.enqueueUsers(ctx, q, nil, e.Object.(*v1alpha1.SandboxConfig))
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueueRL) {
 			oldC, newC := e.ObjectOld.(*v1alpha1.SandboxConfig), e.ObjectNew.(*v1alpha1.SandboxConfig)
 			if outcomeRelevant(oldC, newC) {
-				r.enqueueUsers(ctx, q, newC, oldC)
+				r.enqueueUsers(ctx, q, oldC, newC)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueueRL) {
@@ -94,9 +95,16 @@ func (r *poolSignaller) configEvents() handler.Funcs {
 }
 
 // enqueueUsers enqueues every pool a config event may affect: pools whose
-// spec or status names it and, when it is or was a class default candidate,
-// the unpinned pools of its class (and of its old class, if that changed).
-func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, c, old *v1alpha1.SandboxConfig) {
+// spec or status names it and, when the event may change which config a
+// class's unpinned pools resolve to (see unpinnedClassesToWake), the
+// unpinned pools of that class. old is the config before the event (nil for
+// a create; its last state for a deletion), cur after it (nil for a
+// deletion).
+func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, old, cur *v1alpha1.SandboxConfig) {
+	c := cur
+	if c == nil {
+		c = old
+	}
 	seen := map[types.NamespacedName]bool{}
 	add := func(field, value string) {
 		var pools v1alpha1.WorkerPoolList
@@ -114,11 +122,66 @@ func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, c, old 
 	}
 	add(specConfigIndex, c.Name)
 	add(activities.PoolsByConfigIndex, c.Name)
-	for _, cfg := range []*v1alpha1.SandboxConfig{c, old} {
-		if cfg != nil && cfg.IsClassDefault() {
-			add(unpinnedClassIndex, string(classOf(cfg)))
+	for _, class := range unpinnedClassesToWake(old, cur, r.otherConfigs(ctx, c.Name)) {
+		add(unpinnedClassIndex, string(class))
+	}
+}
+
+// otherConfigs lists every config but the named one from the cache, as
+// resolution sees them; nil when the cache cannot say, which wakes as if the
+// config were the newest default.
+func (r *poolSignaller) otherConfigs(ctx context.Context, name string) []resolve.Config {
+	var list v1alpha1.SandboxConfigList
+	if err := r.cache.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing SandboxConfigs from the cache; waking every unpinned pool of the class", "config", name)
+		return nil
+	}
+	others := make([]resolve.Config, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].Name != name {
+			others = append(others, resolve.ConfigFrom(&list.Items[i]))
 		}
 	}
+	return others
+}
+
+// unpinnedClassesToWake returns the classes whose unpinned pools may resolve
+// differently after a config changed from old to cur (old nil: created; cur
+// nil: deleted), given the other configs.
+//
+// An unpinned class resolves to the newest class default not in deletion
+// (resolve.NewestDefault), or, when there is none, keeps the config its
+// status names: that second case, and every pinned pool, concerns only pools
+// whose status or spec names the config, which enqueueUsers wakes anyway. So
+// the unpinned pools need waking only when the newest default may change:
+//   - when the config is a default candidate after the event (created,
+//     annotated, moved into the class), as it may be the newest one;
+//   - when it stops being one (deletion mark, final deletion, annotation
+//     removed, class changed) and it was the newest: removing any other
+//     candidate leaves the newest as it was. This is what spares every pool of
+//     a class a pass when an old default is deleted after the pools moved on.
+//
+// others may be newer than the event (the cache moves on before the handler
+// runs). That is still safe: a newer candidate seen there either was one when
+// the pools last resolved, so they did not resolve to this config, or became
+// one since, which wakes them again.
+func unpinnedClassesToWake(old, cur *v1alpha1.SandboxConfig, others []resolve.Config) []v1alpha1.SandboxClass {
+	var classes []v1alpha1.SandboxClass
+	if isCandidate(cur) {
+		classes = append(classes, classOf(cur))
+	}
+	if isCandidate(old) && !(isCandidate(cur) && classOf(cur) == classOf(old)) {
+		before := append(append(make([]resolve.Config, 0, len(others)+1), others...), resolve.ConfigFrom(old))
+		if resolve.NewestDefault(classOf(old), before) == old.Name {
+			classes = append(classes, classOf(old))
+		}
+	}
+	return classes
+}
+
+// isCandidate reports whether resolution counts c as a class default.
+func isCandidate(c *v1alpha1.SandboxConfig) bool {
+	return c != nil && c.IsClassDefault() && !c.IsDeleting()
 }
 
 // outcomeRelevant reports whether a config update can change any pool's

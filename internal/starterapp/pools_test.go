@@ -16,6 +16,7 @@ import (
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/resolve"
 )
 
 const gvisor, microvm = v1alpha1.SandboxClassGVisor, v1alpha1.SandboxClassMicroVM
@@ -170,5 +171,76 @@ func TestASwitchDoesNotWakeThePoolsTwice(t *testing.T) {
 	// The release of a config in deletion still wakes the pools keeping it:
 	// without the finalizer they must let it go.
 	gone := deleting(protected(v2))
-	require.Equal(t, []string{"a", "b", "pinned"}, woken(t, r, update(r, gone, unprotected(gone))))
+	require.Equal(t, []string{"a", "pinned"}, woken(t, r, update(r, gone, unprotected(gone))))
+}
+
+func TestUnpinnedClassesToWake(t *testing.T) {
+	v1 := protected(classDefault(cfg("v1", gvisor, 10)))
+	v2 := protected(classDefault(cfg("v2", gvisor, 20)))
+	plain := protected(cfg("plain", gvisor, 30))
+	vm := protected(classDefault(cfg("vm", microvm, 40)))
+	// sameSecond is created in v2's second and sorts after it.
+	sameSecond := protected(classDefault(cfg("w", gvisor, 20)))
+	from := func(cs ...*v1alpha1.SandboxConfig) []resolve.Config {
+		var out []resolve.Config
+		for _, c := range cs {
+			out = append(out, resolve.ConfigFrom(c))
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		old, cur *v1alpha1.SandboxConfig
+		others   []resolve.Config
+		want     []v1alpha1.SandboxClass
+	}{
+		{name: "a newer default created", cur: v2, others: from(v1), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "an older default created: still woken, as every new candidate", cur: v1, others: from(v2), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "a plain config created", cur: plain, others: from(v1)},
+		{name: "a default created in deletion (the start-up list)", cur: deleting(v1), others: from(v2)},
+		{name: "the newest default marked for deletion", old: v2, cur: deleting(v2), others: from(v1), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "the only default marked for deletion", old: v1, cur: deleting(v1), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "an older default marked for deletion", old: v1, cur: deleting(v1), others: from(v2)},
+		{name: "an older default deleted after its mark", old: deleting(v1), others: from(v2)},
+		{name: "the newest default deleted after its mark", old: deleting(v2), others: from(v1)},
+		{name: "the newest default deleted at once (no finalizer)", old: unprotected(v2), others: from(v1), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "an older default deleted at once", old: unprotected(v1), others: from(v2)},
+		{name: "a newer default already in deletion does not count", old: v1, cur: deleting(v1), others: from(deleting(v2)), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "a newer default of another class does not count", old: v1, cur: deleting(v1), others: from(vm), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "same second: the name that sorts first is the newest", old: v2, cur: deleting(v2), others: from(sameSecond), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "same second: the name that sorts after is not", old: sameSecond, cur: deleting(sameSecond), others: from(v2)},
+		{name: "the annotation removed from the newest default", old: v2, cur: protected(cfg("v2", gvisor, 20)), others: from(v1), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "the annotation removed from an older default", old: v1, cur: protected(cfg("v1", gvisor, 10)), others: from(v2)},
+		{name: "the annotation added", old: protected(cfg("v1", gvisor, 10)), cur: v1, others: from(v2), want: []v1alpha1.SandboxClass{gvisor}},
+		{name: "an older default moved to another class", old: v1, cur: protected(classDefault(cfg("v1", microvm, 10))), others: from(v2), want: []v1alpha1.SandboxClass{microvm}},
+		{name: "the newest default moved to another class", old: v2, cur: protected(classDefault(cfg("v2", microvm, 20))), others: from(v1), want: []v1alpha1.SandboxClass{microvm, gvisor}},
+		{name: "a default in deletion releasing its finalizer", old: deleting(v2), cur: unprotected(deleting(v2)), others: from(v1)},
+		{name: "a plain config marked for deletion", old: plain, cur: deleting(plain), others: from(v1)},
+		{name: "nothing known of the others: woken as if the newest", old: v1, cur: deleting(v1), want: []v1alpha1.SandboxClass{gvisor}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, unpinnedClassesToWake(tt.old, tt.cur, tt.others))
+		})
+	}
+}
+
+// TestDeletingAnOldDefaultWakesOnlyItsUsers: the release of the default the
+// pools moved off (the bench's release) wakes the pools that name it, not
+// every unpinned pool of the class, at its deletion mark and at its deletion.
+func TestDeletingAnOldDefaultWakesOnlyItsUsers(t *testing.T) {
+	v1 := protected(classDefault(cfg("v1", gvisor, 10)))
+	v2 := protected(classDefault(cfg("v2", gvisor, 20)))
+	r := newSignaller(t, deleting(v1), v2,
+		pool("moved1", gvisor, "", "v2"), pool("moved2", gvisor, "", "v2"), pool("new", gvisor, "", ""),
+		pool("still-on-v1", gvisor, "", "v1"), pool("pinned-to-v1", gvisor, "v1", "v1"),
+		pool("vm", microvm, "", ""))
+	require.Equal(t, []string{"pinned-to-v1", "still-on-v1"}, woken(t, r, update(r, v1, deleting(v1))))
+	require.Equal(t, []string{"pinned-to-v1", "still-on-v1"}, woken(t, r, remove(r, unprotected(deleting(v1)))))
+
+	// Deleting the newest default moves every unpinned pool of its class.
+	r = newSignaller(t, v1, deleting(v2),
+		pool("moved1", gvisor, "", "v2"), pool("new", gvisor, "", ""), pool("pinned-to-v1", gvisor, "v1", "v1"),
+		pool("vm", microvm, "", ""))
+	require.Equal(t, []string{"moved1", "new"}, woken(t, r, update(r, v2, deleting(v2))))
 }
