@@ -41,7 +41,8 @@ type SwitchResult struct {
 // is never recorded as in use:
 //  1. protect the target with the finalizer (refused once it is in deletion);
 //  2. claim it in pendingConfigRef, which the release workflow honours;
-//  3. read it live, after the claim, so a deletion that raced the claim is seen;
+//  3. read it live, after the claim, so a deletion that raced the claim is
+//     seen (and protect it again if it is a new config under the same name);
 //  4. confirm (configRef = target) or roll back (configRef unchanged);
 //  5. record the event, only once the write in 4 has landed;
 //  6. wake the release workflow of a config the class left in deletion.
@@ -73,6 +74,17 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 			return nil, err
 		}
 		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
+		if check.OK && !live.Protected && workflow.GetVersion(ctx, "protect-recreated-target", workflow.DefaultVersion, 1) == 1 {
+			// The config the claim names is not the one step 1 protected: it
+			// was deleted and released before the claim landed and created
+			// again under the same name (or its finalizer was taken off by
+			// hand). Protect it again: the claim now stands, so no release
+			// can take the finalizer off before the confirm names it (P1).
+			if err := workflow.ExecuteActivity(ctx, act.Protect,
+				activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	var res *SwitchResult

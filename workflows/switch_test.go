@@ -76,6 +76,14 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			note: `SandboxConfig "new" not found; keeping "old"`,
 		},
 		{
+			name:    "recreated under the same name between protect and read: protected again, confirmed",
+			protect: activities.TargetCheck{OK: true},
+			live:    &resolve.Config{Name: "new", Class: v1alpha1.SandboxClassGVisor},
+			want:    []string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent"},
+			outcome: wfapi.OutcomeConfirmed, eventType: "Normal",
+			note: `sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
+		},
+		{
 			name:    "refused by the finalizer step: rolled back without a claim",
 			protect: activities.TargetCheck{Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: `SandboxConfig "new" is being deleted`},
 			want:    []string{"Protect", "RollBack", "RecordEvent"},

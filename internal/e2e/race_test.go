@@ -78,3 +78,44 @@ func TestDeletedBeforeClaim(t *testing.T) {
 	got := p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
 	require.Equal(t, `SandboxConfig "gvisor-next" not found; keeping "gvisor-now"`, producttest.ResolvedCondition(got).Message)
 }
+
+// TestRecreatedBeforeClaim: a config deleted after a switch protected it and
+// before its claim is released (nothing names it yet), then created again
+// under the same name, without the finalizer. The switch's live read sees a
+// config that exists and is not in deletion, but is not the one it
+// protected: it must protect it again before confirming, or the pool would
+// name a config whose deletion nothing holds back (P1).
+func TestRecreatedBeforeClaim(t *testing.T) {
+	held := producttest.NewGateContaining("Claim", "gvisor-next")
+	p := producttest.Run(t, held)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
+
+	next := producttest.GVisorConfig("gvisor-next", false)
+	require.NoError(t, kube.Create(ctx, next))
+	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
+	held.WaitReached(t) // protected, not yet claimed
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(next), next))
+	require.Contains(t, next.Finalizers, v1alpha1.ProtectionFinalizer, "the switch protected it")
+	require.NoError(t, kube.Delete(ctx, next))
+	p.WaitGone(t, next) // no claim yet: its release lets it go
+
+	again := producttest.GVisorConfig("gvisor-next", false)
+	require.NoError(t, kube.Create(ctx, again))
+	held.Release()
+
+	p.WaitForConfig(t, ns, "racer", "gvisor-next", metav1.ConditionTrue)
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(again), again))
+	require.Contains(t, again.Finalizers, v1alpha1.ProtectionFinalizer, "the config the pool names is protected")
+
+	// And it is held back like any config in use.
+	require.NoError(t, kube.Delete(ctx, again))
+	p.WaitForRelease(t, "gvisor-next", "waiting")
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(again), again))
+	require.NotNil(t, again.DeletionTimestamp)
+}

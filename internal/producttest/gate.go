@@ -3,6 +3,7 @@ package producttest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,14 +19,36 @@ import (
 type Gate struct {
 	interceptor.WorkerInterceptorBase
 	activity, arg string
+	contains      bool // arg is a part of the printed argument, not all of it
 	reached       chan struct{}
 	open          chan struct{}
 	once          sync.Once
 	released      sync.Once
 }
 
+// NewGate holds the first run of activity whose first argument prints as arg.
 func NewGate(activity, arg string) *Gate {
 	return &Gate{activity: activity, arg: arg, reached: make(chan struct{}), open: make(chan struct{})}
+}
+
+// NewGateContaining holds the first run of activity whose printed first
+// argument contains part: for inputs that carry values a test cannot know
+// in advance, such as a pool's UID.
+func NewGateContaining(activity, part string) *Gate {
+	g := NewGate(activity, part)
+	g.contains = true
+	return g
+}
+
+func (g *Gate) matches(args []any) bool {
+	if len(args) == 0 {
+		return false
+	}
+	printed := fmt.Sprint(args[0])
+	if g.contains {
+		return strings.Contains(printed, g.arg)
+	}
+	return printed == g.arg
 }
 
 func (g *Gate) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
@@ -39,7 +62,7 @@ type gatedActivity struct {
 
 func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	g := a.Gate
-	if activity.GetInfo(ctx).ActivityType.Name == g.activity && len(in.Args) > 0 && fmt.Sprint(in.Args[0]) == g.arg {
+	if activity.GetInfo(ctx).ActivityType.Name == g.activity && g.matches(in.Args) {
 		first := false
 		g.once.Do(func() { first = true; close(g.reached) })
 		if first {
@@ -50,7 +73,7 @@ func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 }
 
 // WaitReached blocks until the gated activity is running, held at the Gate.
-func (g *Gate) WaitReached(t *testing.T) {
+func (g *Gate) WaitReached(t testing.TB) {
 	t.Helper()
 	select {
 	case <-g.reached:
