@@ -26,10 +26,18 @@ var retryForever = &temporal.RetryPolicy{
 	NonRetryableErrorTypes: []string{activities.ErrInvalidInput},
 }
 
+// activityTimeout bounds one attempt of an activity. Every activity is a few
+// API calls that take milliseconds, so an attempt still open after this is
+// lost (its worker died, or its completion did): the timeout is how long a
+// crash delays a step, since nothing else tells the server the attempt is
+// gone. Long enough for a slow API server under load, short enough that a
+// killed worker costs a step seconds rather than half a minute.
+const activityTimeout = 10 * time.Second
+
 // withActivities sets the options of the Kubernetes activities.
 func withActivities(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: activityTimeout,
 		RetryPolicy:         retryForever,
 	})
 }
@@ -39,7 +47,7 @@ func withActivities(ctx workflow.Context) workflow.Context {
 // server per read.
 func withLocalReads(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: activityTimeout,
 		RetryPolicy:         retryForever,
 	})
 }

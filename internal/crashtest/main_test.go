@@ -31,7 +31,7 @@ var bins struct {
 }
 
 // parallelKills is how many tests run at once: the kill cases each wait
-// for the 30s start-to-close timeout of the activity their worker died in,
+// for the 10s start-to-close timeout of the activity their worker died in,
 // so they run side by side (with the other tests that run no starter)
 // rather than one after another. Not more: the Temporal dev server's
 // SQLite store (modernc.org/sqlite v1.34.1 in the temporal CLI v1.5.1)
