@@ -9,14 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// Bounds. Activities run with a 30s start-to-close timeout and no
+// Bounds. Activities run with a 10s start-to-close timeout and no
 // heartbeat: an activity whose worker died is retried only after it, so
 // every bound after a kill leaves room for one or two of them.
 const (
@@ -40,19 +39,7 @@ const (
 // eventually polls cond until it holds or the bound passes.
 func eventually(t testing.TB, bound time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", bound, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	producttest.EventuallyWithin(t, bound, what, cond)
 }
 
 func shortID() string {
@@ -63,30 +50,14 @@ func shortID() string {
 
 func ptr[T any](v T) *T { return &v }
 
-const pauseImage = "registry.example/pause@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-
 // gvisorConfig is a gvisor SandboxConfig: every version has a pauseImage.
 func gvisorConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
-	c := &v1alpha1.SandboxConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SandboxConfigSpec{
-			SandboxClass: v1alpha1.SandboxClassGVisor, DefaultVersion: "v1",
-			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1", PauseImage: pauseImage}},
-		},
-	}
-	setDefault(c, classDefault)
-	return c
+	return producttest.GVisorConfig(name, classDefault)
 }
 
 // microvmConfig is a microvm SandboxConfig: no pauseImage.
 func microvmConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
-	c := &v1alpha1.SandboxConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SandboxConfigSpec{
-			SandboxClass: v1alpha1.SandboxClassMicroVM, DefaultVersion: "v1",
-			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1"}},
-		},
-	}
+	c := producttest.MicroVMConfig(name)
 	setDefault(c, classDefault)
 	return c
 }
@@ -166,25 +137,9 @@ func patchDefault(ctx context.Context, kube client.Client, name string, classDef
 	return kube.Patch(ctx, &c, client.MergeFrom(base))
 }
 
-// createAfterOthers creates a config whose creation timestamp is a whole
-// second after every existing config's: creation timestamps have
-// one-second resolution, and the newest class default must not fall back
-// to the name tie-break.
 func createAfterOthers(t testing.TB, kube client.Client, c *v1alpha1.SandboxConfig) {
 	t.Helper()
-	ctx := context.Background()
-	var configs v1alpha1.SandboxConfigList
-	require.NoError(t, kube.List(ctx, &configs))
-	var newest time.Time
-	for _, existing := range configs.Items {
-		if ts := existing.CreationTimestamp.Time; ts.After(newest) {
-			newest = ts
-		}
-	}
-	for !time.Now().Truncate(time.Second).After(newest) {
-		time.Sleep(20 * time.Millisecond) // a clock boundary, not synchronisation
-	}
-	require.NoError(t, kube.Create(ctx, c))
+	producttest.CreateAfterOthers(t, kube, c)
 }
 
 // waitPool polls until the pool's only class names want in configRef, with
@@ -226,20 +181,7 @@ func poolEvents(t testing.TB, ns, name string) []string {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(testenv.Current().RestConfig)
 	require.NoError(t, err)
-	list, err := cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	var evs []eventsv1.Event
-	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "WorkerPool" && ev.Regarding.Name == name {
-			evs = append(evs, ev)
-		}
-	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
-	notes := make([]string, len(evs))
-	for i, ev := range evs {
-		notes[i] = ev.Type + " " + ev.Reason + ": " + ev.Note
-	}
-	return notes
+	return producttest.PoolEvents(t, cs, ns, name)
 }
 
 func waitEvents(t testing.TB, ns, name string, want []string) {
@@ -351,45 +293,11 @@ func prefixed(prefix string) func(string) bool {
 	return func(name string) bool { return strings.HasPrefix(name, prefix) }
 }
 
-// cleanCluster deletes every WorkerPool and SandboxConfig, stripping the
-// protection finalizer by hand, so the next test starts from an empty
-// cluster: configs are cluster-scoped, and a class default of one test
-// would move the pools of another.
+// cleanCluster empties the cluster: configs are cluster-scoped, and a class
+// default of one test would move the pools of another.
 func cleanCluster(t testing.TB) {
 	t.Helper()
-	c := testenv.Current().Kube
-	ctx := context.Background()
-	var pools v1alpha1.WorkerPoolList
-	require.NoError(t, c.List(ctx, &pools))
-	for i := range pools.Items {
-		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, &pools.Items[i])))
-	}
-	var configs v1alpha1.SandboxConfigList
-	require.NoError(t, c.List(ctx, &configs))
-	for i := range configs.Items {
-		cfg := &configs.Items[i]
-		if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
-			require.NoError(t, client.IgnoreNotFound(c.Update(ctx, cfg)))
-		}
-		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, cfg)))
-	}
-	eventually(t, 60*time.Second, "the cluster to be empty", func() (bool, string) {
-		var pools v1alpha1.WorkerPoolList
-		var configs v1alpha1.SandboxConfigList
-		if err := c.List(ctx, &pools); err != nil {
-			return false, err.Error()
-		}
-		if err := c.List(ctx, &configs); err != nil {
-			return false, err.Error()
-		}
-		for i := range configs.Items { // a worker may have protected one again meanwhile
-			cfg := &configs.Items[i]
-			if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
-				_ = c.Update(ctx, cfg)
-			}
-		}
-		return len(pools.Items) == 0 && len(configs.Items) == 0, fmt.Sprintf("%d pools, %d configs", len(pools.Items), len(configs.Items))
-	})
+	producttest.CleanCluster(t, testenv.Current().Kube)
 }
 
 // cleanScope deletes, when the test ends, the pools of its namespaces and

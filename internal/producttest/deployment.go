@@ -14,7 +14,7 @@ import (
 )
 
 // WaitForDeployment polls until the pool's Deployment exists with replicas.
-func (p *Product) WaitForDeployment(t *testing.T, ns, name string, replicas int32) *appsv1.Deployment {
+func (p *Product) WaitForDeployment(t testing.TB, ns, name string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	var d appsv1.Deployment
 	Eventually(t, fmt.Sprintf("Deployment %s/%s with %d replicas", ns, name, replicas), func() (bool, string) {
@@ -28,7 +28,7 @@ func (p *Product) WaitForDeployment(t *testing.T, ns, name string, replicas int3
 
 // RequireNoDeployment asserts the pool has no Deployment after its workflow
 // finished a pass over its current generation.
-func (p *Product) RequireNoDeployment(t *testing.T, ns, name string) {
+func (p *Product) RequireNoDeployment(t testing.TB, ns, name string) {
 	t.Helper()
 	var d appsv1.Deployment
 	err := p.Env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)
@@ -36,7 +36,7 @@ func (p *Product) RequireNoDeployment(t *testing.T, ns, name string) {
 }
 
 // Scale changes spec.replicas through the scale subresource, as kubectl scale does.
-func Scale(t *testing.T, kube client.Client, ns, name string, replicas int32) {
+func Scale(t testing.TB, kube client.Client, ns, name string, replicas int32) {
 	t.Helper()
 	wp := &v1alpha1.WorkerPool{}
 	wp.Namespace, wp.Name = ns, name

@@ -11,7 +11,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
-func Repin(t *testing.T, kube client.Client, ns, name, config string) {
+func Repin(t testing.TB, kube client.Client, ns, name, config string) {
 	t.Helper()
 	var wp v1alpha1.WorkerPool
 	require.NoError(t, kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &wp))
@@ -24,7 +24,7 @@ func ResolvedCondition(wp *v1alpha1.WorkerPool) metav1.Condition {
 	return wp.Status.SandboxClasses[0].Conditions[0]
 }
 
-func SetDefault(t *testing.T, kube client.Client, name string, on bool) {
+func SetDefault(t testing.TB, kube client.Client, name string, on bool) {
 	t.Helper()
 	var c v1alpha1.SandboxConfig
 	require.NoError(t, kube.Get(context.Background(), client.ObjectKey{Name: name}, &c))

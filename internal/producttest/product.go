@@ -13,10 +13,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -25,14 +23,12 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/starterapp"
@@ -65,7 +61,7 @@ func init() { ctrl.SetLogger(logr.FromSlogHandler(QuietLog.Handler())) }
 // removes every pool and config the test left behind, so the next test
 // starts from an empty cluster: SandboxConfigs are cluster-scoped, and a
 // class default of one test would move the pools of another.
-func Run(t *testing.T, interceptors ...interceptor.WorkerInterceptor) *Product {
+func Run(t testing.TB, interceptors ...interceptor.WorkerInterceptor) *Product {
 	t.Helper()
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
@@ -75,7 +71,7 @@ func Run(t *testing.T, interceptors ...interceptor.WorkerInterceptor) *Product {
 }
 
 // Run starts a Product set up by hand and arranges its cleanup.
-func (p *Product) Run(t *testing.T) *Product {
+func (p *Product) Run(t testing.TB) *Product {
 	t.Helper()
 	env := p.Env
 	p.Start(t)
@@ -94,7 +90,7 @@ func (p *Product) Run(t *testing.T) *Product {
 // (pool workflows, release workflows waiting on a timer): their IDs are
 // derived from object names, and a later test reusing a name must not
 // signal a workflow on this test's task queue, which no worker polls.
-func (p *Product) TerminateWorkflows(t *testing.T) {
+func (p *Product) TerminateWorkflows(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.TaskQueue)
@@ -118,7 +114,7 @@ func (p *Product) TemporalClient() tclient.Client {
 }
 
 // Start runs the worker and the starter.
-func (p *Product) Start(t *testing.T) {
+func (p *Product) Start(t testing.TB) {
 	t.Helper()
 	require.Nil(t, p.halt, "already running")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +144,7 @@ func (p *Product) Start(t *testing.T) {
 }
 
 // Stop stops the worker and the starter, as a shutdown of the Product does.
-func (p *Product) Stop(t *testing.T) {
+func (p *Product) Stop(t testing.TB) {
 	t.Helper()
 	if p.halt != nil {
 		p.halt()
@@ -156,76 +152,16 @@ func (p *Product) Stop(t *testing.T) {
 	}
 }
 
-// CleanCluster deletes every WorkerPool and SandboxConfig, stripping the
-// protection finalizer the Product no longer runs to release.
-func CleanCluster(t *testing.T, c client.Client) {
-	ctx := context.Background()
-	var pools v1alpha1.WorkerPoolList
-	require.NoError(t, c.List(ctx, &pools))
-	for i := range pools.Items {
-		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, &pools.Items[i])))
-	}
-	var configs v1alpha1.SandboxConfigList
-	require.NoError(t, c.List(ctx, &configs))
-	for i := range configs.Items {
-		cfg := &configs.Items[i]
-		if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
-			require.NoError(t, client.IgnoreNotFound(c.Update(ctx, cfg)))
-		}
-		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, cfg)))
-	}
-	Eventually(t, "the cluster to be empty", func() (bool, string) {
-		var pools v1alpha1.WorkerPoolList
-		var configs v1alpha1.SandboxConfigList
-		if err := c.List(ctx, &pools); err != nil {
-			return false, err.Error()
-		}
-		if err := c.List(ctx, &configs); err != nil {
-			return false, err.Error()
-		}
-		return len(pools.Items) == 0 && len(configs.Items) == 0, fmt.Sprintf("%d pools, %d configs", len(pools.Items), len(configs.Items))
-	})
-}
-
-// Eventually polls cond until it holds or a deadline passes.
-func Eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-}
-
 // CreateAfterOthers creates a config whose creation timestamp is a whole
-// second after every existing config's: timestamps have one-second
-// resolution, and "newest default" must not fall back to the name tie-break.
-func (p *Product) CreateAfterOthers(t *testing.T, c *v1alpha1.SandboxConfig) {
+// second after every existing config's (see the package function).
+func (p *Product) CreateAfterOthers(t testing.TB, c *v1alpha1.SandboxConfig) {
 	t.Helper()
-	ctx := context.Background()
-	var configs v1alpha1.SandboxConfigList
-	require.NoError(t, p.Env.Kube.List(ctx, &configs))
-	var newest time.Time
-	for _, existing := range configs.Items {
-		if ts := existing.CreationTimestamp.Time; ts.After(newest) {
-			newest = ts
-		}
-	}
-	for time.Now().Truncate(time.Second).Equal(newest.Truncate(time.Second)) || time.Now().Before(newest) {
-		time.Sleep(20 * time.Millisecond) // a clock boundary, not synchronisation
-	}
-	require.NoError(t, p.Env.Kube.Create(ctx, c))
+	CreateAfterOthers(t, p.Env.Kube, c)
 }
 
 // WaitForConfig polls until the pool's gvisor class names want in configRef,
 // with no pending claim and the given Resolved status.
-func (p *Product) WaitForConfig(t *testing.T, ns, name, want string, resolved metav1.ConditionStatus) *v1alpha1.WorkerPool {
+func (p *Product) WaitForConfig(t testing.TB, ns, name, want string, resolved metav1.ConditionStatus) *v1alpha1.WorkerPool {
 	t.Helper()
 	var got v1alpha1.WorkerPool
 	Eventually(t, fmt.Sprintf("WorkerPool %s/%s on %q with Resolved=%s", ns, name, want, resolved), func() (bool, string) {
@@ -254,7 +190,7 @@ func RefName(r *v1alpha1.SandboxConfigReference) string {
 
 // WaitForEvents polls until the pool's events are exactly want: an event is
 // recorded just after the status write it reports.
-func (p *Product) WaitForEvents(t *testing.T, ns, name string, want []string) {
+func (p *Product) WaitForEvents(t testing.TB, ns, name string, want []string) {
 	t.Helper()
 	var got []string
 	Eventually(t, fmt.Sprintf("the events of WorkerPool %s/%s", ns, name), func() (bool, string) {
@@ -264,25 +200,12 @@ func (p *Product) WaitForEvents(t *testing.T, ns, name string, want []string) {
 }
 
 // Events returns the pool's events as "Type Reason: note", oldest first.
-func (p *Product) Events(t *testing.T, ns, name string) []string {
+func (p *Product) Events(t testing.TB, ns, name string) []string {
 	t.Helper()
-	list, err := p.Clientset.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	var evs []eventsv1.Event
-	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "WorkerPool" && ev.Regarding.Name == name {
-			evs = append(evs, ev)
-		}
-	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
-	notes := make([]string, len(evs))
-	for i, ev := range evs {
-		notes[i] = ev.Type + " " + ev.Reason + ": " + ev.Note
-	}
-	return notes
+	return PoolEvents(t, p.Clientset, ns, name)
 }
 
-func (p *Product) WaitGone(t *testing.T, obj client.Object) {
+func (p *Product) WaitGone(t testing.TB, obj client.Object) {
 	t.Helper()
 	Eventually(t, fmt.Sprintf("%s to be gone", obj.GetName()), func() (bool, string) {
 		err := p.Env.Kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)

@@ -12,7 +12,7 @@ import (
 
 // WaitForRelease polls the visibility store until the release workflow of a
 // config reports an outcome.
-func (p *Product) WaitForRelease(t *testing.T, config, outcome string) {
+func (p *Product) WaitForRelease(t testing.TB, config, outcome string) {
 	t.Helper()
 	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome)
 	Eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
