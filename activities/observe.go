@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/resolve"
 )
 
@@ -25,6 +26,11 @@ type Observation struct {
 	Status     v1alpha1.WorkerPoolStatus         `json:"status"`
 	Configs    []resolve.Config                  `json:"configs,omitempty"`
 	Deployment *DeploymentState                  `json:"deployment,omitempty"`
+	// DeploymentUpToDate says that applying the pool's Deployment would
+	// change nothing (see deployment.UpToDate), so the pass need not apply
+	// it. Its zero value, which observations recorded before it existed
+	// carry, means apply, as those passes did: their replay stays the same.
+	DeploymentUpToDate bool `json:"deploymentUpToDate,omitempty"`
 }
 
 // DeploymentState is the part of a pool's Deployment its status mirrors.
@@ -69,6 +75,8 @@ func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, er
 		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s: %w", ref, err)
 	case metav1.IsControlledBy(&d, &pool):
 		obs.Deployment = deploymentState(&d)
+		// An error is Build's: leave it to ApplyDeployment to report.
+		obs.DeploymentUpToDate, _ = deployment.UpToDate(&d, &pool)
 	}
 	return obs, nil
 }

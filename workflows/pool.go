@@ -150,9 +150,14 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 	state.Classes = classes
 
 	// A new pool gets its Deployment once every class has a config; once it
-	// exists it is applied on every pass, resolved or not, so scaling and
-	// template edits keep working while a class does not resolve.
-	if obs.Deployment != nil || (haveConfig && len(obs.Spec) > 0) {
+	// exists it is kept as wanted on every pass, resolved or not, so scaling
+	// and template edits keep working while a class does not resolve. It is
+	// applied only when Observe found it not as wanted: a switch changes
+	// nothing in it, and an apply that changes nothing still costs a write,
+	// a read, an activity and its history events.
+	if obs.DeploymentUpToDate && obs.Deployment != nil {
+		sync.Deployment = obs.Deployment
+	} else if obs.Deployment != nil || (haveConfig && len(obs.Spec) > 0) {
 		var applied activities.DeploymentResult
 		if err := workflow.ExecuteActivity(withActivities(ctx), act.ApplyDeployment, ref).Get(ctx, &applied); err != nil {
 			return false, err

@@ -129,3 +129,41 @@ func TestPoolRejectsAnEmptyName(t *testing.T) {
 	env.ExecuteWorkflow(wfapi.PoolWorkflow, wfapi.PoolInput{})
 	require.ErrorContains(t, env.GetWorkflowError(), "needs the pool's namespace and name")
 }
+
+func TestPoolAppliesTheDeploymentOnlyWhenItIsNotAsWanted(t *testing.T) {
+	tests := []struct {
+		name      string
+		observe   func(*activities.Observation)
+		wantApply bool
+	}{
+		{name: "as wanted: nothing to apply", observe: func(o *activities.Observation) { o.DeploymentUpToDate = true }},
+		{
+			// Also what observations recorded before DeploymentUpToDate
+			// existed say: they applied, and their replay must too.
+			name:      "not as wanted",
+			observe:   func(o *activities.Observation) { o.DeploymentUpToDate = false },
+			wantApply: true,
+		},
+		{name: "none yet", observe: func(o *activities.Observation) { o.Deployment = nil }, wantApply: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newEnv(t)
+			obs := settled()
+			tt.observe(obs)
+			env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(obs, nil).Once()
+			env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{}, nil)
+			env.OnActivity(act.ApplyDeployment, mock.Anything, mock.Anything).Return(
+				&activities.DeploymentResult{Deployment: settled().Deployment}, nil)
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, time.Minute)
+
+			env.ExecuteWorkflow(wfapi.PoolWorkflow, poolIn)
+			require.NoError(t, env.GetWorkflowError())
+			if tt.wantApply {
+				require.Equal(t, []string{"ApplyDeployment"}, *order)
+			} else {
+				require.Empty(t, *order, "a settled pool with its Deployment as wanted costs no activity")
+			}
+		})
+	}
+}

@@ -215,7 +215,12 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 			corev1ac.EnvVar().
 				WithName(EnvPodUID).
 				WithValueFrom(corev1ac.EnvVarSource().
+					// apiVersion is the API server's default, declared
+					// because the selector is an atomic struct: the
+					// defaulted value is owned with it, and UpToDate
+					// compares what is owned with what is declared.
 					WithFieldRef(corev1ac.ObjectFieldSelector().
+						WithAPIVersion("v1").
 						WithFieldPath("metadata.uid"))),
 			resourceEnv(EnvCPULimitMillicores, "limits.cpu", "1m"),
 			resourceEnv(EnvMemoryLimitBytes, "limits.memory", "1"),

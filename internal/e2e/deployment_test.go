@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +18,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // TestDeploymentFollowsThePool: a resolved pool gets its Deployment, owned
@@ -128,4 +132,81 @@ func TestMicroVMDeployment(t *testing.T) {
 		tun = tun || m.MountPath == "/dev/net/tun"
 	}
 	require.True(t, tun, "microvm workers mount /dev/net/tun")
+}
+
+// TestAPassAppliesOnlyADeploymentNotAsWanted: a pass over a pool whose
+// Deployment is as wanted applies nothing (the API server's own managed
+// fields say so); a change to the pool is applied.
+func TestAPassAppliesOnlyADeploymentNotAsWanted(t *testing.T) {
+	started := &activityCounter{}
+	p := producttest.Run(t, started)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	wp := producttest.Pool(ns, "idle", "")
+	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
+		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
+		NodeSelector: map[string]string{"pool": "sandbox"},
+	}
+	require.NoError(t, kube.Create(ctx, wp))
+	p.WaitForConfig(t, ns, "idle", "gvisor-default", metav1.ConditionTrue)
+	p.WaitForDeployment(t, ns, "idle", 0)
+
+	// Two passes more, so at least one ran from start to end after the
+	// Deployment was there.
+	passes := func() int {
+		v, err := p.TemporalClient().QueryWorkflow(ctx, wfapi.PoolWorkflowID(ns, "idle"), "", wfapi.QueryState)
+		require.NoError(t, err)
+		var s wfapi.PoolState
+		require.NoError(t, v.Get(&s))
+		return s.Passes
+	}
+	for range 2 {
+		before := passes()
+		require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, wfapi.PoolWorkflowID(ns, "idle"), "", wfapi.SignalReresolve, nil))
+		producttest.Eventually(t, "another pass", func() (bool, string) {
+			n := passes()
+			return n > before, fmt.Sprintf("%d passes", n)
+		})
+	}
+	require.Equal(t, 1, started.count("ApplyDeployment"), "only the pass that created the Deployment applied it")
+
+	producttest.Scale(t, kube, ns, "idle", 3)
+	p.WaitForDeployment(t, ns, "idle", 3)
+	require.Equal(t, 2, started.count("ApplyDeployment"))
+}
+
+// activityCounter counts the activities the worker starts, by type.
+type activityCounter struct {
+	interceptor.WorkerInterceptorBase
+	mu      sync.Mutex
+	started map[string]int
+}
+
+func (c *activityCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &countedActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, counter: c}
+}
+
+func (c *activityCounter) count(activityType string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started[activityType]
+}
+
+type countedActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	counter *activityCounter
+}
+
+func (a *countedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	c := a.counter
+	c.mu.Lock()
+	if c.started == nil {
+		c.started = map[string]int{}
+	}
+	c.started[activity.GetInfo(ctx).ActivityType.Name]++
+	c.mu.Unlock()
+	return a.Next.ExecuteActivity(ctx, in)
 }
