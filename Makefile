@@ -61,7 +61,9 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
 test: tools ## Run every test against real servers (the README's test command), crash tests and the short soak included.
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./... -count=1 -timeout 30m
+	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
+	@cat $(ROOT)/_out/soak-summary.txt
 
 .PHONY: test-crash
 # SOAK=10m runs a longer soak; SEED=n replays one.

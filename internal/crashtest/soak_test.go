@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -147,12 +148,22 @@ func TestChaosSoak(t *testing.T) {
 		opList = append(opList, fmt.Sprintf("%s %d", op, n))
 	}
 	sort.Strings(opList)
-	t.Logf("soak: seed %d, %s of chaos: %d operations (%s; %d refused by the API server, e.g. a pool deleted meanwhile)",
-		seed, *soakFor, total, strings.Join(opList, ", "), s.refused)
-	t.Logf("soak: %d kills (worker %d, starter %d); %d switches (%d rolled back); %d releases; %d object states seen (%d after a watch gap)",
-		kills["worker"]+kills["starter"], kills["worker"], kills["starter"], rep.Switches, rep.RolledBack, rep.Releases, rep.Records, rep.Gaps)
-	t.Logf("soak: %d violations; converged %s after the last operation (settled=%v)",
-		len(rep.Violations), converged.Round(time.Millisecond), rep.Converged)
+	summary := []string{
+		fmt.Sprintf("soak: seed %d, %s of chaos: %d operations (%s; %d refused by the API server, e.g. a pool deleted meanwhile)",
+			seed, *soakFor, total, strings.Join(opList, ", "), s.refused),
+		fmt.Sprintf("soak: %d kills (worker %d, starter %d); %d switches (%d rolled back); %d releases; %d object states seen (%d after a watch gap)",
+			kills["worker"]+kills["starter"], kills["worker"], kills["starter"], rep.Switches, rep.RolledBack, rep.Releases, rep.Records, rep.Gaps),
+		fmt.Sprintf("soak: %d violations; converged %s after the last operation (settled=%v)",
+			len(rep.Violations), converged.Round(time.Millisecond), rep.Converged),
+	}
+	for _, line := range summary {
+		t.Log(line)
+	}
+	// go test shows a passing package's log only with -v; make test asks
+	// for the summary in a file and prints it, so every CI log has it.
+	if path := os.Getenv(envSoakSummary); path != "" {
+		require.NoError(t, os.WriteFile(path, []byte(strings.Join(summary, "\n")+"\n"), 0o644), "writing the soak summary")
+	}
 	for _, v := range rep.Violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -161,6 +172,9 @@ func TestChaosSoak(t *testing.T) {
 		t.Logf("soak: replay with -seed %d -soak %s", seed, *soakFor)
 	}
 }
+
+// envSoakSummary names a file TestChaosSoak writes its summary to.
+const envSoakSummary = "ATE_SOAK_SUMMARY"
 
 func (s *soak) jitter(base, spread time.Duration) time.Duration {
 	return base + time.Duration(s.rng.Int64N(int64(spread)+1))
