@@ -46,6 +46,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/testenv/servers"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -203,7 +204,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]string, n int, log *slog.Logger) (_ *result, err error) {
 	log = log.With("N", n)
 	r := &result{Pools: n, Load1: loadAverage(), TunedServer: cfg.tuned, WorkerOptions: cfg.workerOptions}
+	// The floor's worker runs with the product's worker options (its
+	// defaults, as the bench starts the product's worker), then -worker-options.
 	var workerOpts worker.Options
+	defaults := options.DefaultWorkerOptions()
+	defaults.Apply(&workerOpts)
 	if cfg.workerOptions != "" {
 		if err := json.Unmarshal([]byte(cfg.workerOptions), &workerOpts); err != nil {
 			return nil, fmt.Errorf("-worker-options: %w", err)

@@ -102,7 +102,26 @@ func mainEnvNames(t testing.TB, command string) []string {
 // reads.
 func envNames(t testing.TB, command string) []string {
 	t.Helper()
-	return append(optionEnvNames(t), mainEnvNames(t, command)...)
+	names := append(optionEnvNames(t), mainEnvNames(t, command)...)
+	if command == "worker" {
+		names = append(names, workerOptionEnvNames()...)
+	}
+	return names
+}
+
+// workerOptionEnvNames lists the environment variables of the worker's
+// Temporal worker settings (options.WorkerOptions).
+func workerOptionEnvNames() []string {
+	var o options.WorkerOptions
+	fs := flag.NewFlagSet("env", flag.ContinueOnError)
+	o.BindFlags(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
+			names = append(names, m[1])
+		}
+	})
+	return names
 }
 
 func TestEnvNames(t *testing.T) {
@@ -112,6 +131,15 @@ func TestEnvNames(t *testing.T) {
 		if !slices.Contains(starter, want) {
 			t.Errorf("the starter's environment variables %v lack %s", starter, want)
 		}
+	}
+	worker := envNames(t, "worker")
+	for _, want := range []string{"TEMPORAL_ADDRESS", "ATE_WORKFLOW_TASK_POLLERS", "ATE_ACTIVITY_TASK_POLLERS", "ATE_MAX_CONCURRENT_ACTIVITIES"} {
+		if !slices.Contains(worker, want) {
+			t.Errorf("the worker's environment variables %v lack %s", worker, want)
+		}
+	}
+	if slices.Contains(starter, "ATE_WORKFLOW_TASK_POLLERS") {
+		t.Error("the starter runs no Temporal worker")
 	}
 }
 

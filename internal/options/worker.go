@@ -1,0 +1,112 @@
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// WorkerOptions tunes the worker binary's Temporal worker. Like Options,
+// every flag defaults from an environment variable, then from a built-in
+// default. The starter runs no Temporal worker and does not take them.
+type WorkerOptions struct {
+	// WorkflowTaskPollers is the number of concurrent workflow task polls.
+	WorkflowTaskPollers int
+	// ActivityTaskPollers is the number of concurrent activity task polls.
+	ActivityTaskPollers int
+	// MaxConcurrentActivities bounds the activities the worker runs at once,
+	// and so the requests it makes to the API server at once.
+	MaxConcurrentActivities int
+
+	// envErr is an environment variable that is not a number, reported by
+	// Validate (BindFlags cannot fail).
+	envErr error
+}
+
+// Defaults of the worker settings.
+const (
+	// DefaultWorkflowTaskPollers is above the SDK's 2: a workflow task that
+	// runs local activities holds its poller until they are done, and with
+	// 2 pollers the local-activity switch shape left the server idle while
+	// workflow tasks waited (BENCHMARKS.md: 152 s against 61 s for 1000
+	// pools with 16). For the current shape more pollers are within the
+	// noise, and an idle poll costs one long-poll request.
+	DefaultWorkflowTaskPollers = 8
+	// DefaultActivityTaskPollers is the SDK's: no run measured a gain from
+	// more (the server, not the pollers, was the limit).
+	DefaultActivityTaskPollers = 2
+	// DefaultMaxConcurrentActivities is the SDK's; runs reached at most 22.
+	DefaultMaxConcurrentActivities = 1000
+)
+
+type intSetting struct {
+	flag, env string
+	def       int
+	min       int
+	usage     string
+	dst       func(*WorkerOptions) *int
+}
+
+var workerSettings = []intSetting{
+	{"workflow-task-pollers", "ATE_WORKFLOW_TASK_POLLERS", DefaultWorkflowTaskPollers, 2,
+		"concurrent workflow task polls of the Temporal worker (at least 2: the SDK alternates them between the sticky and the shared queue)",
+		func(o *WorkerOptions) *int { return &o.WorkflowTaskPollers }},
+	{"activity-task-pollers", "ATE_ACTIVITY_TASK_POLLERS", DefaultActivityTaskPollers, 1,
+		"concurrent activity task polls of the Temporal worker",
+		func(o *WorkerOptions) *int { return &o.ActivityTaskPollers }},
+	{"max-concurrent-activities", "ATE_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities, 1,
+		"activities the worker runs at once, at most",
+		func(o *WorkerOptions) *int { return &o.MaxConcurrentActivities }},
+}
+
+// DefaultWorkerOptions returns the built-in defaults, as a worker started
+// with no flag and no environment runs.
+func DefaultWorkerOptions() WorkerOptions {
+	var o WorkerOptions
+	for _, s := range workerSettings {
+		*s.dst(&o) = s.def
+	}
+	return o
+}
+
+// BindFlags defines the flags on fs, each defaulting from its environment
+// variable, then from its built-in default.
+func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
+	var errs []error
+	for _, s := range workerSettings {
+		dst := s.dst(o)
+		def := s.def
+		if v, ok := os.LookupEnv(s.env); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a number", s.env, v))
+			} else {
+				def = n
+			}
+		}
+		fs.IntVar(dst, s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	o.envErr = errors.Join(errs...)
+}
+
+// Validate checks the settings.
+func (o *WorkerOptions) Validate() error {
+	errs := []error{o.envErr}
+	for _, s := range workerSettings {
+		if v := *s.dst(o); v < s.min {
+			errs = append(errs, fmt.Errorf("--%s (%s) must be at least %d, got %d", s.flag, s.env, s.min, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Apply sets the settings on the Temporal worker's options.
+func (o *WorkerOptions) Apply(w *worker.Options) {
+	w.MaxConcurrentWorkflowTaskPollers = o.WorkflowTaskPollers
+	w.MaxConcurrentActivityTaskPollers = o.ActivityTaskPollers
+	w.MaxConcurrentActivityExecutionSize = o.MaxConcurrentActivities
+}

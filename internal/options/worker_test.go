@@ -1,0 +1,116 @@
+package options
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+)
+
+func TestWorkerOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    WorkerOptions
+		wantErr string
+	}{
+		{
+			name: "built-in defaults",
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000},
+		},
+		{
+			name: "environment overrides defaults",
+			env: map[string]string{
+				"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4", "ATE_MAX_CONCURRENT_ACTIVITIES": "50",
+			},
+			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50},
+		},
+		{
+			name: "flags override environment",
+			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4"},
+			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10"},
+			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10},
+		},
+		{
+			name: "empty environment variable keeps the default",
+			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": ""},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000},
+		},
+		{
+			name:    "an environment variable that is not a number",
+			env:     map[string]string{"ATE_ACTIVITY_TASK_POLLERS": "many"},
+			wantErr: `ATE_ACTIVITY_TASK_POLLERS="many" is not a number`,
+		},
+		{
+			// The SDK panics on 1: it alternates polls between the sticky
+			// and the shared queue.
+			name:    "one workflow task poller",
+			args:    []string{"--workflow-task-pollers=1"},
+			wantErr: "--workflow-task-pollers (ATE_WORKFLOW_TASK_POLLERS) must be at least 2, got 1",
+		},
+		{
+			name:    "no activity task poller",
+			env:     map[string]string{"ATE_ACTIVITY_TASK_POLLERS": "0"},
+			wantErr: "--activity-task-pollers (ATE_ACTIVITY_TASK_POLLERS) must be at least 1, got 0",
+		},
+		{
+			name:    "no activity slot",
+			args:    []string{"--max-concurrent-activities=0"},
+			wantErr: "--max-concurrent-activities (ATE_MAX_CONCURRENT_ACTIVITIES) must be at least 1, got 0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			clearWorkerEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			// Bound next to the shared options, as the worker binds them.
+			var o Options
+			var w WorkerOptions
+			fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o.BindFlags(fs)
+			w.BindFlags(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			err := w.Validate()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			w.envErr = nil
+			require.Equal(t, tt.want, w)
+		})
+	}
+}
+
+func TestDefaultWorkerOptionsAreTheFlagDefaults(t *testing.T) {
+	clearWorkerEnv(t)
+	var w WorkerOptions
+	w.BindFlags(flag.NewFlagSet("worker", flag.ContinueOnError))
+	require.Equal(t, DefaultWorkerOptions(), w)
+}
+
+func TestWorkerOptionsApply(t *testing.T) {
+	w := WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 3, MaxConcurrentActivities: 100}
+	opts := worker.Options{Identity: "kept"}
+	w.Apply(&opts)
+	require.Equal(t, worker.Options{
+		Identity:                           "kept",
+		MaxConcurrentWorkflowTaskPollers:   8,
+		MaxConcurrentActivityTaskPollers:   3,
+		MaxConcurrentActivityExecutionSize: 100,
+	}, opts)
+}
+
+func clearWorkerEnv(t *testing.T) {
+	t.Helper()
+	for _, s := range workerSettings {
+		t.Setenv(s.env, "") // restored after the test
+	}
+}
