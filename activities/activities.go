@@ -31,7 +31,9 @@ type Activities struct {
 	Live ctrlclient.Client
 	// Cache is the worker's informer cache of WorkerPools, indexed by the
 	// configs their status names (see PoolsByConfigIndex). It is only a
-	// fast first look; a live list confirms before anything is released.
+	// fast first look: a live list confirms before anything is released,
+	// and a status write started from a cached copy is guarded by its
+	// resourceVersion (see updateStatus).
 	Cache ctrlclient.Reader
 	// Clientset applies Deployments and creates events.
 	Clientset kubernetes.Interface

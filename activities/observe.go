@@ -31,6 +31,9 @@ type Observation struct {
 	// it. Its zero value, which observations recorded before it existed
 	// carry, means apply, as those passes did: their replay stays the same.
 	DeploymentUpToDate bool `json:"deploymentUpToDate,omitempty"`
+	// ResourceVersion is the pool's, as read: the claim of a switch the pass
+	// runs writes on it without reading the pool again (see updateStatus).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // DeploymentState is the part of a pool's Deployment its status mirrors.
@@ -53,11 +56,12 @@ func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, er
 		return nil, fmt.Errorf("reading WorkerPool %s: %w", ref, err)
 	}
 	obs := &Observation{
-		Exists:     true,
-		UID:        string(pool.UID),
-		Generation: pool.Generation,
-		Spec:       pool.Spec.SandboxClasses,
-		Status:     pool.Status,
+		Exists:          true,
+		UID:             string(pool.UID),
+		ResourceVersion: pool.ResourceVersion,
+		Generation:      pool.Generation,
+		Spec:            pool.Spec.SandboxClasses,
+		Status:          pool.Status,
 	}
 
 	var configs v1alpha1.SandboxConfigList

@@ -29,6 +29,10 @@ type PoolWrite struct {
 	// attempt had moved the class before the pool went: the switch did
 	// happen, so its event is still due.
 	Landed bool `json:"landed,omitempty"`
+	// ResourceVersion is the pool's resourceVersion after this call: the
+	// write's, or the one read when there was nothing to write. The next
+	// status write of the switch passes it on (see updateStatus).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // confirmLanded is the heartbeat detail of a Confirm whose write landed.
@@ -38,7 +42,17 @@ const confirmLanded = "landed"
 // status back if anything changed. The write carries the resourceVersion the
 // pool was read at, so it cannot overwrite a status someone else wrote in the
 // meantime; a conflict reads again and mutates the fresh copy.
-func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
+//
+// known is a resourceVersion of the pool the workflow already knows (the one
+// its pass observed, or the one the switch's previous write returned), or
+// "". When the worker's cache holds the pool at exactly that version, the
+// first attempt starts from the cached copy instead of a read from the API
+// server: the same object, as a resourceVersion names one state of it, and
+// the write is guarded by that version like any other, so a pool changed
+// since only costs the conflict and the re-read. A cache at another version
+// (behind, or ahead because someone else wrote) is not used: the live read
+// costs less than a write bound to conflict.
+func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
 	if err := ref.validate(); err != nil {
 		return nil, err
 	}
@@ -46,13 +60,16 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string,
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		*res = PoolWrite{}
 		var pool v1alpha1.WorkerPool
-		if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
-			if apierrors.IsNotFound(err) {
-				res.PoolGone = true
-				return nil
+		if !a.cachedAt(ctx, ref, known, &pool) {
+			if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+				if apierrors.IsNotFound(err) {
+					res.PoolGone = true
+					return nil
+				}
+				return err
 			}
-			return err
 		}
+		known = "" // a conflict reads live
 		if ref.UID != "" && string(pool.UID) != ref.UID {
 			res.PoolGone = true
 			return nil
@@ -61,12 +78,18 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string,
 		mutate(&pool)
 		poolstatus.SetSummary(&pool)
 		if equality.Semantic.DeepEqual(before, &pool.Status) {
+			res.ResourceVersion = pool.ResourceVersion
 			return nil
 		}
 		if err := a.Live.Status().Update(ctx, &pool); err != nil {
+			if apierrors.IsNotFound(err) {
+				// Deleted since it was read (or since the cached version).
+				res.PoolGone = true
+				return nil
+			}
 			return err
 		}
-		res.Wrote = true
+		res.Wrote, res.ResourceVersion = true, pool.ResourceVersion
 		return nil
 	})
 	if apierrors.IsInvalid(err) {
@@ -81,11 +104,26 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, what string,
 	return res, nil
 }
 
+// cachedAt reads the pool from the worker's cache into pool when the cache
+// holds the incarnation ref names at resourceVersion rv.
+func (a *Activities) cachedAt(ctx context.Context, ref PoolRef, rv string, pool *v1alpha1.WorkerPool) bool {
+	if rv == "" || a.Cache == nil {
+		return false
+	}
+	if err := a.Cache.Get(ctx, ref.key(), pool); err != nil {
+		return false
+	}
+	return pool.ResourceVersion == rv && (ref.UID == "" || string(pool.UID) == ref.UID)
+}
+
 // ClaimInput claims a config for a class of a pool.
 type ClaimInput struct {
 	Pool   PoolRef               `json:"pool"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	Config string                `json:"config"`
+	// ResourceVersion is the pool's as the pass observed it, or "" (claims
+	// recorded before it existed): see updateStatus.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Claim records the config a class is moving to in pendingConfigRef, with
@@ -94,7 +132,7 @@ type ClaimInput struct {
 // sees (see the README's "Switching configs").
 func (a *Activities) Claim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
 	var displaced string
-	res, err := a.updateStatus(ctx, in.Pool, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			displaced = ""
@@ -120,6 +158,9 @@ type SettleInput struct {
 	// Reason and Message of the Resolved condition of a roll back.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// ResourceVersion is the pool's as the switch's claim left it, or "":
+	// see updateStatus.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Confirm moves the class to the claimed config: configRef = the config,
@@ -128,7 +169,7 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, e
 	if in.Config == "" {
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
-	res, err := a.updateStatus(ctx, in.Pool, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
@@ -159,7 +200,7 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, 
 	if in.Reason == "" {
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
-	return a.updateStatus(ctx, in.Pool, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+	return a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {

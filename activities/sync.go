@@ -35,7 +35,7 @@ type ClassSync struct {
 // SyncStatus writes the pass's conditions, replica fields and
 // observedGeneration, if they changed. Classes not named keep their status.
 func (a *Activities) SyncStatus(ctx context.Context, in SyncInput) (*PoolWrite, error) {
-	return a.updateStatus(ctx, in.Pool, "writing status", func(pool *v1alpha1.WorkerPool) {
+	return a.updateStatus(ctx, in.Pool, "", "writing status", func(pool *v1alpha1.WorkerPool) {
 		for _, c := range in.Classes {
 			entry := poolstatus.EnsureClass(&pool.Status, c.Class)
 			if c.ClearConfig {

@@ -86,6 +86,8 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 	ref.UID = obs.UID
 
 	sync := activities.SyncInput{Pool: ref, Generation: obs.Generation}
+	// The observed resourceVersion holds until the pass's first write.
+	unwritten := obs.ResourceVersion
 	var warnings []activities.EventInput
 	var wake []string
 	haveConfig := true
@@ -106,10 +108,12 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 			out, err := runSwitch(ctx, state.Switches, SwitchInput{
 				Pool: ref, Class: entry.Name, From: current, To: res.Target,
 				FromDeleting: isDeleting(obs.Configs, current), Generation: obs.Generation,
+				PoolResourceVersion: unwritten,
 			})
 			if err != nil {
 				return false, err
 			}
+			unwritten = ""
 			if out.Outcome == wfapi.OutcomePoolGone {
 				return true, nil
 			}

@@ -26,6 +26,11 @@ type SwitchInput struct {
 	FromDeleting bool `json:"fromDeleting,omitempty"`
 	// Generation is the pool generation the switch acts on.
 	Generation int64 `json:"generation"`
+	// PoolResourceVersion is the pool's resourceVersion the pass observed,
+	// when nothing wrote the pool since in the pass: the claim writes on it
+	// without reading the pool first. "" (also in switches started before it
+	// existed) reads first.
+	PoolResourceVersion string `json:"poolResourceVersion,omitempty"`
 }
 
 // SwitchResult is how a switch ended.
@@ -57,12 +62,18 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 		return nil, err
 	}
 	var release []string
+	var claimed string
 	if check.OK {
 		var claim activities.PoolWrite
-		if err := workflow.ExecuteActivity(ctx, act.Claim,
-			activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim); err != nil {
+		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
+			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
+		}).Get(ctx, &claim); err != nil {
 			return nil, err
 		}
+		// The confirm or roll back writes on the claim's resourceVersion
+		// (nothing else of the switch writes the pool in between). Claims
+		// recorded before it existed return none: those read first.
+		claimed = claim.ResourceVersion
 		if claim.PoolGone {
 			return finish(ctx, in, &SwitchResult{Outcome: wfapi.OutcomePoolGone})
 		}
@@ -90,12 +101,12 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	var res *SwitchResult
 	var err error
 	if check.OK {
-		res, err = confirm(ctx, in)
+		res, err = confirm(ctx, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
-		res, err = rollBack(ctx, in, check)
+		res, err = rollBack(ctx, in, check, claimed)
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
@@ -108,10 +119,10 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	return finish(ctx, in, res)
 }
 
-func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
+func confirm(ctx workflow.Context, in SwitchInput, claimed string) (*SwitchResult, error) {
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{
-		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
@@ -142,12 +153,12 @@ func confirm(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: reason, Message: message}, nil
 }
 
-func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck) (*SwitchResult, error) {
+func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck, claimed string) (*SwitchResult, error) {
 	message := resolve.Keeping(check.Message, in.From)
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message,
+		Reason: check.Reason, Message: message, ResourceVersion: claimed,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
