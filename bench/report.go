@@ -35,7 +35,7 @@ type result struct {
 	StatusSeconds float64 `json:"status_seconds"`
 	EventsSeconds float64 `json:"events_seconds"`
 	// SwitchSettleSeconds: until the API server saw the product's last
-	// request of the switch (the passes' trailing Deployment applies).
+	// request of the switch (the passes' trailing writes, if any).
 	SwitchSettleSeconds float64 `json:"switch_settle_seconds"`
 	SwitchesPerSecond   float64 `json:"switches_per_second"`
 	// ActivityConcurrency: activities and local activities the product's

@@ -23,8 +23,9 @@ import (
 // signal-with-start, drains its signals, runs one local activity (Observe),
 // runs a child (Protect, Claim, ReadConfig, Confirm, RecordEvent, then the
 // Outcome search attribute and the memo, as the product's switch does) with
-// the product's child options, then one activity (ApplyDeployment), and
-// waits for the next signal. Activity and local activity options are the
+// the product's child options, and waits for the next signal: the product
+// applies the Deployment only when it is not as wanted, and a switch does
+// not change it. Activity and local activity options are the
 // product's. Only the bodies are empty.
 const (
 	floorPoolType     = "BenchFloorPool"
@@ -36,15 +37,13 @@ const (
 type shape string
 
 const (
-	// shapeProduct is the product's: a child of five activities, then the
-	// Deployment apply activity in the parent.
+	// shapeProduct is the product's: a child of five activities; no
+	// Deployment apply (the Deployment does not depend on the config).
 	shapeProduct shape = "product"
 	// shapeMerged: the same steps in two activities (protect+claim;
-	// read+confirm/roll back+event), and no Deployment apply when the
-	// Deployment is already as wanted.
+	// read+confirm/roll back+event).
 	shapeMerged shape = "merged"
-	// shapeLocal: the five steps as local activities, and no Deployment
-	// apply when the Deployment is already as wanted.
+	// shapeLocal: the five steps as local activities.
 	shapeLocal shape = "local"
 )
 
@@ -183,11 +182,6 @@ func (a *floorActs) RecordEvent(_ context.Context, ref floorRef) error {
 	return nil
 }
 
-func (a *floorActs) ApplyDeployment(_ context.Context, ref floorRef) (bool, error) {
-	a.passDone(ref.key())
-	return true, nil
-}
-
 // Settle is the merged shape's second activity: read, confirm, event.
 func (a *floorActs) Settle(_ context.Context, in floorSwitchInput) error {
 	_, e, _ := a.trackers()
@@ -263,12 +257,8 @@ func floorPool(ctx workflow.Context, in floorPoolInput) error {
 		if err := workflow.ExecuteChildWorkflow(cctx, in.Shape.switchType(), sw).Get(ctx, &out); err != nil {
 			return err
 		}
-		if in.Shape == shapeProduct {
-			if err := workflow.ExecuteActivity(floorActivities(ctx), nilActs.ApplyDeployment, ref).Get(ctx, nil); err != nil {
-				return err
-			}
-		} else if !workflow.IsReplaying(ctx) {
-			// The leaner passes skip the apply when the Observation shows
+		if !workflow.IsReplaying(ctx) {
+			// A pass after a switch applies nothing: the Observation shows
 			// the Deployment as wanted. Telling the bench the pass is over
 			// from workflow code adds no event (replays tell it nothing).
 			floorCurrent.Load().passDone(ref.key())
