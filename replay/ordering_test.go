@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
@@ -91,7 +92,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 		start, closed int64
 	}
 	var steps []step
-	for _, c := range activityCalls(h) {
+	for _, c := range activityCalls(t, h) {
 		steps = append(steps, step{"activity " + c.Type, c.Scheduled, c.Closed})
 	}
 	for _, c := range children(h) {
@@ -126,9 +127,13 @@ func checkPool(t testing.TB, h *historypb.History) {
 		require.NotEmpty(t, sw.To)
 		require.NotEqual(t, sw.From, sw.To, "a switch moves the class")
 	}
-	for _, c := range activityCalls(h) {
+	for _, c := range activityCalls(t, h) {
+		if c.Local {
+			require.Equal(t, "Observe", c.Type, "a pool's only local activity")
+			continue
+		}
 		require.Contains(t, []string{"ApplyDeployment", "SyncStatus", "RecordEvent", "WakeReleases"}, c.Type,
-			"a pool's activities besides Observe, which is local (a marker)")
+			"a pool's activities besides Observe")
 	}
 }
 
@@ -137,6 +142,8 @@ func checkPool(t testing.TB, h *historypb.History) {
 var switchOrders = map[string][][]string{
 	wfapi.OutcomeConfirmed: {
 		{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"},
+		// the live read found the target recreated, unprotected: protected again
+		{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"},
 	},
 	wfapi.OutcomeRolledBack: {
 		{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"},
@@ -145,14 +152,56 @@ var switchOrders = map[string][][]string{
 	},
 }
 
+// localSteps are the switch's steps that run as local activities in a
+// switch that took the "local-steps" change: all but the pool writes (Claim,
+// Confirm, RollBack). In one recorded before it, every step is a regular
+// activity.
+var localSteps = []string{"Protect", "ReadConfig", "RecordEvent", "WakeReleases"}
+
+// changeVersion is the version a workflow took at a workflow.GetVersion
+// change, from its Version marker; DefaultVersion when the history has none
+// (recorded before the change, or not there yet).
+func changeVersion(t testing.TB, h *historypb.History, changeID string) workflow.Version {
+	t.Helper()
+	for _, e := range h.GetEvents() {
+		a := e.GetMarkerRecordedEventAttributes()
+		if e.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || a.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		decode(t, a.GetDetails()["change-id"], &id)
+		if id == changeID {
+			var v workflow.Version
+			decode(t, a.GetDetails()["version"], &v)
+			return v
+		}
+	}
+	return workflow.DefaultVersion
+}
+
+// localSwitch reports whether a switch's history is of the shape with local
+// steps.
+func localSwitch(t testing.TB, h *historypb.History) bool {
+	t.Helper()
+	return changeVersion(t, h, "local-steps") >= 1
+}
+
 // checkSwitch: Protect (finalizer), Claim, ReadConfig (live read), Confirm or
-// RollBack, RecordEvent, each once, in that order, each of the target.
+// RollBack, RecordEvent, each once, in that order, each of the target; each
+// a local or a regular activity as the switch's version says. Local
+// activities' inputs are not in the history: only the regular ones' are
+// checked.
 func checkSwitch(t testing.TB, h *historypb.History) {
 	t.Helper()
 	var in workflows.SwitchInput
 	startInput(t, h, &in)
-	calls := activityCalls(h)
+	calls := activityCalls(t, h)
 	got := callTypes(calls)
+	lean := localSwitch(t, h)
+	for _, c := range calls {
+		require.Equalf(t, lean && slices.Contains(localSteps, c.Type), c.Local,
+			"%s (event %d) is local: %v; the switch has local steps: %v", c.Type, c.Scheduled, c.Local, lean)
+	}
 
 	matches := func(orders [][]string, complete bool) bool {
 		for _, order := range orders {
@@ -182,6 +231,9 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 	}
 
 	for _, c := range calls {
+		if c.Local {
+			continue
+		}
 		switch c.Type {
 		case "Protect":
 			var p activities.ProtectInput
@@ -240,7 +292,7 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	t.Helper()
 	var in wfapi.ReleaseInput
 	startInput(t, h, &in)
-	ls := looks(t, activityCalls(h))
+	ls := looks(t, activityCalls(t, h))
 	for i, look := range ls {
 		got := callTypes(look)
 		require.Truef(t, slices.Equal(got, releaseLook[:len(got)]), "look %d scheduled %v, not a prefix of %v", i+1, got, releaseLook)
@@ -334,9 +386,18 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	},
 	"switch-open-at-read": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
-		calls := activityCalls(h)
-		require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
-		require.Zero(t, calls[2].Closed, "the live read is held")
+		calls := activityCalls(t, h)
+		if !localSwitch(t, h) {
+			require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
+			require.Zero(t, calls[2].Closed, "the live read is held")
+			return
+		}
+		// The live read is a local activity: it runs inside a workflow task
+		// and leaves no event until it ends. What shows is the claim done
+		// and that task still running.
+		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
+		require.NotZero(t, calls[1].Closed, "the claim is done")
+		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, lastEvent(h).GetEventType(), "the live read runs in a workflow task")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult
@@ -351,18 +412,20 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var res workflows.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
-		calls := activityCalls(h)
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, callTypes(calls))
-		var woken []string
-		decode(t, calls[5].Input, &woken)
-		require.Contains(t, woken, in.From)
+		if !calls[5].Local { // a local activity's input is not recorded
+			var woken []string
+			decode(t, calls[5].Input, &woken)
+			require.Contains(t, woken, in.From)
+		}
 	},
 	// The target was deleted between the claim and the live read.
 	"switch-rolled-back": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
-		calls := activityCalls(h)
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"}, callTypes(calls))
 		var live *resolve.Config
 		decode(t, calls[2].Result, &live)
@@ -372,7 +435,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var outcome string
 		result(t, h, &outcome)
 		require.Equal(t, wfapi.OutcomeReleased, outcome)
-		ls := looks(t, activityCalls(h))
+		ls := looks(t, activityCalls(t, h))
 		require.Len(t, ls, 1, "one look")
 		require.Equal(t, releaseLook, callTypes(ls[0]))
 	},
@@ -380,7 +443,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var outcome string
 		result(t, h, &outcome)
 		require.Equal(t, wfapi.OutcomeReleased, outcome)
-		ls := looks(t, activityCalls(h))
+		ls := looks(t, activityCalls(t, h))
 		require.GreaterOrEqual(t, len(ls), 2, "it waited at least once")
 		require.Equal(t, releaseLook, callTypes(ls[len(ls)-1]), "and then released")
 		waits := 0

@@ -192,6 +192,11 @@ func recordWalk(t *testing.T, rec *recording) {
 // live read. While the read is held, the pool and the switch are exported
 // running; then the switch rolls back, and the release, which waited for
 // the claim, lets the config go.
+//
+// Since v2 the live read is a local activity: held, it keeps the switch's
+// workflow task running, so the switch is exported in that task, ending
+// with its start and no marker of the read yet (v1 held a scheduled
+// ReadConfig activity, and the switch was at rest).
 func recordClaimRace(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	held := producttest.NewGate("ReadConfig", "gvisor-next")
@@ -210,7 +215,7 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	held.WaitReached(t) // protected and claimed, not yet read
 
 	sw := wfapi.SwitchWorkflowID(ns, "racer", 2)
-	rec.save("switch-open-at-read", p.openHistory(t, sw))
+	rec.save("switch-open-at-read", p.openHistoryInTask(t, sw))
 	rec.save("pool-open-mid-switch", p.openHistory(t, wfapi.PoolWorkflowID(ns, "racer")))
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))
