@@ -53,7 +53,7 @@ func TestScenariosRecorded(t *testing.T) {
 	}
 	for _, name := range []string{
 		"pool-walk", "pool-continued-as-new", "pool-after-continue-as-new", "pool-open-mid-switch",
-		"switch-confirmed", "switch-confirmed-from-deleting", "switch-rolled-back", "switch-open-at-read",
+		"switch-confirmed", "switch-confirmed-from-deleting", "switch-rolled-back", "switch-open-at-read", "switch-open-at-claim",
 		"release-at-once", "release-waited",
 	} {
 		require.True(t, have[name], "no fixture of scenario %s in %s", name, Dir)
@@ -242,7 +242,8 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 		case "Claim":
 			var p activities.ClaimInput
 			decode(t, c.Input, &p)
-			require.Equal(t, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}, p, "Claim claims the target")
+			require.Equal(t, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion}, p,
+				"Claim claims the target, on the pool version the pass observed")
 		case "ReadConfig":
 			var name string
 			decode(t, c.Input, &name)
@@ -375,7 +376,8 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Greater(t, in.State.Switches, 0)
 		require.True(t, isOpen(h), "exported while running")
 	},
-	// A pool waiting for its switch, which is held at its live read.
+	// A pool waiting for its switch, which is held between its claim and
+	// its live read.
 	"pool-open-mid-switch": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
 		cs := children(h)
@@ -384,20 +386,22 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.NotZero(t, last.Started, "the switch started")
 		require.Zero(t, last.Closed, "the switch is still running")
 	},
+	// A switch held at its live read, after the claim (v1).
 	"switch-open-at-read": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
 		calls := activityCalls(t, h)
-		if !localSwitch(t, h) {
-			require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
-			require.Zero(t, calls[2].Closed, "the live read is held")
-			return
-		}
-		// The live read is a local activity: it runs inside a workflow task
-		// and leaves no event until it ends. What shows is the claim done
-		// and that task still running.
+		require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
+		require.Zero(t, calls[2].Closed, "the live read is held")
+	},
+	// A switch held once its claim's write landed, before the claim's
+	// completion reached it, so before its live read (v2, where the read is
+	// a local activity, which leaves nothing in the history until it ends).
+	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
+		require.True(t, isOpen(h), "exported while running")
+		require.True(t, localSwitch(t, h), "a switch with local steps")
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
-		require.NotZero(t, calls[1].Closed, "the claim is done")
-		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, lastEvent(h).GetEventType(), "the live read runs in a workflow task")
+		require.Zero(t, calls[1].Closed, "the claim's completion is held")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult

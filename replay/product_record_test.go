@@ -85,21 +85,6 @@ func (p *product) closedHistory(t *testing.T, id string) *historypb.History {
 // workflow up.
 func (p *product) openHistory(t *testing.T, id string) *historypb.History {
 	t.Helper()
-	return p.quietHistory(t, id, false)
-}
-
-// openHistoryInTask is openHistory for a workflow held inside a workflow
-// task, as one whose local activity is held is: nothing added for a second,
-// the last event that task's start. A worker that takes the workflow over
-// (once the task times out) replays this history and runs the local
-// activity again.
-func (p *product) openHistoryInTask(t *testing.T, id string) *historypb.History {
-	t.Helper()
-	return p.quietHistory(t, id, true)
-}
-
-func (p *product) quietHistory(t *testing.T, id string, inTask bool) *historypb.History {
-	t.Helper()
 	var h *historypb.History
 	run, same := "", 0
 	producttest.Eventually(t, id+" to be at rest", func() (bool, string) {
@@ -110,11 +95,8 @@ func (p *product) quietHistory(t *testing.T, id string, inTask bool) *historypb.
 		run = r
 		next := p.history(t, id, run)
 		last := lastEvent(next).GetEventType()
-		rest := last != enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED && last != enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED
-		if inTask {
-			rest = last == enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED
-		}
-		if h != nil && len(next.Events) == len(h.Events) && rest {
+		if h != nil && len(next.Events) == len(h.Events) && last != enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED &&
+			last != enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED {
 			same++
 		} else {
 			same = 0
