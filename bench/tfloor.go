@@ -21,12 +21,13 @@ import (
 // The Temporal floor: workflows of exactly the product's shape per switch,
 // whose activities do nothing. A pool-shaped parent, woken by a
 // signal-with-start, drains its signals, runs one local activity (Observe),
-// runs a child (Protect, Claim, ReadConfig, Confirm, RecordEvent, then the
-// Outcome search attribute and the memo, as the product's switch does) with
-// the product's child options, and waits for the next signal: the product
-// applies the Deployment only when it is not as wanted, and a switch does
-// not change it. Activity and local activity options are the
-// product's. Only the bodies are empty.
+// runs a child (the "local-steps" version marker, then Protect, Claim,
+// ReadConfig, Confirm, RecordEvent, local or regular as the product's switch
+// runs them, then the Outcome search attribute and the memo, as the
+// product's switch does) with the product's child options, and waits for
+// the next signal: the product applies the Deployment only when it is not
+// as wanted, and a switch does not change it. Activity and local activity
+// options are the product's. Only the bodies are empty.
 const (
 	floorPoolType     = "BenchFloorPool"
 	floorIDPrefix     = "bench-floor/"
@@ -37,8 +38,9 @@ const (
 type shape string
 
 const (
-	// shapeProduct is the product's: a child of five activities; no
-	// Deployment apply (the Deployment does not depend on the config).
+	// shapeProduct is the product's: a child of five activities, the pool
+	// writes (Claim, Confirm) regular, the rest local; no Deployment apply
+	// (the Deployment does not depend on the config).
 	shapeProduct shape = "product"
 	// shapeMerged: the same steps in two activities (protect+claim;
 	// read+confirm/roll back+event).
@@ -215,6 +217,13 @@ func floorLocal(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second, RetryPolicy: floorRetry})
 }
 
+// floorLocalSteps are the options of the product switch's local steps.
+func floorLocalSteps(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: 10 * 365 * 24 * time.Hour, RetryPolicy: floorRetry,
+	})
+}
+
 func drainSignals(ch workflow.ReceiveChannel) {
 	for ch.ReceiveAsync(nil) {
 	}
@@ -267,13 +276,20 @@ func floorPool(ctx workflow.Context, in floorPoolInput) error {
 	}
 }
 
-// floorSwitch is the switch workflow's shape: five activities, then the
-// outcome as a search attribute and in the memo.
+// floorSwitch is the switch workflow's shape (workflows.Switch): the
+// version it records, five steps of which the pool writes (Claim, Confirm)
+// are regular activities and the rest local ones, then the outcome as a
+// search attribute and in the memo.
 func floorSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
 	ctx = floorActivities(ctx)
+	local := floorLocalSteps(ctx)
 	workflow.GetLogger(ctx).Info("switching", "pool", in.Pool.key(), "from", in.From, "to", in.To)
+	// The product's switch asks this once per run: a marker and a
+	// TemporalChangeVersion search attribute update in every switch's
+	// history.
+	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
 	var check floorCheck
-	if err := workflow.ExecuteActivity(ctx, nilActs.Protect, in).Get(ctx, &check); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, nilActs.Protect, in).Get(ctx, &check); err != nil {
 		return nil, err
 	}
 	var ok bool
@@ -281,13 +297,13 @@ func floorSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error
 		return nil, err
 	}
 	var live floorCheck
-	if err := workflow.ExecuteActivity(ctx, nilActs.ReadConfig, in.To).Get(ctx, &live); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, nilActs.ReadConfig, in.To).Get(ctx, &live); err != nil {
 		return nil, err
 	}
 	if err := workflow.ExecuteActivity(ctx, nilActs.Confirm, in).Get(ctx, &ok); err != nil {
 		return nil, err
 	}
-	if err := workflow.ExecuteActivity(ctx, nilActs.RecordEvent, in.Pool).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, nilActs.RecordEvent, in.Pool).Get(ctx, nil); err != nil {
 		return nil, err
 	}
 	return finishShape(ctx, in)

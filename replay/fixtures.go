@@ -24,7 +24,7 @@ import (
 // workflow issues, and record the new version's fixtures next to the old
 // ones, which stay: they are the histories still open in clusters running
 // the old code.
-const Version = "v1"
+const Version = "v2"
 
 // Dir is where the fixtures live, relative to this package.
 const Dir = "testdata"

@@ -4,13 +4,18 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
 )
 
 // quiet is the replayer's logger: warnings and errors only.
@@ -26,17 +31,37 @@ var silent = tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 // call is one activity, from its ActivityTaskScheduled event to the event
 // that closed it (Temporal retries an activity inside one scheduled event,
 // so one call is one attempt chain).
+//
+// A local activity has no events of its own: the worker runs it inside a
+// workflow task and records it, once it ended, as a MarkerRecorded event
+// named "LocalActivity", whose details carry its type and result but not its
+// input. Such a call starts and closes at its marker; one retried from a
+// timer (a backoff longer than the workflow task's timeout) leaves a failed
+// marker per wait and spans from the first to the last.
 type call struct {
 	Type      string
-	Input     *commonpb.Payloads
-	Scheduled int64 // event ID
-	Closed    int64 // event ID of the completion, failure, time-out or cancel; 0 while running
+	Local     bool
+	Input     *commonpb.Payloads // nil for a local activity
+	Scheduled int64              // event ID (a local activity's first marker)
+	Closed    int64              // event ID of the completion, failure, time-out or cancel; 0 while running
 	Result    *commonpb.Payloads
 }
 
-func activityCalls(h *historypb.History) []*call {
+// localActivityMarker is the part of a LocalActivity marker's "data" detail
+// the checks read (the SDK's localActivityMarkerData).
+type localActivityMarker struct {
+	ActivityType string
+	Attempt      int32
+	Backoff      time.Duration
+}
+
+const localActivityMarkerName = "LocalActivity"
+
+func activityCalls(t testing.TB, h *historypb.History) []*call {
+	t.Helper()
 	byID := map[int64]*call{}
 	var out []*call
+	var retrying *call // a local activity waiting on its backoff timer
 	closeCall := func(scheduled, closed int64, result *commonpb.Payloads) {
 		if c := byID[scheduled]; c != nil {
 			c.Closed, c.Result = closed, result
@@ -58,6 +83,28 @@ func activityCalls(h *historypb.History) []*call {
 			closeCall(e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId(), e.GetEventId(), nil)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
 			closeCall(e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), e.GetEventId(), nil)
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			a := e.GetMarkerRecordedEventAttributes()
+			if a.GetMarkerName() != localActivityMarkerName {
+				continue
+			}
+			var m localActivityMarker
+			decode(t, a.GetDetails()["data"], &m)
+			require.NotEmpty(t, m.ActivityType, "local activity marker %d names no activity type", e.GetEventId())
+			c := retrying
+			if c == nil || c.Type != m.ActivityType {
+				c = &call{Type: m.ActivityType, Local: true, Scheduled: e.GetEventId()}
+				out = append(out, c)
+			}
+			retrying = nil
+			if a.GetFailure() != nil && m.Backoff > 0 {
+				retrying = c // the SDK retries it once a timer fires
+				continue
+			}
+			c.Closed = e.GetEventId()
+			if a.GetFailure() == nil {
+				c.Result = a.GetDetails()["result"]
+			}
 		}
 	}
 	return out
@@ -159,4 +206,66 @@ func result(t testing.TB, h *historypb.History, into any) {
 	last := lastEvent(h)
 	require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, last.GetEventType(), "the workflow completed")
 	decode(t, last.GetWorkflowExecutionCompletedEventAttributes().GetResult(), into)
+}
+
+// TestActivityCallsReadLocalActivityMarkers: a local activity is a call of
+// its own, from its marker, with its result and no input; one retried from
+// a timer is one call from its first marker to its last; other markers are
+// no calls.
+func TestActivityCallsReadLocalActivityMarkers(t *testing.T) {
+	dc := converter.GetDefaultDataConverter()
+	payloads := func(v any) *commonpb.Payloads {
+		p, err := dc.ToPayloads(v)
+		require.NoError(t, err)
+		return p
+	}
+	marker := func(id int64, name string, details map[string]*commonpb.Payloads, failed bool) *historypb.HistoryEvent {
+		a := &historypb.MarkerRecordedEventAttributes{MarkerName: name, Details: details}
+		if failed {
+			a.Failure = &failurepb.Failure{Message: "the API server is unavailable"}
+		}
+		return &historypb.HistoryEvent{EventId: id, EventType: enumspb.EVENT_TYPE_MARKER_RECORDED,
+			Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: a}}
+	}
+	local := func(id int64, activityType string, backoff time.Duration, result *commonpb.Payloads) *historypb.HistoryEvent {
+		details := map[string]*commonpb.Payloads{"data": payloads(localActivityMarker{ActivityType: activityType, Attempt: 1, Backoff: backoff})}
+		if result != nil {
+			details["result"] = result
+		}
+		return marker(id, "LocalActivity", details, result == nil)
+	}
+	h := &historypb.History{Events: []*historypb.HistoryEvent{
+		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED},
+		marker(2, "Version", map[string]*commonpb.Payloads{"change-id": payloads("local-steps"), "version": payloads(1)}, false),
+		local(3, "Protect", 0, payloads(activities.TargetCheck{OK: true})),
+		{EventId: 4, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{
+			ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+				ActivityType: &commonpb.ActivityType{Name: "Claim"}, Input: payloads("claim input")}}},
+		{EventId: 5, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{
+			ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 4}}},
+		local(6, "ReadConfig", 12*time.Second, nil),
+		{EventId: 7, EventType: enumspb.EVENT_TYPE_TIMER_STARTED},
+		{EventId: 8, EventType: enumspb.EVENT_TYPE_TIMER_FIRED},
+		local(9, "ReadConfig", 0, payloads("live")),
+	}}
+
+	calls := activityCalls(t, h)
+	require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
+	for i, want := range []call{
+		{Type: "Protect", Local: true, Scheduled: 3, Closed: 3},
+		{Type: "Claim", Scheduled: 4, Closed: 5},
+		{Type: "ReadConfig", Local: true, Scheduled: 6, Closed: 9},
+	} {
+		got := calls[i]
+		require.Equal(t, want.Local, got.Local, got.Type)
+		require.Equal(t, want.Scheduled, got.Scheduled, got.Type)
+		require.Equal(t, want.Closed, got.Closed, got.Type)
+		require.Equal(t, want.Local, got.Input == nil, "%s: only a regular activity's input is recorded", got.Type)
+	}
+	var live string
+	decode(t, calls[2].Result, &live)
+	require.Equal(t, "live", live, "the result of the attempt that succeeded")
+	checkOneAtATime(t, h)
+	require.Equal(t, workflow.Version(1), changeVersion(t, h, "local-steps"))
+	require.Equal(t, workflow.DefaultVersion, changeVersion(t, h, "another-change"))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
@@ -52,7 +53,7 @@ func TestScenariosRecorded(t *testing.T) {
 	}
 	for _, name := range []string{
 		"pool-walk", "pool-continued-as-new", "pool-after-continue-as-new", "pool-open-mid-switch",
-		"switch-confirmed", "switch-confirmed-from-deleting", "switch-rolled-back", "switch-open-at-read",
+		"switch-confirmed", "switch-confirmed-from-deleting", "switch-rolled-back", "switch-open-at-read", "switch-open-at-claim",
 		"release-at-once", "release-waited",
 	} {
 		require.True(t, have[name], "no fixture of scenario %s in %s", name, Dir)
@@ -91,7 +92,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 		start, closed int64
 	}
 	var steps []step
-	for _, c := range activityCalls(h) {
+	for _, c := range activityCalls(t, h) {
 		steps = append(steps, step{"activity " + c.Type, c.Scheduled, c.Closed})
 	}
 	for _, c := range children(h) {
@@ -126,9 +127,13 @@ func checkPool(t testing.TB, h *historypb.History) {
 		require.NotEmpty(t, sw.To)
 		require.NotEqual(t, sw.From, sw.To, "a switch moves the class")
 	}
-	for _, c := range activityCalls(h) {
+	for _, c := range activityCalls(t, h) {
+		if c.Local {
+			require.Equal(t, "Observe", c.Type, "a pool's only local activity")
+			continue
+		}
 		require.Contains(t, []string{"ApplyDeployment", "SyncStatus", "RecordEvent", "WakeReleases"}, c.Type,
-			"a pool's activities besides Observe, which is local (a marker)")
+			"a pool's activities besides Observe")
 	}
 }
 
@@ -137,6 +142,8 @@ func checkPool(t testing.TB, h *historypb.History) {
 var switchOrders = map[string][][]string{
 	wfapi.OutcomeConfirmed: {
 		{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"},
+		// the live read found the target recreated, unprotected: protected again
+		{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"},
 	},
 	wfapi.OutcomeRolledBack: {
 		{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"},
@@ -145,14 +152,56 @@ var switchOrders = map[string][][]string{
 	},
 }
 
+// localSteps are the switch's steps that run as local activities in a
+// switch that took the "local-steps" change: all but the pool writes (Claim,
+// Confirm, RollBack). In one recorded before it, every step is a regular
+// activity.
+var localSteps = []string{"Protect", "ReadConfig", "RecordEvent", "WakeReleases"}
+
+// changeVersion is the version a workflow took at a workflow.GetVersion
+// change, from its Version marker; DefaultVersion when the history has none
+// (recorded before the change, or not there yet).
+func changeVersion(t testing.TB, h *historypb.History, changeID string) workflow.Version {
+	t.Helper()
+	for _, e := range h.GetEvents() {
+		a := e.GetMarkerRecordedEventAttributes()
+		if e.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || a.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		decode(t, a.GetDetails()["change-id"], &id)
+		if id == changeID {
+			var v workflow.Version
+			decode(t, a.GetDetails()["version"], &v)
+			return v
+		}
+	}
+	return workflow.DefaultVersion
+}
+
+// localSwitch reports whether a switch's history is of the shape with local
+// steps.
+func localSwitch(t testing.TB, h *historypb.History) bool {
+	t.Helper()
+	return changeVersion(t, h, "local-steps") >= 1
+}
+
 // checkSwitch: Protect (finalizer), Claim, ReadConfig (live read), Confirm or
-// RollBack, RecordEvent, each once, in that order, each of the target.
+// RollBack, RecordEvent, each once, in that order, each of the target; each
+// a local or a regular activity as the switch's version says. Local
+// activities' inputs are not in the history: only the regular ones' are
+// checked.
 func checkSwitch(t testing.TB, h *historypb.History) {
 	t.Helper()
 	var in workflows.SwitchInput
 	startInput(t, h, &in)
-	calls := activityCalls(h)
+	calls := activityCalls(t, h)
 	got := callTypes(calls)
+	lean := localSwitch(t, h)
+	for _, c := range calls {
+		require.Equalf(t, lean && slices.Contains(localSteps, c.Type), c.Local,
+			"%s (event %d) is local: %v; the switch has local steps: %v", c.Type, c.Scheduled, c.Local, lean)
+	}
 
 	matches := func(orders [][]string, complete bool) bool {
 		for _, order := range orders {
@@ -182,6 +231,9 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 	}
 
 	for _, c := range calls {
+		if c.Local {
+			continue
+		}
 		switch c.Type {
 		case "Protect":
 			var p activities.ProtectInput
@@ -190,7 +242,8 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 		case "Claim":
 			var p activities.ClaimInput
 			decode(t, c.Input, &p)
-			require.Equal(t, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}, p, "Claim claims the target")
+			require.Equal(t, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion}, p,
+				"Claim claims the target, on the pool version the pass observed")
 		case "ReadConfig":
 			var name string
 			decode(t, c.Input, &name)
@@ -240,7 +293,7 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	t.Helper()
 	var in wfapi.ReleaseInput
 	startInput(t, h, &in)
-	ls := looks(t, activityCalls(h))
+	ls := looks(t, activityCalls(t, h))
 	for i, look := range ls {
 		got := callTypes(look)
 		require.Truef(t, slices.Equal(got, releaseLook[:len(got)]), "look %d scheduled %v, not a prefix of %v", i+1, got, releaseLook)
@@ -323,7 +376,8 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Greater(t, in.State.Switches, 0)
 		require.True(t, isOpen(h), "exported while running")
 	},
-	// A pool waiting for its switch, which is held at its live read.
+	// A pool waiting for its switch, which is held between its claim and
+	// its live read.
 	"pool-open-mid-switch": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
 		cs := children(h)
@@ -332,11 +386,22 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.NotZero(t, last.Started, "the switch started")
 		require.Zero(t, last.Closed, "the switch is still running")
 	},
+	// A switch held at its live read, after the claim (v1).
 	"switch-open-at-read": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
-		calls := activityCalls(h)
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
 		require.Zero(t, calls[2].Closed, "the live read is held")
+	},
+	// A switch held once its claim's write landed, before the claim's
+	// completion reached it, so before its live read (v2, where the read is
+	// a local activity, which leaves nothing in the history until it ends).
+	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
+		require.True(t, isOpen(h), "exported while running")
+		require.True(t, localSwitch(t, h), "a switch with local steps")
+		calls := activityCalls(t, h)
+		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
+		require.Zero(t, calls[1].Closed, "the claim's completion is held")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult
@@ -351,18 +416,20 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var res workflows.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
-		calls := activityCalls(h)
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, callTypes(calls))
-		var woken []string
-		decode(t, calls[5].Input, &woken)
-		require.Contains(t, woken, in.From)
+		if !calls[5].Local { // a local activity's input is not recorded
+			var woken []string
+			decode(t, calls[5].Input, &woken)
+			require.Contains(t, woken, in.From)
+		}
 	},
 	// The target was deleted between the claim and the live read.
 	"switch-rolled-back": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
-		calls := activityCalls(h)
+		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"}, callTypes(calls))
 		var live *resolve.Config
 		decode(t, calls[2].Result, &live)
@@ -372,7 +439,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var outcome string
 		result(t, h, &outcome)
 		require.Equal(t, wfapi.OutcomeReleased, outcome)
-		ls := looks(t, activityCalls(h))
+		ls := looks(t, activityCalls(t, h))
 		require.Len(t, ls, 1, "one look")
 		require.Equal(t, releaseLook, callTypes(ls[0]))
 	},
@@ -380,7 +447,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var outcome string
 		result(t, h, &outcome)
 		require.Equal(t, wfapi.OutcomeReleased, outcome)
-		ls := looks(t, activityCalls(h))
+		ls := looks(t, activityCalls(t, h))
 		require.GreaterOrEqual(t, len(ls), 2, "it waited at least once")
 		require.Equal(t, releaseLook, callTypes(ls[len(ls)-1]), "and then released")
 		waits := 0

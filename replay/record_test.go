@@ -72,7 +72,7 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"walk", []string{"pool-walk", "switch-confirmed"}, recordWalk},
-	{"claim-race", []string{"pool-open-mid-switch", "switch-open-at-read", "switch-rolled-back", "release-waited-for-claim"}, recordClaimRace},
+	{"claim-race", []string{"pool-open-mid-switch", "switch-open-at-claim", "switch-rolled-back", "release-waited-for-claim"}, recordClaimRace},
 	{"release-at-once", []string{"release-at-once"}, recordReleaseAtOnce},
 	{"release-waited", []string{"release-waited", "switch-confirmed-from-deleting", "pool-deleted"}, recordReleaseWaited},
 	{"continue-as-new", []string{"pool-continued-as-new", "pool-after-continue-as-new"}, recordContinueAsNew},
@@ -189,12 +189,21 @@ func recordWalk(t *testing.T, rec *recording) {
 
 // recordClaimRace is the race the claim exists for (internal/e2e's
 // TestClaimRace): the target is deleted between the switch's claim and its
-// live read. While the read is held, the pool and the switch are exported
-// running; then the switch rolls back, and the release, which waited for
-// the claim, lets the config go.
+// live read. While the switch is held between the two, the pool and the
+// switch are exported running; then the switch rolls back, and the release,
+// which waited for the claim, lets the config go.
+//
+// v1 held the ReadConfig activity before it ran. Since v2 the live read is
+// a local activity, which, held, keeps the switch inside a workflow task:
+// exported there, the history ends with that task's start, and the SDK's
+// replayer does not check the commands of a history's last completed task
+// when a started one follows it, so such a fixture would check nothing of
+// the switch. v2 holds the claim's completion instead, once its write has
+// landed: the same point of the race (claimed, not yet read), with the
+// switch at rest, waiting for its Claim activity.
 func recordClaimRace(t *testing.T, rec *recording) {
 	env := testenv.Current()
-	held := producttest.NewGate("ReadConfig", "gvisor-next")
+	held := producttest.NewGateAfterContaining("Claim", "gvisor-next")
 	p := startProduct(t, env.Temporal, held)
 	t.Cleanup(held.Release)
 	ctx := context.Background()
@@ -210,7 +219,7 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	held.WaitReached(t) // protected and claimed, not yet read
 
 	sw := wfapi.SwitchWorkflowID(ns, "racer", 2)
-	rec.save("switch-open-at-read", p.openHistory(t, sw))
+	rec.save("switch-open-at-claim", p.openHistory(t, sw))
 	rec.save("pool-open-mid-switch", p.openHistory(t, wfapi.PoolWorkflowID(ns, "racer")))
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))

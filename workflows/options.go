@@ -52,6 +52,26 @@ func withLocalReads(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// withLocalSteps sets the options of the switch steps that run as local
+// activities (see Switch). An attempt is bounded as a regular activity's
+// is. They retry as the regular activities do, forever: the SDK retries a
+// failing local activity inside the workflow task while the backoff is
+// shorter than the task's timeout, and from a server timer once it is
+// longer.
+func withLocalSteps(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    activityTimeout,
+		ScheduleToCloseTimeout: localStepsGiveUpAfter,
+		RetryPolicy:            retryForever,
+	})
+}
+
+// localStepsGiveUpAfter is "never" for a local activity. The SDK gives one
+// without a schedule-to-close timeout its start-to-close timeout instead,
+// so a local step would stop retrying after 10 s and fail the switch: an API
+// server down for longer must delay a switch, not fail it.
+const localStepsGiveUpAfter = 10 * 365 * 24 * time.Hour
+
 // historyLimit is where a long-lived workflow continues as new even if the
 // server has not suggested it yet, so a replay never has to walk far.
 const historyLimit = 4000

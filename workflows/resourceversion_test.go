@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,25 +31,28 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 		{name: "no versions", live: liveConfig("new", false), settle: "Confirm"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env, order := newEnv(t)
-			in := switchIn
-			in.PoolResourceVersion = tt.observed
-			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(c activities.ClaimInput) bool {
-				return c.ResourceVersion == tt.observed
-			})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: tt.claimed}, nil).Once()
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-			onClaimed := mock.MatchedBy(func(s activities.SettleInput) bool { return s.ResourceVersion == tt.claimed })
-			env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
-			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+		for _, v := range switchVersions {
+			t.Run(fmt.Sprintf("%s/version %d", tt.name, v), func(t *testing.T) {
+				env, order := newSwitchEnv(t)
+				want := atVersion(env, v, "Protect", "Claim", "ReadConfig", tt.settle, "RecordEvent")
+				in := switchIn
+				in.PoolResourceVersion = tt.observed
+				env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+				env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(c activities.ClaimInput) bool {
+					return c.ResourceVersion == tt.observed
+				})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: tt.claimed}, nil).Once()
+				env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
+				onClaimed := mock.MatchedBy(func(s activities.SettleInput) bool { return s.ResourceVersion == tt.claimed })
+				env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
+				env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
+				env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
-			require.NoError(t, env.GetWorkflowError())
-			require.Equal(t, []string{"Protect", "Claim", "ReadConfig", tt.settle, "RecordEvent"}, *order)
-			env.AssertExpectations(t)
-		})
+				env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+				require.NoError(t, env.GetWorkflowError())
+				require.Equal(t, want, *order)
+				env.AssertExpectations(t)
+			})
+		}
 	}
 }
 

@@ -51,13 +51,27 @@ type SwitchResult struct {
 //  4. confirm (configRef = target) or roll back (configRef unchanged);
 //  5. record the event, only once the write in 4 has landed;
 //  6. wake the release workflow of a config the class left in deletion.
+//
+// The writes that move the pool (claim, confirm, roll back) are regular
+// activities: the server retries them, their inputs show in the Web UI, and
+// a confirm can heartbeat that its write landed, which a retry after a lost
+// completion needs when the pool is gone by then (a local activity cannot
+// heartbeat).
+// The other steps are local activities (see steps): each still runs in its
+// order, at least once, until it succeeds, and is recorded in this switch's
+// history, as one marker event instead of an activity's three events and
+// the workflow task that follows them, with no round trip through the
+// server's queues.
 func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	ctx = withActivities(ctx)
 	log := workflow.GetLogger(ctx)
 	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To)
+	// Switches recorded before the local steps replay the regular
+	// activities they scheduled.
+	s := steps{local: workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1) >= 1}
 
 	var check activities.TargetCheck
-	if err := workflow.ExecuteActivity(ctx, act.Protect,
+	if err := s.run(ctx, act.Protect,
 		activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
 		return nil, err
 	}
@@ -81,17 +95,17 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 			release = append(release, claim.Displaced)
 		}
 		var live *resolve.Config
-		if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
+		if err := s.run(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
 			return nil, err
 		}
 		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
-		if check.OK && !live.Protected && workflow.GetVersion(ctx, "protect-recreated-target", workflow.DefaultVersion, 1) == 1 {
+		if check.OK && !live.Protected && s.reprotects(ctx) {
 			// The config the claim names is not the one step 1 protected: it
 			// was deleted and released before the claim landed and created
 			// again under the same name (or its finalizer was taken off by
 			// hand). Protect it again: the claim now stands, so no release
 			// can take the finalizer off before the confirm names it (P1).
-			if err := workflow.ExecuteActivity(ctx, act.Protect,
+			if err := s.run(ctx, act.Protect,
 				activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
 				return nil, err
 			}
@@ -101,25 +115,60 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 	var res *SwitchResult
 	var err error
 	if check.OK {
-		res, err = confirm(ctx, in, claimed)
+		res, err = confirm(ctx, s, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
-		res, err = rollBack(ctx, in, check, claimed)
+		res, err = rollBack(ctx, s, in, check, claimed)
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
 	}
 	if len(release) > 0 {
-		if err := workflow.ExecuteActivity(ctx, act.WakeReleases, release).Get(ctx, nil); err != nil {
+		if err := s.run(ctx, act.WakeReleases, release).Get(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
 	return finish(ctx, in, res)
 }
 
-func confirm(ctx workflow.Context, in SwitchInput, claimed string) (*SwitchResult, error) {
+// steps runs the switch's steps other than its pool writes: as local
+// activities since the "local-steps" change, as regular ones in the
+// histories recorded before it.
+//
+// Running them locally keeps what the switch relies on. Order: a local
+// activity is awaited like any other before the next step starts. At least
+// once: a worker that dies during one leaves the workflow task open, and
+// the worker that takes it over once the task times out runs the step
+// again; every step is idempotent. Never giving up: see withLocalSteps.
+// What it gives up: a local activity's input is not in the history (its
+// type and result are, in a marker), and a step runs inside a workflow task,
+// so the worker needs enough workflow task pollers.
+type steps struct{ local bool }
+
+func (s steps) run(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	if s.local {
+		return workflow.ExecuteLocalActivity(withLocalSteps(ctx), activity, args...)
+	}
+	return workflow.ExecuteActivity(ctx, activity, args...)
+}
+
+// reprotects reports whether the switch protects a recreated target again.
+// A switch with local steps was started by code that does, so it asks no
+// version (which would add a marker and a search attribute update).
+func (s steps) reprotects(ctx workflow.Context) bool {
+	return s.local || workflow.GetVersion(ctx, "protect-recreated-target", workflow.DefaultVersion, 1) == 1
+}
+
+// eventsLostConfirms reports whether a confirm that found the pool gone
+// after an earlier attempt had moved the class still records the move's
+// event; as reprotects, a switch with local steps always does.
+func (s steps) eventsLostConfirms(ctx workflow.Context) bool {
+	return s.local || workflow.GetVersion(ctx, "switched-event-after-lost-confirm", workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*SwitchResult, error) {
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
@@ -130,7 +179,7 @@ func confirm(ctx workflow.Context, in SwitchInput, claimed string) (*SwitchResul
 	// attempt had moved the class before the pool went (its completion lost
 	// with a worker): that move is recorded like any other. Histories from
 	// before this change never carry Landed, so they never get here.
-	if w.PoolGone && (!w.Landed || workflow.GetVersion(ctx, "switched-event-after-lost-confirm", workflow.DefaultVersion, 1) == workflow.DefaultVersion) {
+	if w.PoolGone && (!w.Landed || !s.eventsLostConfirms(ctx)) {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
@@ -139,7 +188,7 @@ func confirm(ctx workflow.Context, in SwitchInput, claimed string) (*SwitchResul
 	}
 	// The key is this switch's run: a retried event activity, even after a
 	// worker crash, creates the same event name and so records it once.
-	err := workflow.ExecuteActivity(ctx, act.RecordEvent, activities.EventInput{
+	err := s.run(ctx, act.RecordEvent, activities.EventInput{
 		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, nil)
@@ -153,7 +202,7 @@ func confirm(ctx workflow.Context, in SwitchInput, claimed string) (*SwitchResul
 	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: reason, Message: message}, nil
 }
 
-func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck, claimed string) (*SwitchResult, error) {
+func rollBack(ctx workflow.Context, s steps, in SwitchInput, check activities.TargetCheck, claimed string) (*SwitchResult, error) {
 	message := resolve.Keeping(check.Message, in.From)
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.RollBack, activities.SettleInput{
@@ -165,7 +214,7 @@ func rollBack(ctx workflow.Context, in SwitchInput, check activities.TargetCheck
 	if w.PoolGone {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
-	if err := workflow.ExecuteActivity(ctx, act.RecordEvent,
+	if err := s.run(ctx, act.RecordEvent,
 		warning(in.Pool, in.Class, check.Reason, message, in.Generation)).Get(ctx, nil); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -10,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -18,18 +21,60 @@ import (
 )
 
 // newEnv is a Temporal test environment with the workflows and activities
-// registered and the order of started activities recorded.
+// registered and the order of started regular activities recorded.
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	t.Helper()
+	env, regular, _ := newTestEnv(t)
+	return env, regular
+}
+
+// newSwitchEnv is newEnv recording every activity, regular and local, in
+// one order, a local one as local(name): what a switch runs, and how.
+func newSwitchEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
+	t.Helper()
+	env, _, all := newTestEnv(t)
+	return env, all
+}
+
+func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, all *[]string) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env = s.NewTestWorkflowEnvironment()
 	RegisterWorkflows(env)
 	RegisterActivities(env, &activities.Activities{})
-	var order []string
+	regular, all = &[]string{}, &[]string{}
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		order = append(order, info.ActivityType.Name)
+		*regular = append(*regular, info.ActivityType.Name)
+		*all = append(*all, info.ActivityType.Name)
 	})
-	return env, &order
+	env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		*all = append(*all, local(info.ActivityType.Name))
+	})
+	return env, regular, all
+}
+
+func local(activity string) string { return activity + " (local)" }
+
+// localSteps are the switch's steps that run as local activities since the
+// "local-steps" change: all but the pool writes.
+var localSteps = []string{"Protect", "ReadConfig", "RecordEvent", "WakeReleases"}
+
+// switchVersions are the two shapes of a switch: histories recorded before
+// the "local-steps" change replay the first, new switches run the second.
+var switchVersions = []workflow.Version{workflow.DefaultVersion, 1}
+
+// atVersion pins the switch to one shape and says how that shape runs the
+// given steps.
+func atVersion(env *testsuite.TestWorkflowEnvironment, v workflow.Version, steps ...string) []string {
+	env.OnGetVersion("local-steps", workflow.DefaultVersion, 1).Return(v)
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s
+		if v >= 1 && slices.Contains(localSteps, s) {
+			out[i] = local(s)
+		}
+	}
+	return out
 }
 
 var switchIn = SwitchInput{
@@ -92,31 +137,34 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env, order := newEnv(t)
-			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-				return in.Message == tt.note && in.Config == "new"
-			})).Return(&activities.PoolWrite{Wrote: true}, nil)
-			var event activities.EventInput
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
-				event = in
-				return nil
-			})
+		for _, v := range switchVersions {
+			t.Run(fmt.Sprintf("%s/version %d", tt.name, v), func(t *testing.T) {
+				env, order := newSwitchEnv(t)
+				want := atVersion(env, v, tt.want...)
+				env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
+				env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+				env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
+				env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+				env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
+					return in.Message == tt.note && in.Config == "new"
+				})).Return(&activities.PoolWrite{Wrote: true}, nil)
+				var event activities.EventInput
+				env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+					event = in
+					return nil
+				})
 
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var res SwitchResult
-			require.NoError(t, env.GetWorkflowResult(&res))
-			require.Equal(t, tt.outcome, res.Outcome)
-			require.Equal(t, tt.want, *order)
-			require.Equal(t, tt.eventType, event.Type)
-			require.Equal(t, tt.note, event.Note)
-		})
+				env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+				require.True(t, env.IsWorkflowCompleted())
+				require.NoError(t, env.GetWorkflowError())
+				var res SwitchResult
+				require.NoError(t, env.GetWorkflowResult(&res))
+				require.Equal(t, tt.outcome, res.Outcome)
+				require.Equal(t, want, *order)
+				require.Equal(t, tt.eventType, event.Type)
+				require.Equal(t, tt.note, event.Note)
+			})
+		}
 	}
 }
 
@@ -136,45 +184,150 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
-func TestSwitchRetriesAFailedClaim(t *testing.T) {
-	env, order := newEnv(t)
-	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
-
-	env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
-	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []string{"Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent"}, *order)
-	env.AssertExpectations(t)
-}
-
-func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
-	env, order := newEnv(t)
+// TestSwitchRunsOnlyThePoolWritesAsRegularActivities spells out the shape
+// of a new switch: the claim and the confirm are regular activities, the
+// rest local.
+func TestSwitchRunsOnlyThePoolWritesAsRegularActivities(t *testing.T) {
+	env, order := newSwitchEnv(t)
 	in := switchIn
 	in.FromDeleting = true
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
+	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil)
 	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, *order)
-	env.AssertExpectations(t)
+	require.Equal(t, []string{"Protect (local)", "Claim", "ReadConfig (local)", "Confirm", "RecordEvent (local)", "WakeReleases (local)"}, *order)
+}
+
+func TestSwitchRetriesAFailedClaim(t *testing.T) {
+	for _, v := range switchVersions {
+		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			want := atVersion(env, v, "Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
+
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			require.NoError(t, env.GetWorkflowError())
+			require.Equal(t, want, *order)
+			env.AssertExpectations(t)
+		})
+	}
+}
+
+// TestSwitchRetriesAFailingLocalStepForever: a local step that keeps
+// failing is retried, in the workflow task while the backoff is short and
+// from a timer once it outgrows the task's timeout, until it succeeds; the
+// switch never gives up, and no later step runs before it.
+func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int
+	}{
+		// 0.2 s doubling: every retry inside the workflow task.
+		{name: "a few failures", failures: 3},
+		// 0.2 s doubling to the 30 s cap: the later retries wait on timers.
+		{name: "failures for minutes", failures: 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil).Once()
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
+
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			require.NoError(t, env.GetWorkflowError())
+			want := []string{local("Protect"), "Claim"}
+			for range tt.failures + 1 {
+				want = append(want, local("ReadConfig"))
+			}
+			require.Equal(t, append(want, "Confirm", local("RecordEvent")), *order)
+			env.AssertExpectations(t)
+		})
+	}
+}
+
+func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
+	for _, v := range switchVersions {
+		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			want := atVersion(env, v, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases")
+			in := switchIn
+			in.FromDeleting = true
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+			env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+			require.NoError(t, env.GetWorkflowError())
+			require.Equal(t, want, *order)
+			env.AssertExpectations(t)
+		})
+	}
 }
 
 func TestSwitchEndsQuietlyWhenThePoolIsGone(t *testing.T) {
-	env, order := newEnv(t)
-	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true}, nil)
-	env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
-	require.NoError(t, env.GetWorkflowError())
-	var res SwitchResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
-	require.Equal(t, []string{"Protect", "Claim"}, *order, "no event for a pool that is gone")
+	for _, v := range switchVersions {
+		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			want := atVersion(env, v, "Protect", "Claim")
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true}, nil)
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			require.NoError(t, env.GetWorkflowError())
+			var res SwitchResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
+			require.Equal(t, want, *order, "no event for a pool that is gone")
+		})
+	}
+}
+
+// TestSwitchRecordsAMoveWhoseConfirmWasLost: a confirm retried after its
+// first attempt's write landed (and its completion was lost with the
+// worker) finds the pool gone; the move happened, so its event is still
+// recorded. A confirm that never wrote records nothing.
+func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
+	tests := []struct {
+		name   string
+		landed bool
+		want   []string
+	}{
+		{name: "landed before the pool went", landed: true, want: []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}},
+		{name: "never landed", want: []string{"Protect", "Claim", "ReadConfig", "Confirm"}},
+	}
+	for _, tt := range tests {
+		for _, v := range switchVersions {
+			t.Run(fmt.Sprintf("%s/version %d", tt.name, v), func(t *testing.T) {
+				env, order := newSwitchEnv(t)
+				want := atVersion(env, v, tt.want...)
+				env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+				env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+				env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+				env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
+				env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
+					return in.Reason == "SandboxConfigSwitched"
+				})).Return(nil).Maybe()
+				env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+				require.NoError(t, env.GetWorkflowError())
+				var res SwitchResult
+				require.NoError(t, env.GetWorkflowResult(&res))
+				require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
+				require.Equal(t, want, *order)
+			})
+		}
+	}
 }

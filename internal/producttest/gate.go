@@ -15,11 +15,14 @@ import (
 // Gate holds the first run of one activity with one argument until the test
 // opens it, so a test can act at an exact point of a workflow, for example
 // delete a config between a switch's claim and its live read. It is a worker
-// interceptor: test code only, nothing in the Product waits for it.
+// interceptor: test code only, nothing in the Product waits for it. The SDK
+// runs local activities through the same interceptors, so a Gate holds a
+// local activity too (and with it the workflow task it runs in).
 type Gate struct {
 	interceptor.WorkerInterceptorBase
 	activity, arg string
 	contains      bool // arg is a part of the printed argument, not all of it
+	after         bool // hold the run's completion, after its side effect
 	reached       chan struct{}
 	open          chan struct{}
 	once          sync.Once
@@ -37,6 +40,16 @@ func NewGate(activity, arg string) *Gate {
 func NewGateContaining(activity, part string) *Gate {
 	g := NewGate(activity, part)
 	g.contains = true
+	return g
+}
+
+// NewGateAfterContaining holds the completion of the first run of activity
+// whose printed first argument contains part, once the activity has done
+// its work: the side effect has happened, and the workflow does not know it
+// yet.
+func NewGateAfterContaining(activity, part string) *Gate {
+	g := NewGateContaining(activity, part)
+	g.after = true
 	return g
 }
 
@@ -62,17 +75,27 @@ type gatedActivity struct {
 
 func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	g := a.Gate
-	if activity.GetInfo(ctx).ActivityType.Name == g.activity && g.matches(in.Args) {
-		first := false
-		g.once.Do(func() { first = true; close(g.reached) })
-		if first {
-			<-g.open
-		}
+	if activity.GetInfo(ctx).ActivityType.Name != g.activity || !g.matches(in.Args) {
+		return a.Next.ExecuteActivity(ctx, in)
+	}
+	var res any
+	var err error
+	if g.after {
+		res, err = a.Next.ExecuteActivity(ctx, in)
+	}
+	first := false
+	g.once.Do(func() { first = true; close(g.reached) })
+	if first {
+		<-g.open
+	}
+	if g.after {
+		return res, err
 	}
 	return a.Next.ExecuteActivity(ctx, in)
 }
 
-// WaitReached blocks until the gated activity is running, held at the Gate.
+// WaitReached blocks until the gated activity is running (or, for a Gate
+// made by NewGateAfterContaining, has done its work), held at the Gate.
 func (g *Gate) WaitReached(t testing.TB) {
 	t.Helper()
 	select {
