@@ -44,12 +44,11 @@ func withActivities(ctx workflow.Context) workflow.Context {
 
 // withLocalReads sets the options of the cheap reads that run as local
 // activities, in the workflow's own task, saving a round trip through the
-// server per read.
+// server per read. They never give up either (see localStepsGiveUpAfter): a
+// pass whose Observe gave up would wait for the next wake-up, which an API
+// server outage may never send.
 func withLocalReads(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: activityTimeout,
-		RetryPolicy:         retryForever,
-	})
+	return withLocalSteps(ctx)
 }
 
 // withLocalSteps sets the options of the switch steps that run as local

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -122,6 +123,20 @@ func TestPoolGatesANewDeploymentOnResolution(t *testing.T) {
 	require.Equal(t, "Warning", warning.Type)
 	require.Equal(t, v1alpha1.ReasonDefaultConfigNotFound, warning.Reason)
 	require.Equal(t, []string{"SyncStatus", "RecordEvent"}, *order, "the event follows the write it reports (Observe is a local activity)")
+}
+
+// TestPoolObservesUntilTheAPIServerAnswers: an Observe that fails for
+// minutes (an API server outage) is retried until it answers; the pass is
+// not abandoned to wait for a wake-up that may never come.
+func TestPoolObservesUntilTheAPIServerAnswers(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(nil, errors.New("the API server is unavailable")).Times(12)
+	env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{Exists: false}, nil).Once()
+
+	env.ExecuteWorkflow(wfapi.PoolWorkflow, poolIn)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "the pass saw the pool gone and the workflow ended")
+	env.AssertExpectations(t)
 }
 
 func TestPoolRejectsAnEmptyName(t *testing.T) {
