@@ -4,21 +4,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 
-	"github.com/go-logr/logr"
-	"go.temporal.io/sdk/client"
-	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/starterapp"
@@ -41,44 +32,29 @@ func run() error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("process", "starter")
-	slog.SetDefault(log)
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	proc, err := opts.Process("starter")
+	if err != nil {
+		return err
+	}
+	log := proc.Log
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rest, err := opts.RestConfig()
-	if err != nil {
-		return err
-	}
-	copts, err := opts.TemporalClientOptions()
-	if err != nil {
-		return err
-	}
-	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
-		return err
-	}
 	// Probes come up first, as the worker's do: while Temporal is
 	// unreachable the starter is alive but not ready. (The manager would
 	// serve them only once connected, leaving the liveness probe unanswered
 	// and the pod restarted while it waits.)
-	var connected atomic.Pointer[client.Client]
-	probes.Serve(ctx, opts.HealthProbeBindAddress, func(ctx context.Context) error {
-		c := connected.Load()
-		if c == nil {
-			return errors.New("not connected to Temporal yet")
-		}
-		return probes.TemporalReady(*c)(ctx)
-	}, nil, log)
-	c, err := options.DialTemporal(ctx, copts, log)
+	var readiness probes.Connecting
+	probes.Serve(ctx, opts.HealthProbeBindAddress, readiness.Ready, nil, log)
+	c, err := options.DialTemporal(ctx, proc.Temporal, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	connected.Store(&c)
+	readiness.Connected(c)
 	return starterapp.Run(ctx, starterapp.Config{
-		Rest: rest, Temporal: c, TaskQueue: opts.TaskQueue,
+		Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue,
 		LeaderElection: *leaderElect, LeaderElectionNamespace: *leaderNS,
 		MetricsBindAddress: opts.MetricsBindAddress, HealthProbeBindAddress: "0",
 	})

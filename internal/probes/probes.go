@@ -1,4 +1,5 @@
-// Package probes serves the worker's health, readiness and metrics endpoints.
+// Package probes serves the worker's and the starter's health, readiness and
+// metrics endpoints.
 package probes
 
 import (
@@ -6,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +24,23 @@ func TemporalReady(c client.Client) func(context.Context) error {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 		return err
 	}
+}
+
+// Connecting is the readiness of a process that serves its probes before it
+// reaches Temporal, so that a liveness probe is answered while it waits: not
+// ready until Connected, then ready while the server answers.
+type Connecting struct{ c atomic.Pointer[client.Client] }
+
+// Connected records the client once it has reached Temporal.
+func (r *Connecting) Connected(c client.Client) { r.c.Store(&c) }
+
+// Ready is the readiness check to Serve.
+func (r *Connecting) Ready(ctx context.Context) error {
+	c := r.c.Load()
+	if c == nil {
+		return errors.New("not connected to Temporal yet")
+	}
+	return TemporalReady(*c)(ctx)
 }
 
 // Serve serves /healthz (alive), /readyz (ready) and, when gatherer is not

@@ -1,0 +1,51 @@
+package options
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"ate.dev/orchestrator/internal/metrics"
+)
+
+// Process is what the worker and the starter set up alike from their
+// options before they dial Temporal.
+type Process struct {
+	// Log writes JSON to stderr, each line naming the process; it is also
+	// slog's default and controller-runtime's logger, so the cache's and the
+	// manager's lines look like the product's.
+	Log *slog.Logger
+	// Rest reaches the Kubernetes API server.
+	Rest *rest.Config
+	// Temporal dials the Temporal server. Its metrics handler records the
+	// SDK's metrics, and the product's recorded through the SDK, in
+	// controller-runtime's registry, next to its own and client-go's: one
+	// /metrics endpoint per process.
+	Temporal client.Options
+}
+
+// Process sets up logging and builds the clients' configuration of the
+// process named name.
+func (o *Options) Process(name string) (*Process, error) {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("process", name)
+	slog.SetDefault(log)
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+
+	rest, err := o.RestConfig()
+	if err != nil {
+		return nil, err
+	}
+	copts, err := o.TemporalClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
+		return nil, err
+	}
+	return &Process{Log: log, Rest: rest, Temporal: copts}, nil
+}
