@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 )
 

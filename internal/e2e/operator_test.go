@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 )

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestPinnedPool walks a pinned pool through a missing target (kept on its

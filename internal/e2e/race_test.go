@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestClaimRace is the race the claim exists for: a config deleted between a
@@ -18,19 +18,9 @@ import (
 // config that no longer exists.
 func TestClaimRace(t *testing.T) {
 	held := producttest.NewGate("ReadConfig", "gvisor-next")
-	p := producttest.Run(t, held)
+	p, ns, next := raceToNext(t, held) // protected and claimed, not yet read
 	ctx := context.Background()
 	kube := p.Env.Kube
-	ns := p.Env.Namespace(t)
-
-	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
-	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
-	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
-
-	next := producttest.GVisorConfig("gvisor-next", false)
-	require.NoError(t, kube.Create(ctx, next))
-	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
-	held.WaitReached(t) // protected and claimed, not yet read
 
 	var wp v1alpha1.WorkerPool
 	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "racer"}, &wp))
@@ -58,19 +48,9 @@ func TestClaimRace(t *testing.T) {
 // is refused by the finalizer step and rolled back.
 func TestDeletedBeforeClaim(t *testing.T) {
 	held := producttest.NewGate("Protect", "{gvisor-next gvisor}")
-	p := producttest.Run(t, held)
+	p, ns, next := raceToNext(t, held)
 	ctx := context.Background()
 	kube := p.Env.Kube
-	ns := p.Env.Namespace(t)
-
-	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
-	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
-	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
-
-	next := producttest.GVisorConfig("gvisor-next", false)
-	require.NoError(t, kube.Create(ctx, next))
-	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
-	held.WaitReached(t)
 	require.NoError(t, kube.Delete(ctx, next))
 	p.WaitGone(t, next) // never protected, so it goes at once
 	held.Release()
@@ -87,19 +67,9 @@ func TestDeletedBeforeClaim(t *testing.T) {
 // name a config whose deletion nothing holds back (P1).
 func TestRecreatedBeforeClaim(t *testing.T) {
 	held := producttest.NewGateContaining("Claim", "gvisor-next")
-	p := producttest.Run(t, held)
+	p, ns, next := raceToNext(t, held) // protected, not yet claimed
 	ctx := context.Background()
 	kube := p.Env.Kube
-	ns := p.Env.Namespace(t)
-
-	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
-	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
-	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
-
-	next := producttest.GVisorConfig("gvisor-next", false)
-	require.NoError(t, kube.Create(ctx, next))
-	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
-	held.WaitReached(t) // protected, not yet claimed
 	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(next), next))
 	require.Contains(t, next.Finalizers, v1alpha1.ProtectionFinalizer, "the switch protected it")
 	require.NoError(t, kube.Delete(ctx, next))
@@ -118,4 +88,25 @@ func TestRecreatedBeforeClaim(t *testing.T) {
 	p.WaitForRelease(t, "gvisor-next", "waiting")
 	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(again), again))
 	require.NotNil(t, again.DeletionTimestamp)
+}
+
+// raceToNext runs the product with gate, settles the pool "racer" on
+// "gvisor-now", re-pins it to a new "gvisor-next" and returns once the
+// switch is held at the gate.
+func raceToNext(t *testing.T, gate *producttest.Gate) (*producttest.Product, string, *v1alpha1.SandboxConfig) {
+	t.Helper()
+	p := producttest.Run(t, gate)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
+	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
+
+	next := producttest.GVisorConfig("gvisor-next", false)
+	require.NoError(t, kube.Create(ctx, next))
+	producttest.Repin(t, kube, ns, "racer", "gvisor-next")
+	gate.WaitReached(t)
+	return p, ns, next
 }

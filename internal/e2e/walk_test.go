@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"ate.dev/orchestrator/internal/producttest"
 	"context"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestWalk is spec 001's events example: an unpinned pool follows the class
