@@ -44,14 +44,7 @@ var envInUsage = regexp.MustCompile(`\(env ([A-Z][A-Z0-9_]*)\)`)
 func optionEnvNames(t testing.TB) []string {
 	t.Helper()
 	var o options.Options
-	fs := flag.NewFlagSet("env", flag.ContinueOnError)
-	o.BindFlags(fs)
-	var names []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
-			names = append(names, m[1])
-		}
-	})
+	names := envNamesIn(o.BindFlags)
 	if !slices.Contains(names, "TEMPORAL_ADDRESS") || !slices.Contains(names, "KUBECONFIG") {
 		t.Fatalf("found %v in the usage of internal/options' flags; the \"(env NAME)\" convention changed?", names)
 	}
@@ -113,8 +106,14 @@ func envNames(t testing.TB, command string) []string {
 // Temporal worker settings (options.WorkerOptions).
 func workerOptionEnvNames() []string {
 	var o options.WorkerOptions
+	return envNamesIn(o.BindFlags)
+}
+
+// envNamesIn lists the environment variables named, "(env NAME)", in the
+// usage of the flags bind defines.
+func envNamesIn(bind func(*flag.FlagSet)) []string {
 	fs := flag.NewFlagSet("env", flag.ContinueOnError)
-	o.BindFlags(fs)
+	bind(fs)
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
