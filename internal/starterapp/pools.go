@@ -122,7 +122,8 @@ func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, old, cu
 	}
 	add(specConfigIndex, c.Name)
 	add(activities.PoolsByConfigIndex, c.Name)
-	for _, class := range unpinnedClassesToWake(old, cur, r.otherConfigs(ctx, c.Name)) {
+	others := func() []resolve.Config { return r.otherConfigs(ctx, c.Name) }
+	for _, class := range unpinnedClassesToWake(old, cur, others) {
 		add(unpinnedClassIndex, string(class))
 	}
 }
@@ -147,7 +148,8 @@ func (r *poolSignaller) otherConfigs(ctx context.Context, name string) []resolve
 
 // unpinnedClassesToWake returns the classes whose unpinned pools may resolve
 // differently after a config changed from old to cur (old nil: created; cur
-// nil: deleted), given the other configs.
+// nil: deleted), given the other configs, which it lists only when it must
+// (a config that stops being a candidate): most events need no list.
 //
 // An unpinned class resolves to the newest class default not in deletion
 // (resolve.NewestDefault), or, when there is none, keeps the config its
@@ -165,13 +167,13 @@ func (r *poolSignaller) otherConfigs(ctx context.Context, name string) []resolve
 // runs). That is still safe: a newer candidate seen there either was one when
 // the pools last resolved, so they did not resolve to this config, or became
 // one since, which wakes them again.
-func unpinnedClassesToWake(old, cur *v1alpha1.SandboxConfig, others []resolve.Config) []v1alpha1.SandboxClass {
+func unpinnedClassesToWake(old, cur *v1alpha1.SandboxConfig, others func() []resolve.Config) []v1alpha1.SandboxClass {
 	var classes []v1alpha1.SandboxClass
 	if isCandidate(cur) {
 		classes = append(classes, classOf(cur))
 	}
 	if isCandidate(old) && !(isCandidate(cur) && classOf(cur) == classOf(old)) {
-		before := append(append(make([]resolve.Config, 0, len(others)+1), others...), resolve.ConfigFrom(old))
+		before := append(others(), resolve.ConfigFrom(old))
 		if resolve.NewestDefault(classOf(old), before) == old.Name {
 			classes = append(classes, classOf(old))
 		}

@@ -220,7 +220,7 @@ func TestUnpinnedClassesToWake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, unpinnedClassesToWake(tt.old, tt.cur, tt.others))
+			require.Equal(t, tt.want, unpinnedClassesToWake(tt.old, tt.cur, func() []resolve.Config { return tt.others }))
 		})
 	}
 }
