@@ -42,34 +42,28 @@ func withActivities(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// withLocalReads sets the options of the cheap reads that run as local
+// withLocalActivities sets the options of the steps that run as local
 // activities, in the workflow's own task, saving a round trip through the
-// server per read. They never give up either (see localStepsGiveUpAfter): a
-// pass whose Observe gave up would wait for the next wake-up, which an API
-// server outage may never send.
-func withLocalReads(ctx workflow.Context) workflow.Context {
-	return withLocalSteps(ctx)
-}
-
-// withLocalSteps sets the options of the switch steps that run as local
-// activities (see Switch). An attempt is bounded as a regular activity's
+// server each: the pool pass's Observe and the switch's steps other than its
+// pool writes (see Switch). An attempt is bounded as a regular activity's
 // is. They retry as the regular activities do, forever: the SDK retries a
 // failing local activity inside the workflow task while the backoff is
 // shorter than the task's timeout, and from a server timer once it is
-// longer.
-func withLocalSteps(ctx workflow.Context) workflow.Context {
+// longer. A pass whose Observe gave up would wait for the next wake-up,
+// which an API server outage may never send.
+func withLocalActivities(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    activityTimeout,
-		ScheduleToCloseTimeout: localStepsGiveUpAfter,
+		ScheduleToCloseTimeout: localGiveUpAfter,
 		RetryPolicy:            retryForever,
 	})
 }
 
-// localStepsGiveUpAfter is "never" for a local activity. The SDK gives one
+// localGiveUpAfter is "never" for a local activity. The SDK gives one
 // without a schedule-to-close timeout its start-to-close timeout instead,
-// so a local step would stop retrying after 10 s and fail the switch: an API
-// server down for longer must delay a switch, not fail it.
-const localStepsGiveUpAfter = 10 * 365 * 24 * time.Hour
+// so a local step would stop retrying after 10 s: an API server down for
+// longer must delay a pass or a switch, not fail it.
+const localGiveUpAfter = 10 * 365 * 24 * time.Hour
 
 // historyLimit is where a long-lived workflow continues as new even if the
 // server has not suggested it yet, so a replay never has to walk far.

@@ -71,7 +71,7 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 	state.Passes++
 	var obs activities.Observation
 	ref := activities.PoolRef{Namespace: in.Namespace, Name: in.Name}
-	if err := workflow.ExecuteLocalActivity(withLocalReads(ctx), act.Observe, ref).Get(ctx, &obs); err != nil {
+	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Observe, ref).Get(ctx, &obs); err != nil {
 		return false, err
 	}
 	if !obs.Exists {

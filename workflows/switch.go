@@ -141,7 +141,7 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 // activity is awaited like any other before the next step starts. At least
 // once: a worker that dies during one leaves the workflow task open, and
 // the worker that takes it over once the task times out runs the step
-// again; every step is idempotent. Never giving up: see withLocalSteps.
+// again; every step is idempotent. Never giving up: see withLocalActivities.
 // What it gives up: a local activity's input is not in the history (its
 // type and result are, in a marker), and a step runs inside a workflow task,
 // so the worker needs enough workflow task pollers.
@@ -149,7 +149,7 @@ type steps struct{ local bool }
 
 func (s steps) run(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	if s.local {
-		return workflow.ExecuteLocalActivity(withLocalSteps(ctx), activity, args...)
+		return workflow.ExecuteLocalActivity(withLocalActivities(ctx), activity, args...)
 	}
 	return workflow.ExecuteActivity(ctx, activity, args...)
 }
