@@ -134,20 +134,20 @@ func (t *tracker) wait(ctx context.Context) error {
 // floorActs are the no-op activities. They only tell the bench how far
 // each pool got, in this process, without asking the server.
 type floorActs struct {
-	mu                     sync.Mutex
-	ready, events, applied *tracker
+	mu                    sync.Mutex
+	ready, events, passes *tracker
 }
 
-func (a *floorActs) trackers() (ready, events, applied *tracker) {
+func (a *floorActs) trackers() (ready, events, passes *tracker) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ready, a.events, a.applied
+	return a.ready, a.events, a.passes
 }
 
 func (a *floorActs) reset(n int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.ready, a.events, a.applied = newTracker(n), newTracker(n), newTracker(n)
+	a.ready, a.events, a.passes = newTracker(n), newTracker(n), newTracker(n)
 }
 
 type floorObservation struct {
@@ -429,7 +429,7 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	}); err != nil {
 		return nil, fmt.Errorf("starting the floor's pool workflows: %w", err)
 	}
-	ready, events, applied := acts.trackers()
+	ready, events, passes := acts.trackers()
 	if err := waitTimeout(ctx, ready, 10*time.Minute); err != nil {
 		return nil, fmt.Errorf("floor pools did not start: %w", err)
 	}
@@ -450,7 +450,7 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 		return nil, fmt.Errorf("floor switches did not finish: %w", err)
 	}
 	run.Seconds = time.Since(start).Seconds()
-	if err := waitTimeout(ctx, applied, 5*time.Minute); err != nil {
+	if err := waitTimeout(ctx, passes, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("floor passes did not finish: %w", err)
 	}
 	run.FullSeconds = time.Since(start).Seconds()
