@@ -27,8 +27,9 @@ import (
 type Activities struct {
 	// Live reads from and writes to the API server, never through a cache:
 	// every decision that protects a config is made on what the API server
-	// says now.
-	Live ctrlclient.Client
+	// says now. It watches only to replay a gone pool's last states (see
+	// landedBeforeGone).
+	Live ctrlclient.WithWatch
 	// Cache is the worker's informer cache of WorkerPools, indexed by the
 	// configs their status names (see PoolsByConfigIndex). It is only a
 	// fast first look: a live list confirms before anything is released,

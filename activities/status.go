@@ -178,18 +178,17 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, e
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(true, reason, msg, in.Generation))
 		})
-	if err != nil || !activity.IsActivity(ctx) {
+	if err != nil {
 		return res, err
 	}
 	// If this attempt's completion is lost (the worker dies now) and the
 	// pool is gone by the retry, the retry cannot read the write back: it
 	// learns from this heartbeat that the class did move.
-	if res.Wrote {
+	if res.Wrote && activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, confirmLanded)
 	}
-	var landed string
-	if res.PoolGone && activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &landed) == nil {
-		res.Landed = landed == confirmLanded
+	if res.PoolGone {
+		res.Landed = a.landedBeforeGone(ctx, in)
 	}
 	return res, nil
 }

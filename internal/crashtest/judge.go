@@ -47,6 +47,16 @@ type poolHistory struct {
 	complete bool
 	last     map[v1alpha1.SandboxClass]string
 	trans    map[v1alpha1.SandboxClass][]transition
+	// deletedRV is the revision the pool was deleted at, or 0.
+	deletedRV uint64
+}
+
+// fate says how a pool's history ended, for a violation's detail.
+func (h *poolHistory) fate() string {
+	if h.deletedRV == 0 {
+		return "pool present"
+	}
+	return fmt.Sprintf("pool deleted at revision %d", h.deletedRV)
 }
 
 type historyResult struct {
@@ -99,6 +109,9 @@ func judgeHistory(recs []*Record, scope Scope) historyResult {
 			key := r.Key()
 			if r.Deleted {
 				delete(pools, key)
+				if h := res.byUID[string(p.UID)]; h != nil {
+					h.deletedRV = r.RV
+				}
 			} else {
 				pools[key] = p
 			}
@@ -433,11 +446,11 @@ func (c *Checker) judgeEvents(ctx context.Context, scope Scope, hist historyResu
 			if h.complete {
 				if strings.Join(got, " ") != strings.Join(want, " ") {
 					out = append(out, Violation{Property: "P4", Objects: objs, Detail: fmt.Sprintf(
-						"class %s: SandboxConfigSwitched events %v, configRef writes %v", cl, got, want)})
+						"class %s: SandboxConfigSwitched events %v, configRef writes %v (%s)", cl, got, want, h.fate())})
 				}
 			} else if !subsequence(want, got) {
 				out = append(out, Violation{Property: "P4", Objects: objs, Detail: fmt.Sprintf(
-					"class %s: SandboxConfigSwitched events %v miss configRef writes of %v (history partly unseen)", cl, got, want)})
+					"class %s: SandboxConfigSwitched events %v miss configRef writes of %v (history partly unseen; %s)", cl, got, want, h.fate())})
 			}
 		}
 	}

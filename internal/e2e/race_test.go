@@ -90,6 +90,32 @@ func TestRecreatedBeforeClaim(t *testing.T) {
 	require.NotNil(t, again.DeletionTimestamp)
 }
 
+// TestConfirmLostWithThePool: a confirm's write lands, but neither its
+// completion nor the heartbeat that says it landed reaches the server (the
+// worker died between the write and the heartbeat, or the write's response
+// never came back), and the pool is deleted before the retry. The retry
+// finds no pool to read the write back from; the pool's last states,
+// replayed by the API server from the claim on, show the move, so its event
+// is still recorded (P4: every configRef value written has its event).
+func TestConfirmLostWithThePool(t *testing.T) {
+	lost := producttest.NewGateLosingCompletion("Confirm", "gvisor-next")
+	p, ns, _ := raceToNext(t, lost) // the confirm has written; nobody knows
+	ctx := context.Background()
+	kube := p.Env.Kube
+
+	var wp v1alpha1.WorkerPool
+	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "racer"}, &wp))
+	require.Equal(t, "gvisor-next", producttest.RefName(wp.Status.SandboxClasses[0].ConfigRef), "the confirm's write landed")
+	require.NoError(t, kube.Delete(ctx, &wp))
+	p.WaitGone(t, &wp)
+	lost.Release()
+
+	p.WaitForEvents(t, ns, "racer", []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "gvisor-next"`,
+	})
+}
+
 // raceToNext runs the product with gate, settles the pool "racer" on
 // "gvisor-now", re-pins it to a new "gvisor-next" and returns once the
 // switch is held at the gate.

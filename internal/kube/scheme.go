@@ -22,8 +22,8 @@ var Scheme = func() *runtime.Scheme {
 }()
 
 // LiveClient is a client that talks to the API server directly, with no cache.
-func LiveClient(cfg *rest.Config) (ctrlclient.Client, error) {
-	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: Scheme})
+func LiveClient(cfg *rest.Config) (ctrlclient.WithWatch, error) {
+	c, err := ctrlclient.NewWithWatch(cfg, ctrlclient.Options{Scheme: Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes client for %s: %w", cfg.Host, err)
 	}

@@ -23,6 +23,7 @@ type Gate struct {
 	activity, arg string
 	contains      bool // arg is a part of the printed argument, not all of it
 	after         bool // hold the run's completion, after its side effect
+	lose          bool // then report a failure instead, its heartbeats dropped
 	reached       chan struct{}
 	open          chan struct{}
 	once          sync.Once
@@ -53,6 +54,17 @@ func NewGateAfterContaining(activity, part string) *Gate {
 	return g
 }
 
+// NewGateLosingCompletion is NewGateAfterContaining for a run whose
+// completion never reaches the server: once opened, the held run reports a
+// failure instead of its result, and the heartbeats it recorded were never
+// sent, as when the worker dies right after the side effect or the API
+// server's response never comes back. The server retries the activity.
+func NewGateLosingCompletion(activity, part string) *Gate {
+	g := NewGateAfterContaining(activity, part)
+	g.lose = true
+	return g
+}
+
 func (g *Gate) matches(args []any) bool {
 	if len(args) == 0 {
 		return false
@@ -71,6 +83,24 @@ func (g *Gate) InterceptActivity(ctx context.Context, next interceptor.ActivityI
 type gatedActivity struct {
 	interceptor.ActivityInboundInterceptorBase
 	Gate *Gate
+	held bool // this run is the held one (set before it runs)
+}
+
+func (a *gatedActivity) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	return a.Next.Init(&gatedOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: outbound}, run: a})
+}
+
+// gatedOutbound drops the heartbeats of a held run whose completion is lost.
+type gatedOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	run *gatedActivity
+}
+
+func (o *gatedOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	if o.run.held && o.run.Gate.lose {
+		return
+	}
+	o.Next.RecordHeartbeat(ctx, details...)
 }
 
 func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
@@ -78,17 +108,22 @@ func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	if activity.GetInfo(ctx).ActivityType.Name != g.activity || !g.matches(in.Args) {
 		return a.Next.ExecuteActivity(ctx, in)
 	}
+	first := false
+	g.once.Do(func() { first = true })
+	a.held = first
 	var res any
 	var err error
 	if g.after {
 		res, err = a.Next.ExecuteActivity(ctx, in)
 	}
-	first := false
-	g.once.Do(func() { first = true; close(g.reached) })
 	if first {
+		close(g.reached)
 		<-g.open
 	}
-	if g.after {
+	switch {
+	case first && g.lose:
+		return nil, fmt.Errorf("the completion of %s is lost (test gate)", g.activity)
+	case g.after:
 		return res, err
 	}
 	return a.Next.ExecuteActivity(ctx, in)

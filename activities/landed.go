@@ -1,0 +1,97 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// lastStatesWait bounds how long a confirm waits for the API server to
+// replay a gone pool's last states.
+const lastStatesWait = 5 * time.Second
+
+// landedBeforeGone tells a confirm that finds the pool gone whether an
+// earlier attempt had moved the class before the pool went. The heartbeat
+// such an attempt records after its write says so, unless the worker died
+// between the write and the heartbeat, or the write's response never came
+// back (the API server may commit a write whose caller is gone). Then the
+// pool's own history does: the API server replays a watch from any recent
+// resourceVersion, deletions included, so the states the pool went through
+// after the claim (in.ResourceVersion) show whether one had the class on
+// the config. Nothing but this switch writes the class's configRef between
+// its claim and its end (a pool's switches run one at a time), so a state
+// naming the config is this confirm's write.
+//
+// Without that history (a claim recorded before claims returned their
+// version, or a retry so late that the API server no longer holds it) the
+// move cannot be proved, and the switch ends without its event.
+func (a *Activities) landedBeforeGone(ctx context.Context, in SettleInput) bool {
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		var landed string
+		if activity.GetHeartbeatDetails(ctx, &landed) == nil && landed == confirmLanded {
+			return true
+		}
+	}
+	if in.ResourceVersion == "" {
+		return false
+	}
+	landed, err := a.classMovedBeforeGone(ctx, in)
+	if err != nil && activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("cannot tell whether an earlier attempt confirmed the switch before the pool went; no event is recorded for it",
+			"pool", in.Pool.String(), "uid", in.Pool.UID, "class", in.Class, "config", in.Config, "error", err)
+	}
+	return landed
+}
+
+// classMovedBeforeGone watches the pool from the claim's resourceVersion
+// until the deletion of the incarnation in.Pool names, and reports whether
+// a state on the way had the class on in.Config.
+func (a *Activities) classMovedBeforeGone(ctx context.Context, in SettleInput) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, lastStatesWait)
+	defer cancel()
+	w, err := a.Live.Watch(ctx, &v1alpha1.WorkerPoolList{},
+		ctrlclient.InNamespace(in.Pool.Namespace),
+		ctrlclient.MatchingFields{"metadata.name": in.Pool.Name},
+		&ctrlclient.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: in.ResourceVersion}})
+	if err != nil {
+		return false, fmt.Errorf("watching WorkerPool %s from resourceVersion %s: %w", in.Pool, in.ResourceVersion, err)
+	}
+	defer w.Stop()
+	return movedBeforeDeletion(ctx, w.ResultChan(), in)
+}
+
+// movedBeforeDeletion reads a pool's watch events up to the deletion of
+// in.Pool's incarnation and reports whether one had the class on in.Config.
+func movedBeforeDeletion(ctx context.Context, events <-chan watch.Event, in SettleInput) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("the deletion of WorkerPool %s (uid %s) was not replayed in time: %w", in.Pool, in.Pool.UID, ctx.Err())
+		case ev, ok := <-events:
+			if !ok {
+				return false, fmt.Errorf("the watch of WorkerPool %s closed before its deletion", in.Pool)
+			}
+			if ev.Type == watch.Error {
+				return false, fmt.Errorf("watching WorkerPool %s: %w", in.Pool, apierrors.FromObject(ev.Object))
+			}
+			pool, ok := ev.Object.(*v1alpha1.WorkerPool)
+			if !ok || (in.Pool.UID != "" && string(pool.UID) != in.Pool.UID) {
+				continue // a bookmark, or a later pool under the same name
+			}
+			if st := pool.Status.ClassStatus(in.Class); st != nil && st.ConfigRef != nil && st.ConfigRef.Name == in.Config {
+				return true, nil
+			}
+			if ev.Type == watch.Deleted {
+				return false, nil
+			}
+		}
+	}
+}
