@@ -47,6 +47,7 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt -l lists files to format (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags record,crashtest ./replay/... ./internal/crashhook/...
 	$(MAKE) --no-print-directory generate
 	@if ! git diff --exit-code -- $(GENERATED) || [[ -n "$$(git ls-files --others --exclude-standard -- $(GENERATED))" ]]; then \
 		git status --short -- $(GENERATED); \

@@ -28,6 +28,8 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/internal/producttest"
@@ -236,7 +238,7 @@ func recordClaimRace(t *testing.T, rec *recording) {
 // release removes the finalizer in its first look.
 func recordReleaseAtOnce(t *testing.T, rec *recording) {
 	env := testenv.Current()
-	p := startProduct(t, env.Temporal)
+	p := startProduct(t, env.Temporal, &cacheCaughtUp{config: "retired"})
 	ctx := context.Background()
 	ns := env.Namespace(t)
 
@@ -247,13 +249,43 @@ func recordReleaseAtOnce(t *testing.T, rec *recording) {
 	p.WaitForConfig(t, ns, "mover", "retired", metav1.ConditionTrue)
 	producttest.Repin(t, p.Env.Kube, ns, "mover", "successor")
 	p.WaitForConfig(t, ns, "mover", "successor", metav1.ConditionTrue)
-	// The worker's cache of pools lags the API server by a moment; a release
-	// that still found the pool there would wait, which is another scenario.
-	time.Sleep(2 * time.Second)
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, retired))
 	p.WaitGone(t, retired)
 	rec.save("release-at-once", p.closedHistory(t, wfapi.ReleaseWorkflowID("retired")))
+}
+
+// cacheCaughtUp holds the release's look at the worker's cache of pools
+// for config until the cache no longer lists a user of it. The cache lags
+// the API server by a moment; a release that still found the pool that
+// just moved off the config there would wait for it, which is another
+// scenario. The history records only the look that found none.
+type cacheCaughtUp struct {
+	interceptor.WorkerInterceptorBase
+	config string
+}
+
+func (c *cacheCaughtUp) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &cacheCaughtUpActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, config: c.config}
+}
+
+type cacheCaughtUpActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	config string
+}
+
+func (a *cacheCaughtUpActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	if activity.GetInfo(ctx).ActivityType.Name != "CachedUsers" || len(in.Args) == 0 || in.Args[0] != a.config {
+		return a.Next.ExecuteActivity(ctx, in)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := a.Next.ExecuteActivity(ctx, in)
+		if users, ok := res.([]string); err != nil || !ok || len(users) == 0 || time.Now().After(deadline) {
+			return res, err
+		}
+		time.Sleep(50 * time.Millisecond) // polling the cache, with a deadline
+	}
 }
 
 // recordReleaseWaited: a config is deleted while a pinned pool uses it; its
