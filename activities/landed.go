@@ -44,9 +44,16 @@ func (a *Activities) landedBeforeGone(ctx context.Context, in SettleInput) bool 
 		return false
 	}
 	landed, err := a.classMovedBeforeGone(ctx, in)
-	if err != nil && activity.IsActivity(ctx) {
-		activity.GetLogger(ctx).Warn("cannot tell whether an earlier attempt confirmed the switch before the pool went; no event is recorded for it",
-			"pool", in.Pool.String(), "uid", in.Pool.UID, "class", in.Class, "config", in.Config, "error", err)
+	if activity.IsActivity(ctx) {
+		log := activity.GetLogger(ctx)
+		switch {
+		case err != nil:
+			log.Warn("cannot tell whether an earlier attempt confirmed the switch before the pool went; no event is recorded for it",
+				"pool", in.Pool.String(), "uid", in.Pool.UID, "class", in.Class, "config", in.Config, "error", err)
+		case landed:
+			log.Info("an earlier attempt confirmed the switch before the pool went (its completion was lost); its event is still recorded",
+				"pool", in.Pool.String(), "uid", in.Pool.UID, "class", in.Class, "config", in.Config)
+		}
 	}
 	return landed
 }
