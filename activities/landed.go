@@ -33,10 +33,17 @@ const lastStatesWait = 5 * time.Second
 // Without that history (a claim recorded before claims returned their
 // version, or a retry so late that the API server no longer holds it) the
 // move cannot be proved, and the switch ends without its event.
+//
+// A first attempt has no earlier one: a pool gone then was gone before
+// anything was written (a write that conflicts does not land), so it asks
+// nothing.
 func (a *Activities) landedBeforeGone(ctx context.Context, in SettleInput) bool {
-	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+	if activity.IsActivity(ctx) {
+		if activity.GetInfo(ctx).Attempt <= 1 {
+			return false
+		}
 		var landed string
-		if activity.GetHeartbeatDetails(ctx, &landed) == nil && landed == confirmLanded {
+		if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &landed) == nil && landed == confirmLanded {
 			return true
 		}
 	}
