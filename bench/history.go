@@ -10,20 +10,32 @@ import (
 	tclient "go.temporal.io/sdk/client"
 )
 
-// shapeStats counts what switches cost in Temporal, from sampled histories.
+// shapeStats counts what switches cost in Temporal, from sampled pools:
+// every execution a switch started (found by the pool's WorkerPool search
+// attribute and its start time), whole, plus what a long-running pool
+// workflow (the pool+child shapes') gained during the switch.
 type shapeStats struct {
 	Samples int `json:"samples"`
-	// EventsPerSwitch: every event a pool's workflows gained in the switch
-	// window (the parent's, with any extra pass the switch caused, plus the
-	// switch workflow's).
+	// StateTransitions: the StateTransitionCount (DescribeWorkflowExecution)
+	// of every execution the switch started, plus the long-running
+	// workflow's gain over the switch window.
+	StateTransitions float64 `json:"state_transitions_per_switch"`
+	// LongRunningTransitions: the long-running workflow's share of it.
+	LongRunningTransitions float64 `json:"long_running_transitions_per_switch"`
+	// Executions: executions the switch started (1 in the lean shape: the
+	// switch itself; 1 in the pool+child shapes: the child).
+	Executions float64 `json:"executions_per_switch"`
+	// EventsPerSwitch: every event of the executions the switch started,
+	// plus the events the long-running workflow gained in the window.
 	EventsPerSwitch float64 `json:"events_per_switch"`
-	// PassesPerSwitch: the parent's passes (Observe markers) in the window.
+	// PassesPerSwitch: the long-running workflow's passes (Observe
+	// markers) in the window.
 	PassesPerSwitch float64 `json:"passes_per_switch"`
-	// Child: the switch workflow's events.
+	// Child: the events of the executions the switch started.
 	Child float64 `json:"child_events"`
-	// SwitchPass: the parent's events of one pass that ran a switch, and
-	// PlainPass those of a pass that switched nothing (from passes that had
-	// a wake-up of their own).
+	// SwitchPass: the long-running workflow's events of one pass that ran
+	// a switch, and PlainPass those of a pass that switched nothing (from
+	// passes that had a wake-up of their own).
 	SwitchPass   float64 `json:"switch_pass_events"`
 	SwitchPasses int     `json:"switch_passes_sampled"`
 	PlainPass    float64 `json:"plain_pass_events"`
@@ -34,21 +46,22 @@ type shapeStats struct {
 	WorkflowTasks   float64 `json:"workflow_tasks"`
 	// Retries: activity attempts beyond the first, per switch.
 	Retries float64 `json:"retries"`
-	// Signals: signals a pool workflow received in the window.
+	// Signals: signals the pool's executions received in the window.
 	Signals float64 `json:"signals"`
-	// ReleaseEvents, ReleasePasses: per pool, in the release window (the
-	// passes the old default's deletion causes).
+	// ReleaseEvents, ReleasePasses: per pool, in the release window: the
+	// events of executions of the pool started in it and those the
+	// long-running workflow gained, and its passes.
 	ReleaseEvents float64 `json:"release_events_per_pool,omitempty"`
 	ReleasePasses float64 `json:"release_passes_per_pool,omitempty"`
 }
 
-func history(ctx context.Context, tc tclient.Client, id string) ([]*historypb.HistoryEvent, error) {
-	it := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+func history(ctx context.Context, tc tclient.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
+	it := tc.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var evs []*historypb.HistoryEvent
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return nil, fmt.Errorf("history of %s: %w", id, err)
+			return nil, fmt.Errorf("history of %s (run %s): %w", id, runID, err)
 		}
 		evs = append(evs, ev)
 	}
@@ -58,6 +71,16 @@ func history(ctx context.Context, tc tclient.Client, id string) ([]*historypb.Hi
 type counted struct {
 	events, activities, locals, tasks, retries, signals int
 	childStarts                                         int
+}
+
+func (c *counted) add(o counted) {
+	c.events += o.events
+	c.activities += o.activities
+	c.locals += o.locals
+	c.tasks += o.tasks
+	c.retries += o.retries
+	c.signals += o.signals
+	c.childStarts += o.childStarts
 }
 
 func count(evs []*historypb.HistoryEvent) counted {
@@ -130,37 +153,80 @@ func segments(evs []*historypb.HistoryEvent) [][]*historypb.HistoryEvent {
 	return append(out, evs[start:])
 }
 
-// measureShape reads the histories of sampled pool workflows (parents) and
-// of their switch workflow, and averages what the switch window
-// [from, to) and the release window [to, end) added per pool.
-func measureShape(ctx context.Context, tc tclient.Client, parents []string, switchID func(parent string) string, from, to, end time.Time) (*shapeStats, error) {
+// switchWindow is what measureShape averages over: the switch window
+// [From, To), the release window [To, End) (End zero: none), and the
+// long-running workflows' state transitions at From and at To.
+type switchWindow struct {
+	From, To, End     time.Time
+	LRBefore, LRAfter map[string]int64
+}
+
+// measureShape reads, for each sampled pool, every execution started in
+// the switch window (waiting for each to be at rest) and the long-running
+// workflow's history, and averages per pool what the switch cost.
+func measureShape(ctx context.Context, tc tclient.Client, samples []poolSample, win switchWindow) (*shapeStats, error) {
 	st := &shapeStats{}
 	var switchPass, plainPass float64
-	for _, parent := range parents {
-		evs, err := history(ctx, tc, parent)
-		if err != nil {
-			return nil, err
-		}
-		child, err := history(ctx, tc, switchID(parent))
+	for _, s := range samples {
+		execs, err := awaitPoolExecutions(ctx, tc, s, win.From, win.To)
 		if err != nil {
 			return nil, err
 		}
 		st.Samples++
-		w, cc := count(window(evs, from, to)), count(child)
-		st.EventsPerSwitch += float64(w.events + cc.events)
-		st.PassesPerSwitch += float64(w.locals)
-		st.Child += float64(cc.events)
-		st.Activities += float64(w.activities + cc.activities)
-		st.LocalActivities += float64(w.locals + cc.locals)
-		st.WorkflowTasks += float64(w.tasks + cc.tasks)
-		st.Retries += float64(w.retries + cc.retries)
-		st.Signals += float64(w.signals)
-		if !end.IsZero() {
-			r := count(window(evs, to, end))
-			st.ReleaseEvents += float64(r.events)
-			st.ReleasePasses += float64(r.locals)
+		var started counted
+		for _, e := range execs {
+			n, _, err := settledTransitions(ctx, tc, e.ID, e.RunID)
+			if err != nil {
+				return nil, err
+			}
+			st.StateTransitions += float64(n)
+			evs, err := history(ctx, tc, e.ID, e.RunID)
+			if err != nil {
+				return nil, err
+			}
+			started.add(count(evs))
 		}
-		for i, seg := range segments(evs) {
+		st.Executions += float64(len(execs))
+		st.Child += float64(started.events)
+		total := started
+		before, long := win.LRBefore[s.LongRunning]
+		var lr []*historypb.HistoryEvent
+		if long {
+			if lr, err = history(ctx, tc, s.LongRunning, ""); err != nil {
+				return nil, err
+			}
+			w := count(window(lr, win.From, win.To))
+			total.add(w)
+			st.PassesPerSwitch += float64(w.locals)
+			gained := float64(win.LRAfter[s.LongRunning] - before)
+			st.StateTransitions += gained
+			st.LongRunningTransitions += gained
+		}
+		st.EventsPerSwitch += float64(total.events)
+		st.Activities += float64(total.activities)
+		st.LocalActivities += float64(total.locals)
+		st.WorkflowTasks += float64(total.tasks)
+		st.Retries += float64(total.retries)
+		st.Signals += float64(total.signals)
+		if !win.End.IsZero() {
+			rel, err := poolExecutions(ctx, tc, s, win.To, win.End)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range rel {
+				evs, err := history(ctx, tc, e.ID, e.RunID)
+				if err != nil {
+					return nil, err
+				}
+				st.ReleaseEvents += float64(len(evs))
+			}
+			if long {
+				r := count(window(lr, win.To, win.End))
+				st.ReleaseEvents += float64(r.events)
+				st.ReleasePasses += float64(r.locals)
+			}
+		}
+		for i, seg := range segments(lr) {
 			c := count(seg)
 			switch {
 			case i == 0 || c.locals != 1:
@@ -175,11 +241,12 @@ func measureShape(ctx context.Context, tc tclient.Client, parents []string, swit
 		}
 	}
 	if st.Samples == 0 {
-		return st, fmt.Errorf("no histories sampled")
+		return st, fmt.Errorf("no executions sampled")
 	}
 	n := float64(st.Samples)
-	for _, v := range []*float64{&st.EventsPerSwitch, &st.PassesPerSwitch, &st.Child, &st.Activities, &st.LocalActivities,
-		&st.WorkflowTasks, &st.Retries, &st.Signals, &st.ReleaseEvents, &st.ReleasePasses} {
+	for _, v := range []*float64{&st.StateTransitions, &st.LongRunningTransitions, &st.Executions, &st.EventsPerSwitch,
+		&st.PassesPerSwitch, &st.Child, &st.Activities, &st.LocalActivities, &st.WorkflowTasks, &st.Retries, &st.Signals,
+		&st.ReleaseEvents, &st.ReleasePasses} {
 		*v = round(*v/n, 2)
 	}
 	if st.SwitchPasses > 0 {

@@ -143,7 +143,7 @@ func processMetrics(ctx context.Context, addr string, keep ...string) (map[strin
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name = line[:i]
 		}
-		if !strings.HasPrefix(name, "temporal_") && !strings.HasPrefix(name, "ate_") && !strings.HasPrefix(name, "rest_client_requests_total") {
+		if !scraped(name) {
 			continue
 		}
 		var labels map[string]string
@@ -181,4 +181,19 @@ func diffMetrics(after, before map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// scrapedPrefixes are the metrics the bench reads from the worker and the
+// starter: Temporal's SDK metrics, the product's own, client-go's request
+// counts, and controller-runtime's reconcile and work queue metrics.
+var scrapedPrefixes = []string{"temporal_", "ate_", "rest_client_requests_total",
+	"controller_runtime_reconcile_total", "controller_runtime_active_workers", "workqueue_depth", "workqueue_adds_total"}
+
+func scraped(name string) bool {
+	for _, p := range scrapedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

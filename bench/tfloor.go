@@ -18,18 +18,14 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// The Temporal floor: workflows of exactly the product's shape per switch,
-// whose activities do nothing. A pool-shaped parent, woken by a
-// signal-with-start, drains its signals, runs one local activity (Observe),
-// runs a child (the "local-steps" version marker, then Protect, Claim,
-// ReadConfig, Confirm, RecordEvent, local or regular as the product's switch
-// runs them, then the Outcome search attribute and the memo, as the
-// product's switch does) with the product's child options, and waits for
-// the next signal: the product applies the Deployment only when it is not
-// as wanted, and a switch does not change it. Activity and local activity
-// options are the product's. Only the bodies are empty.
+// The Temporal floor: workflows of a switch's shape whose activities do
+// nothing, on the bench's server, with a worker in this process that runs
+// the product's worker options and the product's activity and local
+// activity options. Only the bodies are empty. The lean shape (floorlean.go)
+// is the product's; the pool+child shapes (floorchild.go) are the ones it
+// replaced, kept selectable (-shapes) so the decision can be compared on the
+// same server.
 const (
-	floorPoolType     = "BenchFloorPool"
 	floorIDPrefix     = "bench-floor/"
 	floorSignalWorker = 8 // the starter's default concurrency
 )
@@ -38,20 +34,42 @@ const (
 type shape string
 
 const (
-	// shapeProduct is the product's: a child of five activities, the pool
-	// writes (Claim, Confirm) regular, the rest local; no Deployment apply
-	// (the Deployment does not depend on the config).
-	shapeProduct shape = "product"
-	// shapeMerged: the same steps in two activities (protect+claim;
-	// read+confirm/roll back+event).
+	// shapeLean is the product's: a top-level switch execution per switch,
+	// Protect local then Claim regular (eagerly dispatched) in its first
+	// workflow task, ReadConfig, Confirm, RecordEvent and WakeReleases local
+	// in its second, then the Outcome upsert.
+	shapeLean shape = "lean"
+	// shapeChild is the shape before it: a long-running pool workflow,
+	// signalled, runs Observe (local) and a child switch of five steps, the
+	// pool writes (Claim, Confirm) regular, the rest local.
+	shapeChild shape = "child"
+	// shapeMerged: the pool workflow with a child of two activities
+	// (protect+claim; read+confirm/roll back+event).
 	shapeMerged shape = "merged"
-	// shapeLocal: the five steps as local activities.
-	shapeLocal shape = "local"
+	// shapeLocalChild: the pool workflow with a child of five local
+	// activities.
+	shapeLocalChild shape = "local-child"
 )
+
+var shapes = []shape{shapeLean, shapeChild, shapeMerged, shapeLocalChild}
+
+// parseShape reads a -shapes entry; "product" names the product's shape.
+func parseShape(s string) (shape, bool) {
+	if s == "product" {
+		return shapeLean, true
+	}
+	for _, sh := range shapes {
+		if string(sh) == s {
+			return sh, true
+		}
+	}
+	return "", false
+}
 
 func (s shape) switchType() string { return "BenchSwitch-" + string(s) }
 
-var shapes = []shape{shapeProduct, shapeMerged, shapeLocal}
+// pooled reports whether the shape keeps a long-running pool workflow.
+func (s shape) pooled() bool { return s != shapeLean }
 
 type floorRef struct {
 	Namespace string `json:"namespace"`
@@ -60,17 +78,6 @@ type floorRef struct {
 }
 
 func (r floorRef) key() string { return r.Namespace + "/" + r.Name }
-
-type floorPoolInput struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Prefix begins the workflow IDs of the shape.
-	Prefix string `json:"prefix"`
-	Shape  shape  `json:"shape"`
-	// Warm starts the workflow idle, as a pool workflow that has already
-	// passed once: it reports that it is ready and waits for a signal.
-	Warm bool `json:"warm,omitempty"`
-}
 
 type floorSwitchInput struct {
 	Pool       floorRef `json:"pool"`
@@ -184,6 +191,10 @@ func (a *floorActs) RecordEvent(_ context.Context, ref floorRef) error {
 	return nil
 }
 
+// WakeReleases is the lean switch's last step (the product runs it when
+// the class left a config in deletion; the floor always does).
+func (a *floorActs) WakeReleases(context.Context, []string) error { return nil }
+
 // Settle is the merged shape's second activity: read, confirm, event.
 func (a *floorActs) Settle(_ context.Context, in floorSwitchInput) error {
 	_, e, _ := a.trackers()
@@ -224,138 +235,10 @@ func floorLocalSteps(ctx workflow.Context) workflow.Context {
 	})
 }
 
-func drainSignals(ch workflow.ReceiveChannel) {
-	for ch.ReceiveAsync(nil) {
-	}
-}
-
-// floorPool is the pool workflow's shape.
-func floorPool(ctx workflow.Context, in floorPoolInput) error {
-	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
-	ref := floorRef{Namespace: in.Namespace, Name: in.Name}
-	if in.Warm {
-		if err := workflow.ExecuteLocalActivity(floorLocal(ctx), nilActs.Ready, ref.key()).Get(ctx, nil); err != nil {
-			return err
-		}
-		reresolve.Receive(ctx, nil)
-	}
-	switches := 0
-	for {
-		drainSignals(reresolve)
-		var obs floorObservation
-		if err := workflow.ExecuteLocalActivity(floorLocal(ctx), nilActs.Observe, ref).Get(ctx, &obs); err != nil {
-			return err
-		}
-		ref.UID = obs.UID
-		switches++
-		sw := floorSwitchInput{Pool: ref, Class: "gvisor", From: oldDefault, To: newDefault, Generation: obs.Generation}
-		key := in.Prefix + wfapi.PoolKey(ref.Namespace, ref.Name)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: fmt.Sprintf("%s/switch/%d", key, switches),
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				searchattr.WorkerPoolKey.ValueSet(key),
-				searchattr.SandboxClassKey.ValueSet(sw.Class),
-				searchattr.ToConfigKey.ValueSet(sw.To),
-				searchattr.FromConfigKey.ValueSet(sw.From),
-			),
-			Memo:                  map[string]any{"summary": fmt.Sprintf("%s: sandbox class %q from %q to %q", key, sw.Class, sw.From, sw.To)},
-			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		})
-		var out floorResult
-		if err := workflow.ExecuteChildWorkflow(cctx, in.Shape.switchType(), sw).Get(ctx, &out); err != nil {
-			return err
-		}
-		if !workflow.IsReplaying(ctx) {
-			// A pass after a switch applies nothing: the Observation shows
-			// the Deployment as wanted. Telling the bench the pass is over
-			// from workflow code adds no event (replays tell it nothing).
-			floorCurrent.Load().passDone(ref.key())
-		}
-		reresolve.Receive(ctx, nil)
-	}
-}
-
-// floorSwitch is the switch workflow's shape (workflows.Switch): the
-// version it records, five steps of which the pool writes (Claim, Confirm)
-// are regular activities and the rest local ones, then the outcome as a
-// search attribute and in the memo.
-func floorSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
-	ctx = floorActivities(ctx)
-	local := floorLocalSteps(ctx)
-	workflow.GetLogger(ctx).Info("switching", "pool", in.Pool.key(), "from", in.From, "to", in.To)
-	// The product's switch asks this once per run: a marker and a
-	// TemporalChangeVersion search attribute update in every switch's
-	// history.
-	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
-	var check floorCheck
-	if err := workflow.ExecuteLocalActivity(local, nilActs.Protect, in).Get(ctx, &check); err != nil {
-		return nil, err
-	}
-	var ok bool
-	if err := workflow.ExecuteActivity(ctx, nilActs.Claim, in).Get(ctx, &ok); err != nil {
-		return nil, err
-	}
-	var live floorCheck
-	if err := workflow.ExecuteLocalActivity(local, nilActs.ReadConfig, in.To).Get(ctx, &live); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteActivity(ctx, nilActs.Confirm, in).Get(ctx, &ok); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteLocalActivity(local, nilActs.RecordEvent, in.Pool).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return finishShape(ctx, in)
-}
-
-// mergedSwitch runs the same steps in two activities: protect then claim
-// (the finalizer still lands before the claim, and a retry repeats both,
-// each idempotent), and read then confirm or roll back then the event (the
-// event still follows the write it reports).
-func mergedSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
-	ctx = floorActivities(ctx)
-	workflow.GetLogger(ctx).Info("switching", "pool", in.Pool.key(), "from", in.From, "to", in.To)
-	var check floorCheck
-	if err := workflow.ExecuteActivity(ctx, nilActs.Protect, in).Get(ctx, &check); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteActivity(ctx, nilActs.Settle, in).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return finishShape(ctx, in)
-}
-
-// localSwitch runs the same five steps, in the same order, each still
-// retried until it succeeds and recorded in the switch's own history, as
-// local activities, which the worker runs inside the workflow task: one
-// marker event each instead of three events and a round trip through the
-// server's queues.
-func localSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
-	ctx = floorLocal(ctx)
-	workflow.GetLogger(ctx).Info("switching", "pool", in.Pool.key(), "from", in.From, "to", in.To)
-	var check floorCheck
-	if err := workflow.ExecuteLocalActivity(ctx, nilActs.Protect, in).Get(ctx, &check); err != nil {
-		return nil, err
-	}
-	var ok bool
-	if err := workflow.ExecuteLocalActivity(ctx, nilActs.Claim, in).Get(ctx, &ok); err != nil {
-		return nil, err
-	}
-	var live floorCheck
-	if err := workflow.ExecuteLocalActivity(ctx, nilActs.ReadConfig, in.To).Get(ctx, &live); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteLocalActivity(ctx, nilActs.Confirm, in).Get(ctx, &ok); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteLocalActivity(ctx, nilActs.RecordEvent, in.Pool).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return finishShape(ctx, in)
-}
-
-func finishShape(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
+// finishShape ends a switch as the product's does: the Outcome search
+// attribute, the switch metrics and, with memo, the memo's summary (the
+// pool+child shapes' switch rewrote it; the lean one sets it at start).
+func finishShape(ctx workflow.Context, in floorSwitchInput, memo bool) (*floorResult, error) {
 	res := &floorResult{Outcome: wfapi.OutcomeConfirmed}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
 		return nil, err
@@ -363,6 +246,9 @@ func finishShape(ctx workflow.Context, in floorSwitchInput) (*floorResult, error
 	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": res.Outcome, "sandbox_class": in.Class})
 	m.Counter("ate_switches").Inc(1)
 	m.Timer("ate_switch_duration").Record(workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime))
+	if !memo {
+		return res, nil
+	}
 	summary := fmt.Sprintf("%s: sandbox class %q from %q to %q: %s", in.Pool.key(), in.Class, in.From, in.To, res.Outcome)
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		return nil, err
@@ -372,14 +258,19 @@ func finishShape(ctx workflow.Context, in floorSwitchInput) (*floorResult, error
 
 // floorRun is one measurement of a shape on the bench's Temporal server.
 type floorRun struct {
-	// Seconds: from the first signal until every pool's RecordEvent ran
-	// (the point the product is timed to); FullSeconds: until every
-	// pool's pass ended.
+	// Seconds: from the first start or signal until every pool's
+	// RecordEvent ran (the point the product is timed to); FullSeconds:
+	// until every switch's (or pass's) last workflow task ran.
 	Seconds, FullSeconds, WarmSeconds float64
 	Shape                             shape
 	TaskQueue                         string
 	// Start and End bound the timed part, for the history window.
 	Start, End time.Time
+	// Sample: the pools whose executions are measured; lrBefore and
+	// lrAfter: the state transitions of their long-running workflows (the
+	// pool+child shapes' pool workflows) before and after the timed part.
+	Sample            []poolSample
+	lrBefore, lrAfter map[string]int64
 	// CPU per process during the timed part; the floor worker's mean
 	// schedule-to-start latencies.
 	CPU                           map[string]float64
@@ -387,11 +278,11 @@ type floorRun struct {
 	WorkflowTaskScheduleToStartMs float64
 }
 
-// temporalFloor starts n pool-shaped workflows idle (not timed), then
-// times n signal-with-starts, sent as the starter sends them, until every
-// pass has run. The worker runs in this process with opts.
+// temporalFloor times n switches of shape sh: for the lean shape, n
+// top-level executions started as the starter starts them; for the
+// pool+child shapes, n pool workflows started idle (not timed), then n
+// signal-with-starts. The worker runs in this process with opts.
 func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, sh shape, prefix string) (*floorRun, error) {
-	poolType := floorPoolType
 	run := &floorRun{Shape: sh, TaskQueue: fmt.Sprintf("bench-%s-%d", sh, time.Now().UnixNano())}
 	acts := &floorActs{}
 	acts.reset(n)
@@ -399,121 +290,101 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	lat := newLatencies()
 	wc, err := tclient.NewClientFromExisting(tc, tclient.Options{MetricsHandler: lat, Logger: quietLogger()})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("floor worker's client: %w", err)
 	}
 	defer wc.Close()
 	w := worker.New(wc, run.TaskQueue, opts)
-	w.RegisterWorkflowWithOptions(floorPool, workflow.RegisterOptions{Name: floorPoolType})
-	w.RegisterWorkflowWithOptions(floorSwitch, workflow.RegisterOptions{Name: shapeProduct.switchType()})
-	w.RegisterWorkflowWithOptions(mergedSwitch, workflow.RegisterOptions{Name: shapeMerged.switchType()})
-	w.RegisterWorkflowWithOptions(localSwitch, workflow.RegisterOptions{Name: shapeLocal.switchType()})
-	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	registerFloor(w, acts)
 	if err := w.Start(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting the floor's worker: %w", err)
 	}
 	defer w.Stop()
 
-	id := func(i int) string { return prefix + wfapi.PoolKey(namespaceName(i), poolName(i)) }
-	startOpts := func(i int) tclient.StartWorkflowOptions {
-		return tclient.StartWorkflowOptions{
-			ID: id(i), TaskQueue: run.TaskQueue,
-			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.WorkerPoolKey.ValueSet(id(i))),
-			Memo:                  map[string]any{"summary": "keeps WorkerPool " + id(i) + " on its SandboxConfig"},
+	run.Sample = floorSample(prefix, n, min(5, n))
+	if sh.pooled() {
+		warm := time.Now()
+		if err := startFloorPools(ctx, tc, lat, acts, n, sh, prefix, run.TaskQueue); err != nil {
+			return nil, err
 		}
+		run.WarmSeconds = time.Since(warm).Seconds()
 	}
-	warm := time.Now()
-	if err := parallel(ctx, n, floorSignalWorker, func(ctx context.Context, i int) error {
-		_, err := tc.ExecuteWorkflow(ctx, startOpts(i), poolType, floorPoolInput{Namespace: namespaceName(i), Name: poolName(i), Prefix: prefix, Shape: sh, Warm: true})
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("starting the floor's pool workflows: %w", err)
+	if run.lrBefore, err = longRunningTransitions(ctx, tc, run.Sample); err != nil {
+		return nil, err
 	}
-	ready, events, passes := acts.trackers()
-	if err := waitTimeout(ctx, ready, 10*time.Minute); err != nil {
-		return nil, fmt.Errorf("floor pools did not start: %w", err)
-	}
-	run.WarmSeconds = time.Since(warm).Seconds()
-	time.Sleep(time.Second) // let the last start's workflow task complete
 
+	_, events, passes := acts.trackers()
 	lat.reset()
 	cpu := takeCPU()
 	start := time.Now()
-	if err := parallel(ctx, n, floorSignalWorker, func(ctx context.Context, i int) error {
-		_, err := tc.SignalWithStartWorkflow(ctx, id(i), wfapi.SignalReresolve, nil, startOpts(i), poolType,
-			floorPoolInput{Namespace: namespaceName(i), Name: poolName(i), Prefix: prefix, Shape: sh})
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("signalling the floor's pool workflows: %w", err)
+	if sh.pooled() {
+		err = signalFloorPools(ctx, tc, n, sh, prefix, run.TaskQueue)
+	} else {
+		err = startLeanSwitches(ctx, tc, n, prefix, run.TaskQueue)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := waitTimeout(ctx, events, 15*time.Minute); err != nil {
 		return nil, fmt.Errorf("floor switches did not finish: %w", err)
 	}
 	run.Seconds = time.Since(start).Seconds()
 	if err := waitTimeout(ctx, passes, 5*time.Minute); err != nil {
-		return nil, fmt.Errorf("floor passes did not finish: %w", err)
+		return nil, fmt.Errorf("floor switches' last workflow tasks did not run: %w", err)
 	}
 	run.FullSeconds = time.Since(start).Seconds()
 	run.CPU = takeCPU().since(cpu)
 	run.ActivityScheduleToStartMs = lat.meanMs("temporal_activity_schedule_to_start_latency")
 	run.WorkflowTaskScheduleToStartMs = lat.meanMs("temporal_workflow_task_schedule_to_start_latency")
+	// The window for the histories: the last workflow task's completion
+	// reaches the server just after the workflow code reported it.
 	run.Start, run.End = start, time.Now().Add(time.Second)
+	if run.lrAfter, err = longRunningTransitions(ctx, tc, run.Sample); err != nil {
+		return nil, err
+	}
 	return run, nil
 }
+
+func registerFloor(w worker.Worker, acts *floorActs) {
+	w.RegisterWorkflowWithOptions(floorPool, workflow.RegisterOptions{Name: floorPoolType})
+	w.RegisterWorkflowWithOptions(childSwitch, workflow.RegisterOptions{Name: shapeChild.switchType()})
+	w.RegisterWorkflowWithOptions(mergedSwitch, workflow.RegisterOptions{Name: shapeMerged.switchType()})
+	w.RegisterWorkflowWithOptions(localChildSwitch, workflow.RegisterOptions{Name: shapeLocalChild.switchType()})
+	w.RegisterWorkflowWithOptions(leanSwitch, workflow.RegisterOptions{Name: shapeLean.switchType()})
+	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+}
+
+// floorSample picks k of the floor's n pools, spread over them.
+func floorSample(prefix string, n, k int) []poolSample {
+	var out []poolSample
+	for j := range k {
+		i := j * n / k
+		id := prefix + wfapi.PoolKey(namespaceName(i), poolName(i))
+		out = append(out, poolSample{Key: id, LongRunning: id})
+	}
+	return out
+}
+
+// floorSearchAttributes are a switch's search attributes as the product
+// sets them at start.
+func floorSearchAttributes(key string, sw floorSwitchInput) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		searchattr.WorkerPoolKey.ValueSet(key),
+		searchattr.SandboxClassKey.ValueSet(sw.Class),
+		searchattr.ToConfigKey.ValueSet(sw.To),
+		searchattr.FromConfigKey.ValueSet(sw.From),
+	)
+}
+
+// floorSwitchFor is the switch every floor runs: gvisor from the old
+// default to the new one.
+func floorSwitchFor(ref floorRef) floorSwitchInput {
+	return floorSwitchInput{Pool: ref, Class: "gvisor", From: oldDefault, To: newDefault, Generation: 1}
+}
+
+var reuseAllowDuplicate = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 
 func waitTimeout(ctx context.Context, t *tracker, d time.Duration) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("timed out after %s", d))
 	defer cancel()
 	return t.wait(ctx)
 }
-
-// latencies is a client.MetricsHandler that keeps only the mean of the
-// schedule-to-start latencies of the floor's worker, to compare with the
-// product worker's.
-type latencies struct {
-	mu   sync.Mutex
-	sum  map[string]time.Duration
-	n    map[string]int
-	tags map[string]string
-}
-
-func newLatencies() *latencies {
-	return &latencies{sum: map[string]time.Duration{}, n: map[string]int{}}
-}
-
-func (l *latencies) WithTags(map[string]string) tclient.MetricsHandler { return l }
-func (l *latencies) Counter(string) tclient.MetricsCounter {
-	return tclient.MetricsNopHandler.Counter("")
-}
-func (l *latencies) Gauge(string) tclient.MetricsGauge { return tclient.MetricsNopHandler.Gauge("") }
-func (l *latencies) Timer(name string) tclient.MetricsTimer {
-	if name != "temporal_activity_schedule_to_start_latency" && name != "temporal_workflow_task_schedule_to_start_latency" {
-		return tclient.MetricsNopHandler.Timer(name)
-	}
-	return timerFunc(func(d time.Duration) {
-		l.mu.Lock()
-		l.sum[name] += d
-		l.n[name]++
-		l.mu.Unlock()
-	})
-}
-
-func (l *latencies) meanMs(name string) float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n[name] == 0 {
-		return 0
-	}
-	return round(float64(l.sum[name].Microseconds())/1000/float64(l.n[name]), 1)
-}
-
-func (l *latencies) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	clear(l.sum)
-	clear(l.n)
-}
-
-type timerFunc func(time.Duration)
-
-func (f timerFunc) Record(d time.Duration) { f(d) }

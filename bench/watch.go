@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,35 +21,44 @@ import (
 
 // watcher follows the pools, their events and the configs through one
 // watch each, so the bench's waiting costs the API server no requests per
-// poll.
+// poll. It follows every wave: the product's and the plain reconciler's,
+// each to a config of its own.
 type watcher struct {
 	mu sync.Mutex
 	// warm: the pool names the old default, Resolved, with its
-	// Deployment's fields in status (the product's first pass is done).
+	// Deployment's fields in status (as the API floor and the provisioning
+	// left it).
 	warm map[string]bool
-	// switched: when the pool's status first named the new default with
-	// Resolved True and no pending claim.
-	switched map[string]time.Time
-	// eventAt: when the pool's SandboxConfigSwitched event to the new
-	// default appeared; events counts them (one per pool is right).
-	eventAt map[string]time.Time
-	events  int
-	// goneAt: when the old default was deleted from the API server.
-	goneAt time.Time
+	// switched[config][pool]: when the pool's status first named config
+	// with Resolved True (at the pool's generation) and no pending claim.
+	switched map[string]map[string]time.Time
+	// eventAt[config][pool]: when the pool's first SandboxConfigSwitched
+	// event to config appeared; events[config] counts them all (one per
+	// pool is right).
+	eventAt map[string]map[string]time.Time
+	events  map[string]int
+	// goneAt[config]: when config was deleted from the API server.
+	goneAt map[string]time.Time
 }
 
 func key(ns, name string) string { return ns + "/" + name }
 
 func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
-	w := &watcher{warm: map[string]bool{}, switched: map[string]time.Time{}, eventAt: map[string]time.Time{}}
+	w := &watcher{
+		warm:     map[string]bool{},
+		switched: map[string]map[string]time.Time{},
+		eventAt:  map[string]map[string]time.Time{},
+		events:   map[string]int{},
+		goneAt:   map[string]time.Time{},
+	}
 	c, err := cache.New(cfg, cache.Options{Scheme: kube.Scheme})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the bench's watch cache: %w", err)
 	}
 	add := func(obj client.Object, h toolscache.ResourceEventHandlerFuncs) error {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
-			return err
+			return fmt.Errorf("watching %T: %w", obj, err)
 		}
 		_, err = inf.AddEventHandler(h)
 		return err
@@ -69,9 +79,9 @@ func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = t.Obj
 			}
-			if c, ok := o.(*v1alpha1.SandboxConfig); ok && c.Name == oldDefault {
+			if c, ok := o.(*v1alpha1.SandboxConfig); ok {
 				w.mu.Lock()
-				w.goneAt = time.Now()
+				w.goneAt[c.Name] = time.Now()
 				w.mu.Unlock()
 			}
 		},
@@ -100,63 +110,141 @@ func (w *watcher) pool(o any) {
 	resolved := c != nil && c.Status == "True" && c.ObservedGeneration == p.Generation
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch st.ConfigRef.Name {
-	case oldDefault:
+	name := st.ConfigRef.Name
+	if name == oldDefault {
 		w.warm[k] = resolved && p.Status.ObservedGeneration == p.Generation && p.Status.Selector != ""
-	case newDefault:
-		if _, seen := w.switched[k]; resolved && !seen {
-			w.switched[k] = now
-		}
+		return
 	}
+	if !resolved {
+		return
+	}
+	m := w.switched[name]
+	if m == nil {
+		m = map[string]time.Time{}
+		w.switched[name] = m
+	}
+	if _, seen := m[k]; !seen {
+		m[k] = now
+	}
+}
+
+// switchedTo returns the config a SandboxConfigSwitched note names as the
+// one the class moved to: the product's and the plain reconciler's notes
+// end in `to "<config>"`.
+func switchedTo(note string) (string, bool) {
+	i := strings.LastIndex(note, " to ")
+	if i < 0 {
+		return "", false
+	}
+	name, err := strconv.Unquote(note[i+len(" to "):])
+	return name, err == nil
 }
 
 func (w *watcher) event(o any) {
 	ev, ok := o.(*eventsv1.Event)
-	if !ok || ev.Reason != v1alpha1.EventReasonSandboxConfigSwitched || ev.Regarding.Kind != "WorkerPool" ||
-		!strings.HasSuffix(ev.Note, fmt.Sprintf("to %q", newDefault)) {
+	if !ok || ev.Reason != v1alpha1.EventReasonSandboxConfigSwitched || ev.Regarding.Kind != "WorkerPool" {
+		return
+	}
+	to, ok := switchedTo(ev.Note)
+	if !ok {
 		return
 	}
 	now := time.Now()
 	k := key(ev.Regarding.Namespace, ev.Regarding.Name)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.events++
-	if _, seen := w.eventAt[k]; !seen {
-		w.eventAt[k] = now
+	w.events[to]++
+	m := w.eventAt[to]
+	if m == nil {
+		m = map[string]time.Time{}
+		w.eventAt[to] = m
+	}
+	if _, seen := m[k]; !seen {
+		m[k] = now
 	}
 }
 
-func (w *watcher) counts() (warm, switched, events int, gone bool) {
+// warmCount is the number of pools on the old default, resolved and served.
+func (w *watcher) warmCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	n := 0
 	for _, ok := range w.warm {
 		if ok {
-			warm++
+			n++
 		}
 	}
-	return warm, len(w.switched), len(w.eventAt), !w.goneAt.IsZero()
+	return n
 }
 
-// lastTimes returns when the last pool switched and when the last event
-// appeared.
-func (w *watcher) lastTimes() (switched, event, gone time.Time) {
+// wave returns how many pools name config and how many have its event.
+func (w *watcher) wave(config string) (switched, events int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, t := range w.switched {
+	return len(w.switched[config]), len(w.eventAt[config])
+}
+
+// eventsTo counts every SandboxConfigSwitched event to config, duplicates
+// included.
+func (w *watcher) eventsTo(config string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events[config]
+}
+
+// gone returns when config was deleted, and whether it was.
+func (w *watcher) gone(config string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.goneAt[config]
+	return t, ok
+}
+
+// lastTimes returns when the last pool named config and when the last
+// event to it appeared.
+func (w *watcher) lastTimes(config string) (switched, event time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.switched[config] {
 		if t.After(switched) {
 			switched = t
 		}
 	}
-	for _, t := range w.eventAt {
+	for _, t := range w.eventAt[config] {
 		if t.After(event) {
 			event = t
 		}
 	}
-	return switched, event, w.goneAt
+	return switched, event
+}
+
+// waveTimes is how long a wave to a new default took, from start.
+type waveTimes struct {
+	Seconds, StatusSeconds, EventsSeconds float64
+}
+
+// awaitWave waits until all n pools name config (Resolved True, no claim)
+// and have its event, and returns the times since start.
+func (w *watcher) awaitWave(ctx context.Context, config string, n int, start time.Time, timeout time.Duration) (waveTimes, error) {
+	if err := until(ctx, timeout, "every pool on "+config+" with its event", func() (bool, string) {
+		switched, events := w.wave(config)
+		return switched == n && events == n, fmt.Sprintf("%d switched, %d events of %d", switched, events, n)
+	}); err != nil {
+		return waveTimes{}, err
+	}
+	lastSwitch, lastEvent := w.lastTimes(config)
+	t := waveTimes{StatusSeconds: secs(lastSwitch.Sub(start)), EventsSeconds: secs(lastEvent.Sub(start))}
+	t.Seconds = max(t.StatusSeconds, t.EventsSeconds)
+	return t, nil
 }
 
 // until polls cond (in memory) every 20 ms until it holds.
 func until(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+	return untilEvery(ctx, 20*time.Millisecond, timeout, what, cond)
+}
+
+// untilEvery polls cond every interval until it holds, for at most timeout.
+func untilEvery(ctx context.Context, interval, timeout time.Duration, what string, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for {
@@ -171,7 +259,7 @@ func until(ctx context.Context, timeout time.Duration, what string, cond func() 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w; last: %s", what, context.Cause(ctx), last)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

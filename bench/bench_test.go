@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSwitchedTo(t *testing.T) {
+	for note, want := range map[string]string{
+		`sandbox class "gvisor" switched from SandboxConfig "gvisor-default" to "gvisor-default-v2"`: "gvisor-default-v2",
+		`sandbox class "gvisor" switched from SandboxConfig "a to b" to "c"`:                         "c",
+		`sandbox class "gvisor" uses SandboxConfig "x"`:                                              "",
+	} {
+		got, ok := switchedTo(note)
+		if got != want || ok != (want != "") {
+			t.Errorf("switchedTo(%q) = %q, %v; want %q", note, got, ok, want)
+		}
+	}
+}
+
+func TestRecordRunsReplacesAnOlderHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "B.md")
+	doc := "intro\n\n" + runsMarker + "\n\n| date (UTC) | commit | old |\n|---|---|---|\n| 2026-01-01 | abc | 1 |\n\nafter\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &result{Pools: 10, Date: "2026-12-01T00:00:00Z", Commit: "def"}
+	if err := recordRuns(path, []*result{r}, "n"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if strings.Count(got, "| date (UTC) |") != 1 || !strings.Contains(got, runsHeader+"| 2026-12-01 00:00 | def | 10 |") ||
+		!strings.Contains(got, "| 2026-01-01 | abc | 1 |\n\nafter\n") {
+		t.Fatalf("recorded doc:\n%s", got)
+	}
+	if cells := strings.Count(strings.Split(runsHeader, "\n")[0], "|"); cells != strings.Count(strings.Split(got, "\n")[6], "|") {
+		t.Errorf("the new row has not as many cells as the header:\n%s", got)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	xs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	if got := spread(xs, 20); len(got) != 10 {
+		t.Errorf("spread of 10 into 20 = %v", got)
+	}
+	if got := spread(xs, 5); len(got) != 5 || got[0] != 0 || got[4] != 8 {
+		t.Errorf("spread of 10 into 5 = %v", got)
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// runProduct runs the product's worker and starter over the n pools, all
+// on the old default, and measures into r: the switch to a new default,
+// the release of the old one, and a restart of the starter. It stops them
+// before it returns.
+func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
+	env := []string{
+		"KUBECONFIG=" + s.kubeconfig,
+		"TEMPORAL_ADDRESS=" + s.temporal.Address(),
+		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
+		"TEMPORAL_TASK_QUEUE=" + wfapi.DefaultTaskQueue,
+		"ATE_BENCH_WORKER_OPTIONS=" + cfg.workerOptions,
+	}
+	wp, err := startProcess("worker", bins["worker"], logDir, env)
+	if err != nil {
+		return err
+	}
+	sp, err := startProcess("starter", bins["starter"], logDir, env)
+	if err != nil {
+		_ = wp.stop()
+		return err
+	}
+	defer func() {
+		if stopErr := errors.Join(sp.stop(), wp.stop()); stopErr != nil {
+			log.Warn("stopping the product", "error", stopErr)
+		}
+	}()
+
+	// Up: both ready, every pool still on the old default (the API floor
+	// put it there and the bench provisioned its Deployment: the starter
+	// has nothing to start), the API server and the worker quiet.
+	warmStart := time.Now()
+	for _, p := range []*process{wp, sp} {
+		if err := p.waitReady(ctx, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	if err := until(ctx, 2*time.Minute, "every pool on "+oldDefault+", resolved and served", func() (bool, string) {
+		warm := w.warmCount()
+		return warm == n, fmt.Sprintf("%d of %d", warm, n)
+	}); err != nil {
+		return err
+	}
+	if _, err := quiesce(ctx, s, time.Now(), wp); err != nil {
+		return err
+	}
+	r.ProductWarmSeconds = secs(time.Since(warmStart))
+	log.Info("product up; every pool on the old default", "warmUpSeconds", r.ProductWarmSeconds)
+
+	// 3. A new class default.
+	sample := productSample(n, min(cfg.samples, n))
+	lrBefore, err := longRunningTransitions(ctx, s.tc, sample)
+	if err != nil {
+		return err
+	}
+	before, err := snapshot(ctx, s, wp, sp)
+	if err != nil {
+		return err
+	}
+	sampler := sampleConcurrency(ctx, wp)
+	start := time.Now()
+	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
+		return fmt.Errorf("creating class default %s: %w", newDefault, err)
+	}
+	times, err := w.awaitWave(ctx, newDefault, n, start, 15*time.Minute)
+	if err != nil {
+		return err
+	}
+	r.Seconds, r.StatusSeconds, r.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
+	log.Info("switched", "seconds", r.Seconds, "statusSeconds", r.StatusSeconds, "eventsSeconds", r.EventsSeconds)
+	settled, err := quiesce(ctx, s, start, wp)
+	if err != nil {
+		return err
+	}
+	r.SwitchSettleSeconds = secs(settled.Sub(start))
+	r.ActivityConcurrency = sampler()
+	mid, err := snapshot(ctx, s, wp, sp)
+	if err != nil {
+		return err
+	}
+	lrAfter, err := longRunningTransitions(ctx, s.tc, sample)
+	if err != nil {
+		return err
+	}
+	// At rest after the wave.
+	if r.WorkerRSSMiB, err = memoryMiB(wp.pid(), "VmRSS"); err != nil {
+		return err
+	}
+	if r.StarterRSSMiB, err = memoryMiB(sp.pid(), "VmRSS"); err != nil {
+		return err
+	}
+
+	// 4. Delete the old default.
+	release := time.Now()
+	if err := s.kc.Delete(ctx, gvisorDefault(oldDefault)); err != nil {
+		return fmt.Errorf("deleting %s: %w", oldDefault, err)
+	}
+	if err := until(ctx, 10*time.Minute, "the old default to be gone", func() (bool, string) {
+		_, gone := w.gone(oldDefault)
+		return gone, "still there"
+	}); err != nil {
+		return err
+	}
+	goneAt, _ := w.gone(oldDefault)
+	r.ReleaseSeconds = secs(goneAt.Sub(release))
+	log.Info("released", "seconds", r.ReleaseSeconds)
+	if settled, err = quiesce(ctx, s, release, wp); err != nil {
+		return err
+	}
+	r.ReleaseSettleSeconds = secs(settled.Sub(release))
+	after, err := snapshot(ctx, s, wp, sp)
+	if err != nil {
+		return err
+	}
+	r.fillCosts(before, mid, after)
+	r.EventsRecorded = w.eventsTo(newDefault)
+	if r.History, err = measureShape(ctx, s.tc, sample, switchWindow{From: before.at, To: mid.at, End: after.at, LRBefore: lrBefore, LRAfter: lrAfter}); err != nil {
+		return fmt.Errorf("product executions: %w", err)
+	}
+	r.HistoryEventsPerSwitch = r.History.EventsPerSwitch
+	r.StateTransitionsPerSwitch = r.History.StateTransitions
+	log.Info("costs", "stateTransitionsPerSwitch", r.StateTransitionsPerSwitch, "writesPerSwitch", r.WritesPerSwitch, "readsPerSwitch", r.ReadsPerSwitch,
+		"historyEventsPerSwitch", r.HistoryEventsPerSwitch, "workerRSSMiB", round(r.WorkerRSSMiB, 1), "cpu", formatCPU(r.SwitchCPUSeconds),
+		"wftScheduleToStartMs", r.WFTaskScheduleToStart, "activityScheduleToStartMs", r.ActivityScheduleToStart)
+
+	// 5. Restart the starter over the up-to-date pools.
+	starterPeak, err := memoryMiB(sp.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	r.Restart, sp, err = restartStarter(ctx, s, sp, bins["starter"], logDir, env, n, log)
+	if err != nil {
+		if sp == nil {
+			sp = &process{} // stopped: nothing left to stop
+		}
+		return fmt.Errorf("restarting the starter: %w", err)
+	}
+	r.RestartSeconds, r.RestartStateTransitionsPerPool = r.Restart.Seconds, r.Restart.StateTransitionsPerPool
+	newPeak, err := memoryMiB(sp.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	workerPeak, err := memoryMiB(wp.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	r.WorkerPeakRSSMiB, r.StarterPeakRSSMiB = round(workerPeak, 1), round(max(starterPeak, newPeak), 1)
+	r.RSSMiB = round(r.WorkerPeakRSSMiB+r.StarterPeakRSSMiB, 1)
+	r.WorkerRSSMiB, r.StarterRSSMiB = round(r.WorkerRSSMiB, 1), round(r.StarterRSSMiB, 1)
+	return nil
+}
+
+// productSample picks k pools spread over the N: their WorkerPool search
+// attribute, and the ID of the pool workflow of the pool+child product (the
+// lean product has none).
+func productSample(n, k int) []poolSample {
+	var out []poolSample
+	for j := range k {
+		i := j * n / k
+		ns, name := namespaceName(i), poolName(i)
+		out = append(out, poolSample{Key: wfapi.PoolKey(ns, name), LongRunning: wfapi.PoolWorkflowID(ns, name)})
+	}
+	return out
+}
+
+// concurrency is how many activities the product's worker ran at once
+// during the switch, sampled every half second.
+type concurrency struct {
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+func sampleConcurrency(ctx context.Context, wp *process) func() concurrency {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan concurrency, 1)
+	go func() {
+		var sum, peak float64
+		samples := 0
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				c := concurrency{Max: peak}
+				if samples > 0 {
+					c.Mean = round(sum/float64(samples), 1)
+				}
+				done <- c
+				return
+			case <-t.C:
+			}
+			m, err := processMetrics(ctx, wp.metricsAddr, "worker_type")
+			if err != nil {
+				continue
+			}
+			used := m["temporal_worker_task_slots_used|worker_type=ActivityWorker"] + m["temporal_worker_task_slots_used|worker_type=LocalActivityWorker"]
+			sum, peak, samples = sum+used, max(peak, used), samples+1
+		}
+	}()
+	return func() concurrency { cancel(); return <-done }
+}
