@@ -6,13 +6,14 @@
 package activities
 
 import (
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/client-go/kubernetes"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools,verbs=get;list;watch
@@ -46,20 +47,11 @@ type Activities struct {
 	Instance string
 }
 
-// PoolRef names a WorkerPool, and the incarnation of it a workflow acts for:
-// a pool deleted and created again under the same name has a new UID, and
-// writes meant for the old one must not land on the new one.
-type PoolRef struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid,omitempty"`
-}
+// PoolRef names a WorkerPool and the incarnation of it a workflow acts for;
+// it is part of the workflows' contract (wfapi).
+type PoolRef = wfapi.PoolRef
 
-func (p PoolRef) String() string { return p.Namespace + "/" + p.Name }
-
-func (p PoolRef) key() ctrlclient.ObjectKey {
-	return ctrlclient.ObjectKey{Namespace: p.Namespace, Name: p.Name}
-}
+func poolKey(p PoolRef) ctrlclient.ObjectKey { return p.Key() }
 
 // Error types that no retry can fix.
 const (
@@ -70,13 +62,9 @@ func invalidInput(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalidInput, nil)
 }
 
-func (p PoolRef) validate() error {
+func validatePool(p PoolRef) error {
 	if p.Namespace == "" || p.Name == "" {
 		return invalidInput("a WorkerPool reference needs a namespace and a name, got %q", p.String())
 	}
 	return nil
 }
-
-// ErrPoolGone is returned inside results, not as an error: a pool that is
-// gone ends the workflow acting for it.
-var errConflictExhausted = errors.New("kept conflicting with other writers")

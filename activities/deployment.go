@@ -22,11 +22,11 @@ type DeploymentResult struct {
 // kept, fields this product owns are restored, and a field the pool's template
 // no longer sets is removed. The workflow decides whether the gate allows it.
 func (a *Activities) ApplyDeployment(ctx context.Context, ref PoolRef) (*DeploymentResult, error) {
-	if err := ref.validate(); err != nil {
+	if err := validatePool(ref); err != nil {
 		return nil, err
 	}
 	var pool v1alpha1.WorkerPool
-	if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+	if err := a.Live.Get(ctx, poolKey(ref), &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &DeploymentResult{PoolGone: true}, nil
 		}

@@ -36,7 +36,7 @@ type EventInput struct {
 // derived from the pool's UID and the key, so a retry after a crash finds it
 // already there.
 func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
-	if err := in.Pool.validate(); err != nil {
+	if err := validatePool(in.Pool); err != nil {
 		return err
 	}
 	if in.Pool.UID == "" || in.Key == "" || in.Reason == "" {
@@ -67,6 +67,17 @@ func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
 		return fmt.Errorf("recording %s event %q on WorkerPool %s: %w", in.Reason, ev.Name, in.Pool, err)
 	}
 	return nil
+}
+
+// WarningEvent is the Warning event of a failed resolution. Its key is the
+// failure itself, at the pool generation: the same failure reported again by
+// a later pass, a retried activity or the pool reconciler is the same event,
+// recorded once.
+func WarningEvent(pool PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) EventInput {
+	return EventInput{
+		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
+		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
+	}
 }
 
 // EventName is the deterministic name of the event with this key.

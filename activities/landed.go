@@ -38,7 +38,7 @@ const lastStatesWait = 5 * time.Second
 // anything was written (a write that conflicts does not land), so it asks
 // nothing.
 func (a *Activities) landedBeforeGone(ctx context.Context, in SettleInput) bool {
-	if activity.IsActivity(ctx) {
+	if activity.IsActivity(ctx) && !in.Local {
 		if activity.GetInfo(ctx).Attempt <= 1 {
 			return false
 		}

@@ -45,11 +45,11 @@ type DeploymentState struct {
 
 // Observe reads a pool, the SandboxConfigs and the pool's Deployment.
 func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, error) {
-	if err := ref.validate(); err != nil {
+	if err := validatePool(ref); err != nil {
 		return nil, err
 	}
 	var pool v1alpha1.WorkerPool
-	if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+	if err := a.Live.Get(ctx, poolKey(ref), &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &Observation{}, nil
 		}
@@ -73,7 +73,7 @@ func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, er
 	}
 
 	var d appsv1.Deployment
-	switch err := a.Live.Get(ctx, ref.key(), &d); {
+	switch err := a.Live.Get(ctx, poolKey(ref), &d); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s: %w", ref, err)

@@ -29,6 +29,10 @@ type PoolWrite struct {
 	// attempt had moved the class before the pool went: the switch did
 	// happen, so its event is still due.
 	Landed bool `json:"landed,omitempty"`
+	// Superseded comes from a Claim that expected the class on a config and
+	// found it elsewhere: another switch moved it since the move was
+	// decided. Nothing was written.
+	Superseded bool `json:"superseded,omitempty"`
 	// ResourceVersion is the pool's resourceVersion after this call: the
 	// write's, or the one read when there was nothing to write. The next
 	// status write of the switch passes it on (see updateStatus).
@@ -53,7 +57,7 @@ const confirmLanded = "landed"
 // (behind, or ahead because someone else wrote) is not used: the live read
 // costs less than a write bound to conflict.
 func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
-	if err := ref.validate(); err != nil {
+	if err := validatePool(ref); err != nil {
 		return nil, err
 	}
 	res := &PoolWrite{}
@@ -61,7 +65,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 		*res = PoolWrite{}
 		var pool v1alpha1.WorkerPool
 		if !a.cachedAt(ctx, ref, known, &pool) {
-			if err := a.Live.Get(ctx, ref.key(), &pool); err != nil {
+			if err := a.Live.Get(ctx, poolKey(ref), &pool); err != nil {
 				if apierrors.IsNotFound(err) {
 					res.PoolGone = true
 					return nil
@@ -110,7 +114,7 @@ func (a *Activities) cachedAt(ctx context.Context, ref PoolRef, rv string, pool 
 	if rv == "" || a.Cache == nil {
 		return false
 	}
-	if err := a.Cache.Get(ctx, ref.key(), pool); err != nil {
+	if err := a.Cache.Get(ctx, poolKey(ref), pool); err != nil {
 		return false
 	}
 	return pool.ResourceVersion == rv && (ref.UID == "" || string(pool.UID) == ref.UID)
@@ -124,6 +128,12 @@ type ClaimInput struct {
 	// ResourceVersion is the pool's as the pass observed it, or "" (claims
 	// recorded before it existed): see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// ExpectFrom makes the claim conditional: it is written only while the
+	// class's status still names From (none when From is ""), the config
+	// the move was decided from. A lean switch decides on the starter's
+	// cache, which may be behind another switch of the pool.
+	ExpectFrom bool   `json:"expectFrom,omitempty"`
+	From       string `json:"from,omitempty"`
 }
 
 // Claim records the config a class is moving to in pendingConfigRef, with
@@ -132,17 +142,28 @@ type ClaimInput struct {
 // sees (see the README's "Switching configs").
 func (a *Activities) Claim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
 	var displaced string
+	var superseded bool
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
+			displaced, superseded = "", false
+			if in.ExpectFrom {
+				current := ""
+				if st := pool.Status.ClassStatus(in.Class); st != nil && st.ConfigRef != nil {
+					current = st.ConfigRef.Name
+				}
+				if current != in.From {
+					superseded = true
+					return
+				}
+			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
-			displaced = ""
 			if p := entry.PendingConfigRef; p != nil && p.Name != in.Config && (entry.ConfigRef == nil || p.Name != entry.ConfigRef.Name) {
 				displaced = p.Name
 			}
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 		})
-	if res != nil {
-		res.Displaced = displaced
+	if res != nil && !res.PoolGone {
+		res.Displaced, res.Superseded = displaced, superseded
 	}
 	return res, err
 }
@@ -161,6 +182,15 @@ type SettleInput struct {
 	// ResourceVersion is the pool's as the switch's claim left it, or "":
 	// see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Local says the step runs as a local activity of a lean switch: a
+	// crash re-runs the whole workflow task, so an earlier run of this very
+	// step may have written whatever the attempt number says.
+	Local bool `json:"local,omitempty"`
+	// Claimed says the switch's claim stands (a roll back after the claim,
+	// not after a refused protection). Between its claim and its end only
+	// the switch writes the class's configRef, so a roll back that finds
+	// the class on the config knows an earlier run confirmed it.
+	Claimed bool `json:"claimed,omitempty"`
 }
 
 // Confirm moves the class to the claimed config: configRef = the config,
@@ -199,13 +229,44 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, 
 	if in.Reason == "" {
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
-	return a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
+	var confirmed bool
+	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			confirmed = in.Local && in.Claimed && entry.PendingConfigRef == nil &&
+				entry.ConfigRef != nil && entry.ConfigRef.Name == in.Config
+			if confirmed {
+				return // an earlier run of the switch's task confirmed: keep it
+			}
 			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {
 				entry.PendingConfigRef = nil
 			}
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(false, in.Reason, in.Message, in.Generation))
+		})
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case confirmed:
+		res.Landed = true
+	case res.PoolGone && in.Local && in.Claimed:
+		res.Landed = a.landedBeforeGone(ctx, in)
+	}
+	return res, nil
+}
+
+// AbandonClaim clears a class's pendingConfigRef when it still names
+// in.Config: a claim no switch works on. Conditions are left to the pool
+// reconciler, which writes those of classes that need no switch.
+func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
+	if in.Config == "" {
+		return nil, invalidInput("abandoning a claim needs the claimed config, got %+v", in)
+	}
+	return a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("clearing the stale claim on SandboxConfig %q of sandbox class %q", in.Config, in.Class),
+		func(pool *v1alpha1.WorkerPool) {
+			if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef != nil && st.PendingConfigRef.Name == in.Config {
+				st.PendingConfigRef = nil
+			}
 		})
 }

@@ -13,34 +13,11 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// SwitchInput moves one sandbox class of one pool to another config.
-type SwitchInput struct {
-	Pool  activities.PoolRef    `json:"pool"`
-	Class v1alpha1.SandboxClass `json:"class"`
-	// From is the config the class's status names now ("" on the first
-	// resolution); To is the one it moves to.
-	From string `json:"from,omitempty"`
-	To   string `json:"to"`
-	// FromDeleting says the pool saw From in deletion: moving off it may
-	// free it, so its release workflow is woken.
-	FromDeleting bool `json:"fromDeleting,omitempty"`
-	// Generation is the pool generation the switch acts on.
-	Generation int64 `json:"generation"`
-	// PoolResourceVersion is the pool's resourceVersion the pass observed,
-	// when nothing wrote the pool since in the pass: the claim writes on it
-	// without reading the pool first. "" (also in switches started before it
-	// existed) reads first.
-	PoolResourceVersion string `json:"poolResourceVersion,omitempty"`
-}
-
-// SwitchResult is how a switch ended.
-type SwitchResult struct {
-	// Outcome is wfapi.OutcomeConfirmed, OutcomeRolledBack or OutcomePoolGone.
-	Outcome string `json:"outcome"`
-	// Reason and Message are those of the Resolved condition the switch wrote.
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
+// SwitchInput and SwitchResult are the switch's contract (wfapi).
+type (
+	SwitchInput  = wfapi.SwitchInput
+	SwitchResult = wfapi.SwitchResult
+)
 
 // Switch moves a class in two steps, so that a config deleted at any moment
 // is never recorded as in use:
@@ -63,6 +40,12 @@ type SwitchResult struct {
 // the workflow task that follows them, with no round trip through the
 // server's queues.
 func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
+	// The ID tells the shape: a lean switch's names its pool; the children
+	// of pool workflows (histories recorded before the lean switch) are
+	// numbered.
+	if ns, name, ok := wfapi.PoolFromSwitchWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID); ok {
+		return leanSwitch(ctx, wfapi.PoolRef{Namespace: ns, Name: name}, in)
+	}
 	ctx = withActivities(ctx)
 	log := workflow.GetLogger(ctx)
 	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To)
@@ -175,6 +158,11 @@ func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*Sw
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
+	return switched(ctx, s, in, &w)
+}
+
+// switched reports a confirmed move: its event, then its outcome.
+func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolWrite) (*SwitchResult, error) {
 	// A confirm that found the pool gone ends the switch, unless an earlier
 	// attempt had moved the class before the pool went (its completion lost
 	// with a worker): that move is recorded like any other. Histories from
@@ -221,14 +209,10 @@ func rollBack(ctx workflow.Context, s steps, in SwitchInput, check activities.Ta
 	return &SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
 }
 
-// warning is the Warning event of a failed resolution. Its key is the failure
-// itself, at the pool generation: the same failure reported again by a later
-// pass or a retried activity is the same event, recorded once.
+// warning is the Warning event of a failed resolution (see
+// activities.WarningEvent).
 func warning(pool activities.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) activities.EventInput {
-	return activities.EventInput{
-		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
-		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
-	}
+	return activities.WarningEvent(pool, class, reason, message, generation)
 }
 
 // finish records the outcome where an operator looks: the Outcome search
@@ -241,7 +225,7 @@ func finish(ctx workflow.Context, in SwitchInput, res *SwitchResult) (*SwitchRes
 	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": res.Outcome, "sandbox_class": string(in.Class)})
 	m.Counter("ate_switches").Inc(1)
 	m.Timer("ate_switch_duration").Record(workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime))
-	summary := fmt.Sprintf("%s: sandbox class %q from %q to %q: %s", in.Pool, in.Class, in.From, in.To, res.Outcome)
+	summary := wfapi.SwitchSummary(in) + ": " + res.Outcome
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)
 	}

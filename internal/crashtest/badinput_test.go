@@ -105,9 +105,9 @@ func TestBadInput(t *testing.T) {
 			enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
 	})
 
-	t.Run("a pool that does not exist, signalled as the starter does", func(t *testing.T) {
-		require.NoError(t, wfapi.SignalPool(ctx, tc, tq, ns, "never-created"))
-		expectClosed(t, tc.GetWorkflow(ctx, wfapi.PoolWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
+	t.Run("a pool that does not exist, re-resolved as an operator does", func(t *testing.T) {
+		require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "never-created", nil))
+		expectClosed(t, tc.GetWorkflow(ctx, wfapi.PoolSwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
 	})
 
 	t.Run("release workflows started by hand", func(t *testing.T) {
@@ -132,57 +132,60 @@ func TestBadInput(t *testing.T) {
 		expectClosed(t, start("switch-unknown-class", wfapi.SwitchWorkflow, workflows.SwitchInput{
 			Pool: ref, Class: "kata", To: cfg("spare"),
 		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `Unsupported value: "kata"`)
+		// A pool's switch acts on the pool its ID names, whatever its input.
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
+			wfapi.SwitchWorkflow, workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
+		require.NoError(t, err)
+		expectClosed(t, run, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("switch workflow of WorkerPool %s/ghost was given WorkerPool %s/real", ns, ns))
 	})
 
 	t.Run("signals with wrong payloads and unknown names", func(t *testing.T) {
-		poolID := wfapi.PoolWorkflowID(ns, "real")
+		switchID := wfapi.PoolSwitchWorkflowID(ns, "real")
 		releaseID := wfapi.ReleaseWorkflowID(cfg("held"))
-		var before wfapi.PoolState
-		v, err := tc.QueryWorkflow(ctx, poolID, "", wfapi.QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&before))
 		var rBefore wfapi.ReleaseState
-		v, err = tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState)
+		v, err := tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&rBefore))
 
 		for _, payload := range []any{map[string]string{"not": "expected"}, 42, "look again", []int{1, 2}} {
-			require.NoError(t, tc.SignalWorkflow(ctx, poolID, "", wfapi.SignalReresolve, payload))
+			require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "real", payload))
 			require.NoError(t, tc.SignalWorkflow(ctx, releaseID, "", wfapi.SignalRecheck, payload))
 		}
-		require.NoError(t, tc.SignalWorkflow(ctx, poolID, "", "no-such-signal", 42))
 		require.NoError(t, tc.SignalWorkflow(ctx, releaseID, "", "no-such-signal", "x"))
 		// A signal for a workflow that does not exist is refused clearly.
-		err = tc.SignalWorkflow(ctx, wfapi.PoolWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
+		err = tc.SignalWorkflow(ctx, wfapi.PoolSwitchWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
 		var notFound *serviceerror.NotFound
 		require.ErrorAs(t, err, &notFound)
-		// So is an unknown query.
-		_, err = tc.QueryWorkflow(ctx, poolID, "", "no-such-query")
-		require.ErrorContains(t, err, "no-such-query")
 
-		eventually(t, stepBound, "the pool and release workflows to take another look", func() (bool, string) {
-			var p wfapi.PoolState
-			var r wfapi.ReleaseState
-			v, err := tc.QueryWorkflow(ctx, poolID, "", wfapi.QueryState)
+		eventually(t, stepBound, "the pool's switch to find nothing to move, and the release to take another look", func() (bool, string) {
+			d, err := tc.DescribeWorkflowExecution(ctx, switchID, "")
 			if err != nil {
 				return false, err.Error()
 			}
-			if err := v.Get(&p); err != nil {
-				return false, err.Error()
-			}
-			if v, err = tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState); err != nil {
+			var r wfapi.ReleaseState
+			v, err := tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState)
+			if err != nil {
 				return false, err.Error()
 			}
 			if err := v.Get(&r); err != nil {
 				return false, err.Error()
 			}
-			return p.Passes > before.Passes && r.Checks > rBefore.Checks,
-				fmt.Sprintf("pool passes %d (was %d), release checks %d (was %d)", p.Passes, before.Passes, r.Checks, rBefore.Checks)
+			status := d.WorkflowExecutionInfo.Status
+			return status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED && r.Checks > rBefore.Checks,
+				fmt.Sprintf("latest switch run %s, release checks %d (was %d)", status, r.Checks, rBefore.Checks)
 		})
-		for _, id := range []string{poolID, releaseID} {
-			d, err := tc.DescribeWorkflowExecution(ctx, id, "")
-			require.NoError(t, err)
-			require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.WorkflowExecutionInfo.Status, id)
+		var last wfapi.SwitchState
+		v, err = tc.QueryWorkflow(ctx, switchID, "", wfapi.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&last))
+		require.Equal(t, wfapi.OutcomeUpToDate, last.Outcome)
+		// An unknown query is refused clearly.
+		_, err = tc.QueryWorkflow(ctx, switchID, "", "no-such-query")
+		require.ErrorContains(t, err, "no-such-query")
+		d, err := tc.DescribeWorkflowExecution(ctx, releaseID, "")
+		require.NoError(t, err)
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.WorkflowExecutionInfo.Status, releaseID)
+		for _, id := range []string{switchID, releaseID} {
 			requireNoFailedTasks(t, id, "")
 		}
 		// They still work: the pool moves and the held config goes.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,16 +15,20 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -194,13 +199,21 @@ func waitEvents(t testing.TB, ns, name string, want []string) {
 
 // starterStandIn does what the starter does for the changes a test makes,
 // for tests that run several workers side by side, each on its own task
-// queue: a real starter signals every pool of the cluster on its one task
-// queue and would start other tests' pool workflows there.
+// queue: a real starter starts the switches of every pool of the cluster on
+// its one task queue and would start other tests' switches there.
 type starterStandIn struct{ taskQueue string }
 
+// pool starts the switch the pool's next move needs, planned on a live read
+// as the starter plans it on its cache. A switch of the pool that is still
+// running (its worker killed, say) is left to finish: the test calls again
+// once it has.
 func (s starterStandIn) pool(t testing.TB, ns, name string) {
 	t.Helper()
-	require.NoError(t, wfapi.SignalPool(context.Background(), testenv.Current().Temporal, s.taskQueue, ns, name))
+	env := testenv.Current()
+	_, err := starterapp.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, types.NamespacedName{Namespace: ns, Name: name})
+	if !errors.Is(err, wfapi.ErrSwitchRunning) {
+		require.NoError(t, err)
+	}
 }
 
 func (s starterStandIn) release(t testing.TB, config string) {
@@ -227,22 +240,24 @@ func waitQuery(t testing.TB, query string) {
 	})
 }
 
-// waitIdle polls until a running workflow waits for nothing but a signal
-// or a timer: no workflow task, activity or child pending. A worker stopped
-// while an activity it ran is being reported loses that completion, which
-// then waits out the activity's start-to-close timeout.
-func waitIdle(t testing.TB, workflowID string) {
+// waitSwitchesDone polls until the pool has no switch running: its latest
+// switch run (if any) is closed. A worker stopped while an activity it ran
+// is being reported loses that completion, which then waits out the
+// activity's start-to-close timeout.
+func waitSwitchesDone(t testing.TB, ns, name string) {
 	t.Helper()
-	eventually(t, stepBound, "workflow "+workflowID+" to be idle", func() (bool, string) {
-		d, err := testenv.Current().Temporal.DescribeWorkflowExecution(context.Background(), workflowID, "")
+	id := wfapi.PoolSwitchWorkflowID(ns, name)
+	eventually(t, stepBound, "the switches of WorkerPool "+ns+"/"+name+" to be done", func() (bool, string) {
+		d, err := testenv.Current().Temporal.DescribeWorkflowExecution(context.Background(), id, "")
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return true, ""
+		}
 		if err != nil {
 			return false, err.Error()
 		}
-		busy := len(d.PendingActivities) + len(d.PendingChildren)
-		if d.PendingWorkflowTask != nil {
-			busy++
-		}
-		return busy == 0, fmt.Sprintf("%d activities, %d children pending, workflow task %v", len(d.PendingActivities), len(d.PendingChildren), d.PendingWorkflowTask)
+		status := d.WorkflowExecutionInfo.Status
+		return status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, "latest switch run " + status.String()
 	})
 }
 

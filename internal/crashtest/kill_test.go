@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,8 +27,6 @@ import (
 //     Warning) takes over;
 //   - release: the config a pool left is deleted (ReadConfig, CachedUsers,
 //     LiveUsers, Unprotect);
-//   - pass: the first pass of a new pool, after its switch (ApplyDeployment,
-//     SyncStatus);
 //   - gone: as switch, killed after Confirm, and the pool is deleted while
 //     the worker is down: the retried Confirm finds no pool, yet the move
 //     happened, so its event is still recorded.
@@ -51,8 +48,6 @@ var killCases = []killCase{
 	{"release", "CachedUsers"},
 	{"release", "LiveUsers"},
 	{"release", "Unprotect"},
-	{"pass", "ApplyDeployment"},
-	{"pass", "SyncStatus"},
 	{"gone", "Confirm"},
 }
 
@@ -78,7 +73,6 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	old, target := prefix+"-old", prefix+"-new"
 	cleanScope(t, prefix, ns)
 	const name = "pool"
-	key := ns + "/" + name
 	began := time.Now()
 	since := func() time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
 
@@ -96,8 +90,6 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	switch {
 	case kc.scenario == "release" || kc.activity == "WakeReleases":
 		arg = old
-	case kc.scenario == "pass":
-		arg = key
 	}
 	w := newProcess(t, "worker", tq, "")
 	swap := kc.scenario == "release" && kc.activity == "ReadConfig"
@@ -112,16 +104,9 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
 	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
 	wp := newPool(ns, name, v1alpha1.SandboxClassGVisor, old)
-	if kc.scenario == "pass" {
-		// The first pass is the one killed: it resolves, applies the
-		// Deployment and writes the status.
-		wp.Spec.Replicas = ptr(int32(2))
-	}
 	require.NoError(t, kube.Create(ctx, wp))
 	starter.pool(t, ns, name)
-	if kc.scenario != "pass" {
-		waitPool(t, ns, name, old, metav1.ConditionTrue)
-	}
+	waitPool(t, ns, name, old, metav1.ConditionTrue)
 
 	switch kc.scenario {
 	case "switch":
@@ -138,7 +123,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitPool(t, ns, name, target, metav1.ConditionTrue)
 	}
 	if swap {
-		waitIdle(t, wfapi.PoolWorkflowID(ns, name))
+		waitSwitchesDone(t, ns, name)
 		w.stop()
 		w.startCrashing(kc.activity, arg)
 	}
@@ -202,28 +187,11 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitGone(t, gvisorConfig(old, false))
 		want = []string{uses, switched}
 	case "gone":
-		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfapi.PoolWorkflowID(ns, name)))
+		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed' AND Outcome = %q", wfapi.PoolSwitchWorkflowID(ns, name), wfapi.OutcomePoolGone))
 		want = []string{uses, switched}
-	case "pass":
-		waitPool(t, ns, name, old, metav1.ConditionTrue)
-		eventually(t, stepBound, "the Deployment with 2 replicas and the status at the pool's generation", func() (bool, string) {
-			var d appsv1.Deployment
-			var wp v1alpha1.WorkerPool
-			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
-				return false, err.Error()
-			}
-			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp); err != nil {
-				return false, err.Error()
-			}
-			return *d.Spec.Replicas == 2 && wp.Status.ObservedGeneration == wp.Generation,
-				fmt.Sprintf("replicas %d, observedGeneration %d of %d", *d.Spec.Replicas, wp.Status.ObservedGeneration, wp.Generation)
-		})
-		want = []string{uses}
 	}
 	waitEvents(t, ns, name, want)
-	if kc.scenario != "gone" {
-		waitIdle(t, wfapi.PoolWorkflowID(ns, name))
-	}
+	waitSwitchesDone(t, ns, name)
 	t.Logf("%s: finished", since())
 	crashes := 1
 	if kc.scenario == "rollback" {

@@ -12,7 +12,7 @@ type Metrics struct {
 
 var starterSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "ate_starter_signals_total",
-	Help: "Signals the starter sent to Temporal, by kind: pool (signal-with-start of a pool workflow), pool-gone (signal to the workflow of a deleted pool), release (signal-with-start of a release workflow).",
+	Help: "Requests the starter sent to Temporal, by kind: switch (start of a pool's switch workflow), switch-running (a start refused because the pool's switch was still running; retried a second later), release (signal-with-start of a release workflow).",
 }, []string{"kind"})
 
 func init() { ctrlmetrics.Registry.MustRegister(starterSignals) }

@@ -3,215 +3,181 @@ package starterapp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// poolSignaller turns every change that can change a pool's outcome into a
-// `reresolve` signal to its pool workflow. The work queue coalesces a burst
-// of events into one signal per pool, and a failed signal (Temporal down) is
-// retried with backoff. Its initial list signals every pool: the resync that
-// catches up on whatever happened while the starter was down.
-type poolSignaller struct {
+// switchStarter starts the switches pools need. For each pool it plans, from
+// its cache, the move resolution asks for (resolve.NextMove) and starts the
+// pool's switch workflow with it; a pool already where it should be costs
+// Temporal nothing, so the initial list after a start or a leader failover
+// over an up-to-date fleet sends no request. The switch itself re-checks
+// what the cache said: its claim is written only while the class still
+// names the config the move was decided from.
+type switchStarter struct {
 	cache     ctrlclient.Reader
 	temporal  client.Client
 	taskQueue string
 	metrics   *Metrics
+	inFlight  *claims
 }
 
-func (r *poolSignaller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var pool v1alpha1.WorkerPool
-	err := r.cache.Get(ctx, req.NamespacedName, &pool)
-	if apierrors.IsNotFound(err) {
-		// Gone: wake a running workflow so it sees that and ends, but do not
-		// start one for a pool that no longer exists.
-		err := r.temporal.SignalWorkflow(ctx, wfapi.PoolWorkflowID(req.Namespace, req.Name), "", wfapi.SignalReresolve, nil)
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
-			return reconcile.Result{}, err
-		}
-		r.metrics.signalled("pool-gone")
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
+// switchRunningRecheck is when the starter looks again at a pool whose
+// switch was running when another move was due: the switch's own writes
+// wake the pool too, but its last write comes before it ends.
+const switchRunningRecheck = time.Second
+
+func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pool, move, err := plan(ctx, r.cache, req.NamespacedName)
+	if err != nil || pool == nil {
+		r.inFlight.forget(req.NamespacedName)
 		return reconcile.Result{}, err
 	}
-	if err := wfapi.SignalPool(ctx, r.temporal, r.taskQueue, req.Namespace, req.Name); err != nil {
+	if wait := r.inFlight.wait(req.NamespacedName, pool, move); wait > 0 {
+		// The pool already holds the claim of this move (or is as the last
+		// start saw it): its switch is under way, and its writes wake the
+		// pool. Look again later in case the claim was left by a switch
+		// stopped by hand.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	switch err := startMove(ctx, r.temporal, r.taskQueue, pool, move); {
+	case errors.Is(err, wfapi.ErrSwitchRunning):
+		r.metrics.signalled("switch-running")
+		return reconcile.Result{RequeueAfter: switchRunningRecheck}, nil
+	case err != nil:
 		return reconcile.Result{}, err
 	}
-	r.metrics.signalled("pool")
+	r.inFlight.started(req.NamespacedName, pool)
+	r.metrics.signalled("switch")
+	ctrl.LoggerFrom(ctx).V(1).Info("started a switch", "class", move.Class, "from", move.From, "to", move.To, "abandon", move.Abandon)
 	return reconcile.Result{}, nil
 }
 
-func (r *poolSignaller) setup(mgr ctrl.Manager, concurrency int) error {
+// plan reads a pool and the configs from r and returns the pool's next
+// move; a nil pool when it needs none (gone, in deletion, or where
+// resolution puts it).
+func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*v1alpha1.WorkerPool, resolve.Move, error) {
+	var pool v1alpha1.WorkerPool
+	err := r.Get(ctx, key, &pool)
+	if apierrors.IsNotFound(err) {
+		// A switch still running for it finds it gone at its next write.
+		return nil, resolve.Move{}, nil
+	}
+	if err != nil {
+		return nil, resolve.Move{}, err
+	}
+	if pool.DeletionTimestamp != nil {
+		// In deletion: no new switch. A claim it holds keeps its config
+		// until the pool is gone; the release then lets it go.
+		return nil, resolve.Move{}, nil
+	}
+	configs, err := listConfigs(ctx, r)
+	if err != nil {
+		return nil, resolve.Move{}, err
+	}
+	move, ok := resolve.NextMove(pool.Spec.SandboxClasses, &pool.Status, configs)
+	if !ok {
+		return nil, resolve.Move{}, nil
+	}
+	return &pool, move, nil
+}
+
+func startMove(ctx context.Context, tc client.Client, taskQueue string, pool *v1alpha1.WorkerPool, move resolve.Move) error {
+	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
+	return wfapi.StartSwitch(ctx, tc, taskQueue, wfapi.MoveInput(ref, move, pool.Generation, pool.ResourceVersion))
+}
+
+// StartNext does once what the starter does for one pool: it plans the
+// pool's next move from r and starts its switch. It reports whether it
+// started one; wfapi.ErrSwitchRunning when the pool's switch is running.
+// Tests that stand in for the starter use it with a live client.
+func StartNext(ctx context.Context, r ctrlclient.Reader, tc client.Client, taskQueue string, key types.NamespacedName) (bool, error) {
+	pool, move, err := plan(ctx, r, key)
+	if err != nil || pool == nil {
+		return false, err
+	}
+	if err := startMove(ctx, tc, taskQueue, pool, move); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// listConfigs lists every SandboxConfig from r, as resolution sees them.
+func listConfigs(ctx context.Context, r ctrlclient.Reader) ([]resolve.Config, error) {
+	var list v1alpha1.SandboxConfigList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing SandboxConfigs from the cache: %w", err)
+	}
+	configs := make([]resolve.Config, 0, len(list.Items))
+	for i := range list.Items {
+		configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
+	}
+	return configs, nil
+}
+
+func (r *switchStarter) setup(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("pool-signaller").
-		// Spec changes, creation (and so the start-up resync) and deletion.
-		// A status write is the worker's own doing and wakes no pool.
-		For(&v1alpha1.WorkerPool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// The Deployment's status feeds the pool's replica fields, and an
-		// edit of its spec is reverted by the next apply.
-		Owns(&appsv1.Deployment{}, builder.WithPredicates(deploymentChanged)).
-		Watches(&v1alpha1.SandboxConfig{}, r.configEvents()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Named("switch-starter").
+		// Spec changes, creation (and so the start-up resync), deletion,
+		// and the status writes that move a class: a switch's claim and
+		// confirm. Condition and replica writes move nothing.
+		For(&v1alpha1.WorkerPool{}, builder.WithPredicates(movesChanged)).
+		Watches(&v1alpha1.SandboxConfig{}, poolwatch.ConfigEvents{Cache: r.cache}.Handler()).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrency,
+			// A failed start (Temporal unreachable) is retried with backoff,
+			// capped so that the changes made during a long outage are
+			// started within seconds of its end.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, maxStartBackoff),
+		}).
 		Complete(r)
 }
 
-// configEvents maps SandboxConfig events to the pools they may affect.
-func (r *poolSignaller) configEvents() handler.Funcs {
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueueRL) {
-			r.enqueueUsers(ctx, q, nil, e.Object.(*v1alpha1.SandboxConfig))
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueueRL) {
-			oldC, newC := e.ObjectOld.(*v1alpha1.SandboxConfig), e.ObjectNew.(*v1alpha1.SandboxConfig)
-			if outcomeRelevant(oldC, newC) {
-				r.enqueueUsers(ctx, q, oldC, newC)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueueRL) {
-			if c, ok := e.Object.(*v1alpha1.SandboxConfig); ok {
-				r.enqueueUsers(ctx, q, c, nil)
-			}
-		},
-	}
-}
+// maxStartBackoff caps the backoff of a pool whose switch could not be
+// started.
+const maxStartBackoff = 10 * time.Second
 
-// enqueueUsers enqueues every pool a config event may affect: pools whose
-// spec or status names it and, when the event may change which config a
-// class's unpinned pools resolve to (see unpinnedClassesToWake), the
-// unpinned pools of that class. old is the config before the event (nil for
-// a create; its last state for a deletion), cur after it (nil for a
-// deletion).
-func (r *poolSignaller) enqueueUsers(ctx context.Context, q workqueueRL, old, cur *v1alpha1.SandboxConfig) {
-	c := cur
-	if c == nil {
-		c = old
-	}
-	seen := map[types.NamespacedName]bool{}
-	add := func(field, value string) {
-		var pools v1alpha1.WorkerPoolList
-		if err := r.cache.List(ctx, &pools, ctrlclient.MatchingFields{field: value}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing WorkerPools affected by a SandboxConfig", "config", c.Name, "index", field)
-			return
-		}
-		for i := range pools.Items {
-			key := types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name}
-			if !seen[key] {
-				seen[key] = true
-				q.Add(reconcile.Request{NamespacedName: key})
-			}
-		}
-	}
-	add(specConfigIndex, c.Name)
-	add(activities.PoolsByConfigIndex, c.Name)
-	others := func() []resolve.Config { return r.otherConfigs(ctx, c.Name) }
-	for _, class := range unpinnedClassesToWake(old, cur, others) {
-		add(unpinnedClassIndex, string(class))
-	}
-}
-
-// otherConfigs lists every config but the named one from the cache, as
-// resolution sees them; nil when the cache cannot say, which wakes as if the
-// config were the newest default.
-func (r *poolSignaller) otherConfigs(ctx context.Context, name string) []resolve.Config {
-	var list v1alpha1.SandboxConfigList
-	if err := r.cache.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing SandboxConfigs from the cache; waking every unpinned pool of the class", "config", name)
-		return nil
-	}
-	others := make([]resolve.Config, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Name != name {
-			others = append(others, resolve.ConfigFrom(&list.Items[i]))
-		}
-	}
-	return others
-}
-
-// unpinnedClassesToWake returns the classes whose unpinned pools may resolve
-// differently after a config changed from old to cur (old nil: created; cur
-// nil: deleted), given the other configs, which it lists only when it must
-// (a config that stops being a candidate): most events need no list.
-//
-// An unpinned class resolves to the newest class default not in deletion
-// (resolve.NewestDefault), or, when there is none, keeps the config its
-// status names: that second case, and every pinned pool, concerns only pools
-// whose status or spec names the config, which enqueueUsers wakes anyway. So
-// the unpinned pools need waking only when the newest default may change:
-//   - when the config is a default candidate after the event (created,
-//     annotated, moved into the class), as it may be the newest one;
-//   - when it stops being one (deletion mark, final deletion, annotation
-//     removed, class changed) and it was the newest: removing any other
-//     candidate leaves the newest as it was. This is what spares every pool of
-//     a class a pass when an old default is deleted after the pools moved on.
-//
-// others may be newer than the event (the cache moves on before the handler
-// runs). That is still safe: a newer candidate seen there either was one when
-// the pools last resolved, so they did not resolve to this config, or became
-// one since, which wakes them again.
-func unpinnedClassesToWake(old, cur *v1alpha1.SandboxConfig, others func() []resolve.Config) []v1alpha1.SandboxClass {
-	var classes []v1alpha1.SandboxClass
-	if isCandidate(cur) {
-		classes = append(classes, classOf(cur))
-	}
-	if isCandidate(old) && !(isCandidate(cur) && classOf(cur) == classOf(old)) {
-		before := append(others(), resolve.ConfigFrom(old))
-		if resolve.NewestDefault(classOf(old), before) == old.Name {
-			classes = append(classes, classOf(old))
-		}
-	}
-	return classes
-}
-
-// isCandidate reports whether resolution counts c as a class default.
-func isCandidate(c *v1alpha1.SandboxConfig) bool {
-	return c != nil && c.IsClassDefault() && !c.IsDeleting()
-}
-
-// outcomeRelevant reports whether a config update can change any pool's
-// resolution: its class, its class-default annotation, its deletion, or its
-// finalizers while it is in deletion. Everything else (versions, assets) does
-// not move pools. Resolution reads the finalizer only of a config in deletion
-// (whether a pool may keep it), so the finalizer a switch adds to its target
-// wakes nobody: otherwise every switch to a new default would wake every
-// unpinned pool of the class a second time.
-func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
-	return classOf(old) != classOf(cur) ||
-		old.IsClassDefault() != cur.IsClassDefault() ||
-		old.IsDeleting() != cur.IsDeleting() ||
-		(cur.IsDeleting() && old.IsProtected() != cur.IsProtected())
-}
-
-func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass {
-	if c.Spec.SandboxClass == "" {
-		return v1alpha1.SandboxClassGVisor
-	}
-	return c.Spec.SandboxClass
-}
-
-var deploymentChanged = predicate.Funcs{
+// movesChanged passes the pool events that can change the pool's next move.
+var movesChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*appsv1.Deployment), e.ObjectNew.(*appsv1.Deployment)
-		return o.Generation != n.Generation ||
-			o.Status.Replicas != n.Status.Replicas ||
-			o.Status.ReadyReplicas != n.Status.ReadyReplicas
+		o, n := e.ObjectOld.(*v1alpha1.WorkerPool), e.ObjectNew.(*v1alpha1.WorkerPool)
+		return o.Generation != n.Generation || !classRefsEqual(o.Status.SandboxClasses, n.Status.SandboxClasses) ||
+			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 	},
+}
+
+func classRefsEqual(a, b []v1alpha1.WorkerPoolSandboxClassStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !sameRef(a[i].ConfigRef, b[i].ConfigRef) || !sameRef(a[i].PendingConfigRef, b[i].PendingConfigRef) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameRef(a, b *v1alpha1.SandboxConfigReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name
 }

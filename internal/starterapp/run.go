@@ -1,7 +1,8 @@
 // Package starterapp runs the starter: the thin, level-triggered watch bridge
-// from the API server to Temporal. It watches WorkerPools, SandboxConfigs and
-// the pools' Deployments and turns every change that can change an outcome
-// into a signal-with-start. It writes nothing to Kubernetes.
+// from the API server to Temporal. It watches WorkerPools and SandboxConfigs,
+// starts the switch a pool's next move needs (a pool already where it
+// should be costs Temporal nothing), and wakes the release workflow of a
+// config in deletion. It writes nothing to Kubernetes.
 package starterapp
 
 import (
@@ -11,25 +12,19 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/poolwatch"
 )
 
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -40,7 +35,8 @@ type Config struct {
 	Rest      *rest.Config
 	Temporal  client.Client
 	TaskQueue string
-	// Concurrency is the number of signals in flight per controller.
+	// Concurrency is the number of starts and signals in flight per
+	// controller.
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
 	LeaderElection          bool
@@ -59,10 +55,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.MetricsBindAddress == "" {
 		cfg.MetricsBindAddress = "0"
 	}
-	workerPods, err := labels.NewRequirement(v1alpha1.WorkerPoolLabel, selection.Exists, nil)
-	if err != nil {
-		return err
-	}
 	mgr, err := ctrl.NewManager(cfg.Rest, ctrl.Options{
 		Scheme:                  kube.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
@@ -70,24 +62,19 @@ func Run(ctx context.Context, cfg Config) error {
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "ate-orchestrator-starter",
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
-		// Only the pools' Deployments are cached, not every Deployment of
-		// the cluster.
-		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
-			&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
-		}},
 		GracefulShutdownTimeout: ptr(10 * time.Second),
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)
 	}
-	if err := indexPools(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := poolwatch.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	metrics := newMetrics()
-	pools := &poolSignaller{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics}
+	pools := &switchStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics, inFlight: newClaims()}
 	if err := pools.setup(mgr, cfg.Concurrency); err != nil {
-		return fmt.Errorf("setting up the pool signaller: %w", err)
+		return fmt.Errorf("setting up the switch starter: %w", err)
 	}
 	releases := &releaseStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics}
 	if err := releases.setup(mgr, cfg.Concurrency); err != nil {

@@ -57,6 +57,12 @@ const (
 	OutcomeReleased   = "released"
 	OutcomeWaiting    = "waiting"
 	OutcomeNotNeeded  = "not needed"
+	// OutcomeSuperseded: a lean switch's claim found the class no longer
+	// where the starter saw it (another switch moved it since): nothing was
+	// written, and the starter looks again.
+	OutcomeSuperseded = "superseded"
+	// OutcomeUpToDate: a switch started by an operator found nothing to move.
+	OutcomeUpToDate = "up to date"
 )
 
 // ReleaseState is what the `state` query of a release workflow returns.

@@ -4,7 +4,10 @@
 // Changing a name breaks running histories and operators' habits alike.
 package wfapi
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DefaultTaskQueue is the task queue the worker polls and the starter starts on.
 const DefaultTaskQueue = "ate-orchestrator"
@@ -46,4 +49,31 @@ func ReleaseWorkflowID(config string) string {
 // PoolKey is how a pool is named in search attributes and logs: "namespace/name".
 func PoolKey(namespace, name string) string {
 	return namespace + "/" + name
+}
+
+// PoolSwitchWorkflowID is the ID of the switch workflow of a WorkerPool in the
+// lean shape: one top-level execution at a time per pool, started by the
+// starter (or by an operator's signal-with-start), each run one switch. Runs
+// follow one another under the same ID; the Web UI lists them all.
+func PoolSwitchWorkflowID(namespace, name string) string {
+	return fmt.Sprintf("workerpool/%s/%s/switch", namespace, name)
+}
+
+// PoolFromSwitchWorkflowID returns the pool a lean switch workflow ID names,
+// and false for any other ID (a numbered child switch of the pool workflow, a
+// release). The switch acts only on the pool its ID names.
+func PoolFromSwitchWorkflowID(id string) (namespace, name string, ok bool) {
+	rest, found := strings.CutPrefix(id, "workerpool/")
+	if !found {
+		return "", "", false
+	}
+	rest, found = strings.CutSuffix(rest, "/switch")
+	if !found {
+		return "", "", false
+	}
+	namespace, name, found = strings.Cut(rest, "/")
+	if !found || namespace == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	return namespace, name, true
 }

@@ -2,9 +2,11 @@ package wfapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -44,6 +46,56 @@ func SignalRelease(ctx context.Context, c client.Client, taskQueue, config strin
 	}, ReleaseWorkflow, ReleaseInput{Config: config})
 	if err != nil {
 		return fmt.Errorf("signalling release workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// ErrSwitchRunning says a switch of the pool is running: StartSwitch started
+// nothing. The starter looks at the pool again once it is done.
+var ErrSwitchRunning = errors.New("a switch of the pool is running")
+
+// StartSwitch starts the lean switch that makes in's move, as a top-level
+// execution with the search attributes an operator traces it by. One runs
+// at a time per pool: while one runs, it starts nothing and returns
+// ErrSwitchRunning.
+func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in SwitchInput) error {
+	id := PoolSwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: taskQueue,
+		// Each switch of a pool is a new run under the pool's switch ID.
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(SwitchAttributes(in)...),
+		Memo:                                     map[string]any{"summary": SwitchSummary(in)},
+	}, SwitchWorkflow, in)
+	var running *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &running):
+		return fmt.Errorf("starting switch workflow %s: %w", id, ErrSwitchRunning)
+	case err != nil:
+		return fmt.Errorf("starting switch workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// Reresolve asks for a fresh look at a pool, as an operator does from the
+// CLI: it signals `reresolve` to the pool's running switch, which looks
+// again once it is done, or starts a switch with no move, which decides on a
+// live read (and ends "up to date" when there is nothing to do). payload is
+// ignored by the workflow; the operator's `--input` lands there.
+func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
+	id := PoolSwitchWorkflowID(namespace, name)
+	_, err := c.SignalWithStartWorkflow(ctx, id, SignalReresolve, payload, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.WorkerPoolKey.ValueSet(PoolKey(namespace, name))),
+		Memo:                  map[string]any{"summary": fmt.Sprintf("%s: re-resolve on request", PoolKey(namespace, name))},
+	}, SwitchWorkflow, SwitchInput{})
+	if err != nil {
+		return fmt.Errorf("signalling switch workflow %s: %w", id, err)
 	}
 	return nil
 }

@@ -4,13 +4,21 @@ package workerapp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -19,6 +27,8 @@ import (
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/poolkeeper"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/workflows"
 )
 
@@ -31,10 +41,21 @@ type Config struct {
 	Instance string
 	// Worker tunes the Temporal worker; zero values take the SDK defaults.
 	Worker worker.Options
-	Log    *slog.Logger
+	// LeaderElection makes worker replicas run one pool reconciler: every
+	// replica hosts workflows and activities, the leader also keeps the
+	// pools' Deployments and plain status.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// SkipNameValidation lets tests run several workers in one process.
+	SkipNameValidation bool
+	Log                *slog.Logger
 }
 
-// Run starts the worker and blocks until ctx is done.
+// reconcileConcurrency is how many pools the pool reconciler keeps at once.
+const reconcileConcurrency = 4
+
+// Run starts the worker and blocks until ctx is done: the caches, the pool
+// reconciler, and the Temporal worker once the caches have synced.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -42,10 +63,30 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Instance == "" {
 		cfg.Instance, _ = os.Hostname()
 	}
-	acts, err := NewActivities(ctx, cfg)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mgr, err := newManager(cfg)
 	if err != nil {
 		return err
 	}
+	acts, err := newActivities(cfg, mgr)
+	if err != nil {
+		return err
+	}
+	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Deployments: acts.Clientset.AppsV1(), Events: acts}
+	if err := keeper.SetupWithManager(mgr, reconcileConcurrency); err != nil {
+		return fmt.Errorf("setting up the pool reconciler: %w", err)
+	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		if err := <-mgrDone; err != nil {
+			return fmt.Errorf("the worker's caches did not sync: %w", err)
+		}
+		return fmt.Errorf("the worker's caches did not sync before shutdown: %w", context.Cause(ctx))
+	}
+
 	if cfg.Worker.WorkerStopTimeout == 0 {
 		// Let activities in flight report their completion on a graceful
 		// stop (SIGTERM), rather than have them retried after their timeout.
@@ -55,18 +96,58 @@ func Run(ctx context.Context, cfg Config) error {
 	workflows.RegisterWorkflows(w)
 	workflows.RegisterActivities(w, acts)
 	if err := w.Start(); err != nil {
+		cancel()
+		<-mgrDone
 		return fmt.Errorf("starting the Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
 	cfg.Log.Info("worker running", "taskQueue", cfg.TaskQueue, "instance", cfg.Instance)
-	<-ctx.Done()
+	var mgrErr error
+	select {
+	case <-ctx.Done():
+		mgrErr = <-mgrDone
+	case mgrErr = <-mgrDone:
+	}
 	w.Stop()
+	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
+		return fmt.Errorf("the pool reconciler stopped: %w", mgrErr)
+	}
 	return nil
 }
 
-// NewActivities builds the activities with their clients, and starts and
-// syncs the cache of WorkerPools the release workflow asks first. The cache
-// stops with ctx.
-func NewActivities(ctx context.Context, cfg Config) (*activities.Activities, error) {
+// newManager is the controller-runtime manager of the pool reconciler. Its
+// cache (WorkerPools, SandboxConfigs, the pools' Deployments) also serves the
+// activities' first looks. The worker serves its own probes and metrics.
+func newManager(cfg Config) (ctrl.Manager, error) {
+	workerPods, err := labels.NewRequirement(v1alpha1.WorkerPoolLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg.Rest, ctrl.Options{
+		Scheme:                  kube.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        "ate-orchestrator-worker",
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		// Only the pools' Deployments are cached, not every Deployment of
+		// the cluster.
+		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+			&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
+		}},
+		GracefulShutdownTimeout: ptr(10 * time.Second),
+		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the worker's controller manager: %w", err)
+	}
+	if err := poolwatch.Index(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// newActivities builds the activities with their clients.
+func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error) {
 	live, err := kube.LiveClient(cfg.Rest)
 	if err != nil {
 		return nil, err
@@ -75,32 +156,14 @@ func NewActivities(ctx context.Context, cfg Config) (*activities.Activities, err
 	if err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes clientset for %s: %w", cfg.Rest.Host, err)
 	}
-	poolCache, err := cache.New(cfg.Rest, cache.Options{
-		Scheme: kube.Scheme,
-		ByObject: map[ctrlclient.Object]cache.ByObject{
-			&v1alpha1.WorkerPool{}: {},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the WorkerPool cache: %w", err)
-	}
-	if err := poolCache.IndexField(ctx, &v1alpha1.WorkerPool{}, activities.PoolsByConfigIndex, activities.IndexPoolsByConfig); err != nil {
-		return nil, fmt.Errorf("indexing WorkerPools by SandboxConfig: %w", err)
-	}
-	go func() {
-		if err := poolCache.Start(ctx); err != nil {
-			cfg.Log.Error("WorkerPool cache stopped", "error", err)
-		}
-	}()
-	if !poolCache.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the WorkerPool cache did not sync before shutdown: %w", context.Cause(ctx))
-	}
 	return &activities.Activities{
 		Live:      live,
-		Cache:     poolCache,
+		Cache:     mgr.GetCache(),
 		Clientset: clientset,
 		Temporal:  cfg.Temporal,
 		TaskQueue: cfg.TaskQueue,
 		Instance:  cfg.Instance,
 	}, nil
 }
+
+func ptr[T any](v T) *T { return &v }

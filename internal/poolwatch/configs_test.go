@@ -1,4 +1,4 @@
-package starterapp
+package poolwatch
 
 import (
 	"context"
@@ -101,20 +101,20 @@ func pool(name string, class v1alpha1.SandboxClass, pinnedTo, statusConfig strin
 	return p
 }
 
-// newSignaller is a poolSignaller whose cache is a fake client holding objs,
-// with the starter's indexes.
-func newSignaller(t *testing.T, objs ...ctrlclient.Object) *poolSignaller {
+// newSignaller is a ConfigEvents whose cache is a fake client holding objs,
+// with the indexes Index sets up.
+func newSignaller(t *testing.T, objs ...ctrlclient.Object) ConfigEvents {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
 		WithIndex(&v1alpha1.WorkerPool{}, activities.PoolsByConfigIndex, activities.IndexPoolsByConfig)
 	idx := &recordingIndexer{}
-	require.NoError(t, indexPools(context.Background(), idx))
+	require.NoError(t, Index(context.Background(), idx))
 	for field, fn := range idx.fns {
 		if field != activities.PoolsByConfigIndex {
 			b = b.WithIndex(&v1alpha1.WorkerPool{}, field, fn)
 		}
 	}
-	return &poolSignaller{cache: b.Build()}
+	return ConfigEvents{Cache: b.Build()}
 }
 
 // recordingIndexer collects the index functions indexPools registers, so the
@@ -133,7 +133,7 @@ func (r *recordingIndexer) IndexField(_ context.Context, _ ctrlclient.Object, fi
 
 // woken runs one config event through the signaller's handler and returns
 // the pools it enqueued, sorted.
-func woken(t *testing.T, r *poolSignaller, fire func(context.Context, workqueueRL)) []string {
+func woken(t *testing.T, r ConfigEvents, fire func(context.Context, workqueueRL)) []string {
 	t.Helper()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -148,15 +148,15 @@ func woken(t *testing.T, r *poolSignaller, fire func(context.Context, workqueueR
 	return names
 }
 
-func update(r *poolSignaller, old, cur *v1alpha1.SandboxConfig) func(context.Context, workqueueRL) {
+func update(r ConfigEvents, old, cur *v1alpha1.SandboxConfig) func(context.Context, workqueueRL) {
 	return func(ctx context.Context, q workqueueRL) {
-		r.configEvents().Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: cur}, q)
+		r.Handler().Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: cur}, q)
 	}
 }
 
-func remove(r *poolSignaller, last *v1alpha1.SandboxConfig) func(context.Context, workqueueRL) {
+func remove(r ConfigEvents, last *v1alpha1.SandboxConfig) func(context.Context, workqueueRL) {
 	return func(ctx context.Context, q workqueueRL) {
-		r.configEvents().Delete(ctx, event.DeleteEvent{Object: last}, q)
+		r.Handler().Delete(ctx, event.DeleteEvent{Object: last}, q)
 	}
 }
 

@@ -1,0 +1,227 @@
+// Package poolkeeper keeps, for every WorkerPool, what needs no durable
+// history: its worker Deployment, the replica fields and observedGeneration
+// of its status, and the Resolved condition of the classes that need no
+// switch, with the Warning of a failure when it appears. It is a plain
+// level-triggered controller in the worker process: a server-side apply and
+// a status write guarded by the resourceVersion are idempotent, so a crash
+// loses nothing a fresh look would not redo, and a scale or template edit
+// costs Temporal nothing and never waits behind a switch.
+//
+// Config moves are not its business: a class that must move, or that holds a
+// claim, belongs to its switch workflow (see the workflows package), which
+// writes the class's configRef, pendingConfigRef and, when it ends, its
+// condition. This reconciler never writes a config name; it only drops one
+// that may not be kept (a config gone, of another class, or in deletion
+// without the protection finalizer).
+package poolkeeper
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/poolstatus"
+	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/internal/resolve"
+)
+
+// +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ate.dev,resources=workerpools/status,verbs=get;update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
+
+// EventRecorder records an event regarding a pool, once per key.
+type EventRecorder interface {
+	RecordEvent(ctx context.Context, in activities.EventInput) error
+}
+
+// Reconciler keeps pools' Deployments and plain status.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client      ctrlclient.Client
+	Deployments appsv1client.DeploymentsGetter
+	Events      EventRecorder
+}
+
+// maxRetryBackoff caps the backoff of a pool whose write keeps failing.
+const maxRetryBackoff = 30 * time.Second
+
+// SetupWithManager registers the reconciler: pools, their Deployments, and
+// the configs that may change how pools resolve.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pool-keeper").
+		For(&v1alpha1.WorkerPool{}).
+		Owns(&appsv1.Deployment{}).
+		Watches(&v1alpha1.SandboxConfig{}, poolwatch.ConfigEvents{Cache: mgr.GetClient()}.Handler()).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrency,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](50*time.Millisecond, maxRetryBackoff),
+		}).
+		Complete(r)
+}
+
+// Reconcile brings one pool's Deployment and plain status to what its spec,
+// its status's config names and the configs say.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pool v1alpha1.WorkerPool
+	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		return reconcile.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if pool.DeletionTimestamp != nil {
+		// Being deleted: the garbage collector removes its Deployment;
+		// nothing is applied or written for it any more.
+		return reconcile.Result{}, nil
+	}
+	var list v1alpha1.SandboxConfigList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing SandboxConfigs for WorkerPool %s: %w", req, err)
+	}
+	configs := make([]resolve.Config, 0, len(list.Items))
+	for i := range list.Items {
+		configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
+	}
+
+	before := pool.Status.DeepCopy()
+	warnings := settleClasses(&pool, configs)
+	d, err := r.keepDeployment(ctx, &pool)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if d != nil {
+		pool.Status.Replicas, pool.Status.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
+		pool.Status.Selector = selector(d)
+	}
+	pool.Status.ObservedGeneration = max(pool.Status.ObservedGeneration, pool.Generation)
+	poolstatus.SetSummary(&pool)
+	if !equality.Semantic.DeepEqual(before, &pool.Status) {
+		// Guarded by the cached resourceVersion: a switch that wrote since
+		// makes this conflict, and the pool is looked at again.
+		if err := r.Client.Status().Update(ctx, &pool); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("writing the status of WorkerPool %s: %w", req, err)
+		}
+	}
+	// Events follow the write they report.
+	for _, ev := range warnings {
+		if err := r.Events.RecordEvent(ctx, ev); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// settleClasses sets the Resolved condition of every class that needs no
+// switch, drops a config name that may not be kept, and returns the Warning
+// of each failure that appears.
+func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) []activities.EventInput {
+	ref := activities.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
+	var warnings []activities.EventInput
+	for _, entry := range pool.Spec.SandboxClasses {
+		current, pending := "", ""
+		var conditions []metav1.Condition
+		if st := pool.Status.ClassStatus(entry.Name); st != nil {
+			current, pending, conditions = refName(st.ConfigRef), refName(st.PendingConfigRef), st.Conditions
+		}
+		res := resolve.Class(entry, current, configs)
+		if pending != "" || (res.Target != "" && res.Target != current) {
+			continue // its switch's to write
+		}
+		cond := poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation)
+		if res.Target == "" && current != "" {
+			poolstatus.EnsureClass(&pool.Status, entry.Name).ConfigRef = nil
+		}
+		if poolstatus.SameCondition(conditions, cond) {
+			continue
+		}
+		if !res.Resolved && !sameFailure(conditions, cond) {
+			warnings = append(warnings, activities.WarningEvent(ref, entry.Name, res.Reason, res.Message, pool.Generation))
+		}
+		poolstatus.SetClassCondition(&pool.Status, entry.Name, cond)
+	}
+	return warnings
+}
+
+// keepDeployment applies the pool's Deployment when it is not as wanted,
+// and returns it as it is (nil when the pool has none yet). A new pool gets
+// one once every class has a config; once it exists it is kept as wanted
+// whatever resolution says, so scaling and template edits keep working
+// while a class does not resolve.
+func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPool) (*appsv1.Deployment, error) {
+	var d appsv1.Deployment
+	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pool), &d)
+	switch {
+	case apierrors.IsNotFound(err):
+		if !hasEveryConfig(pool) {
+			return nil, nil
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	case !metav1.IsControlledBy(&d, pool):
+		ctrl.LoggerFrom(ctx).Info("a Deployment of the pool's name is controlled by something else; not applying over it")
+		return nil, nil
+	default:
+		if upToDate, err := deployment.UpToDate(&d, pool); err == nil && upToDate {
+			return &d, nil
+		}
+	}
+	applied, err := deployment.Apply(ctx, r.Deployments, pool)
+	if err != nil {
+		return nil, fmt.Errorf("keeping the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	}
+	return applied, nil
+}
+
+func hasEveryConfig(pool *v1alpha1.WorkerPool) bool {
+	if len(pool.Spec.SandboxClasses) == 0 {
+		return false
+	}
+	for _, entry := range pool.Spec.SandboxClasses {
+		if st := pool.Status.ClassStatus(entry.Name); st == nil || st.ConfigRef == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func selector(d *appsv1.Deployment) string {
+	if d.Spec.Selector == nil {
+		return ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return ""
+	}
+	return sel.String()
+}
+
+// sameFailure reports whether the class already showed this failure, so a
+// write that only refreshes observedGeneration does not warn again.
+func sameFailure(conditions []metav1.Condition, c metav1.Condition) bool {
+	old := meta.FindStatusCondition(conditions, c.Type)
+	return old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message
+}
+
+func refName(r *v1alpha1.SandboxConfigReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
