@@ -8,6 +8,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -47,11 +48,20 @@ func leanSwitch(ctx workflow.Context, pool wfapi.PoolRef, in SwitchInput) (*Swit
 		return nil, err
 	}
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	// A re-resolution asked for before this run began (the signal of a
+	// signal-with-start) is what this run does: only one asked for while
+	// it runs calls for another look.
+	drain(reresolve)
 	ctx = withActivities(ctx)
 
 	if !in.IsMove() {
 		// Started by an operator (signal-with-start with no input): decide
 		// on a live read, recorded by a regular activity before any write.
+		// The CLI sets no search attributes: name the pool for the query
+		// that lists its switches.
+		if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.WorkerPoolKey.ValueSet(pool.String())); err != nil {
+			log.Warn("could not record the pool as a search attribute", "error", err)
+		}
 		state.Step = "Observe"
 		var obs activities.Observation
 		if err := workflow.ExecuteActivity(ctx, act.Observe, in.Pool).Get(ctx, &obs); err != nil {
@@ -223,6 +233,7 @@ func finishLean(ctx workflow.Context, in SwitchInput, res *SwitchResult, reresol
 		return nil, err
 	}
 	if drain(reresolve) > 0 {
+		// Empty: the next run decides on its own live read.
 		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, SwitchInput{})
 	}
 	return res, nil

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 
@@ -40,10 +41,16 @@ type (
 // the workflow task that follows them, with no round trip through the
 // server's queues.
 func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
-	// The ID tells the shape: a lean switch's names its pool; the children
-	// of pool workflows (histories recorded before the lean switch) are
-	// numbered.
-	if ns, name, ok := wfapi.PoolFromSwitchWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID); ok {
+	// The input tells the shape: the children of pool workflows (histories
+	// recorded before the lean switch) never carry Lean, nor come empty.
+	if in.IsLean() {
+		id := workflow.GetInfo(ctx).WorkflowExecution.ID
+		ns, name, ok := wfapi.PoolFromSwitchWorkflowID(id)
+		if !ok {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("a switch's workflow ID names its pool, as %s does; got %q", wfapi.PoolSwitchWorkflowID("<namespace>", "<name>"), id),
+				activities.ErrInvalidInput, nil)
+		}
 		return leanSwitch(ctx, wfapi.PoolRef{Namespace: ns, Name: name}, in)
 	}
 	ctx = withActivities(ctx)

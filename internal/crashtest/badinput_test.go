@@ -125,6 +125,8 @@ func TestBadInput(t *testing.T) {
 	t.Run("switch workflows started by hand", func(t *testing.T) {
 		ref := activities.PoolRef{Namespace: ns, Name: "real"}
 		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, workflows.SwitchInput{}),
+			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
+		expectClosed(t, start("switch-no-config", wfapi.SwitchWorkflow, workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "protecting a SandboxConfig needs its name and the sandbox class")
 		expectClosed(t, start("switch-ghost-pool", wfapi.SwitchWorkflow, workflows.SwitchInput{
 			Pool: activities.PoolRef{Namespace: ns, Name: "ghost"}, Class: v1alpha1.SandboxClassGVisor, To: cfg("no-such-config"),
@@ -134,7 +136,7 @@ func TestBadInput(t *testing.T) {
 		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `Unsupported value: "kata"`)
 		// A pool's switch acts on the pool its ID names, whatever its input.
 		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
-			wfapi.SwitchWorkflow, workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
+			wfapi.SwitchWorkflow, workflows.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
 		require.NoError(t, err)
 		expectClosed(t, run, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("switch workflow of WorkerPool %s/ghost was given WorkerPool %s/real", ns, ns))
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	appsv1 "k8s.io/api/apps/v1"
@@ -134,10 +135,11 @@ func TestMicroVMDeployment(t *testing.T) {
 	require.True(t, tun, "microvm workers mount /dev/net/tun")
 }
 
-// TestAPassAppliesOnlyADeploymentNotAsWanted: a pass over a pool whose
-// Deployment is as wanted applies nothing (the API server's own managed
-// fields say so); a change to the pool is applied.
-func TestAPassAppliesOnlyADeploymentNotAsWanted(t *testing.T) {
+// TestScalingCostsTemporalNothing: once a pool has its config, scaling it
+// and editing its template reach the Deployment through the worker's pool
+// reconciler alone: no workflow is started and no activity runs, and the
+// status says the generation was acted on.
+func TestScalingCostsTemporalNothing(t *testing.T) {
 	started := &activityCounter{}
 	p := producttest.Run(t, started)
 	ctx := context.Background()
@@ -145,37 +147,35 @@ func TestAPassAppliesOnlyADeploymentNotAsWanted(t *testing.T) {
 	ns := p.Env.Namespace(t)
 
 	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
-	wp := producttest.Pool(ns, "idle", "")
-	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
-		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
-		NodeSelector: map[string]string{"pool": "sandbox"},
-	}
-	require.NoError(t, kube.Create(ctx, wp))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "idle", "")))
 	p.WaitForConfig(t, ns, "idle", "gvisor-default", metav1.ConditionTrue)
 	p.WaitForDeployment(t, ns, "idle", 0)
-
-	// Two passes more, so at least one ran from start to end after the
-	// Deployment was there.
-	passes := func() int {
-		v, err := p.TemporalClient().QueryWorkflow(ctx, wfapi.PoolWorkflowID(ns, "idle"), "", wfapi.QueryState)
+	activities := started.total()
+	runs := func() int {
+		resp, err := p.TemporalClient().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = %q", wfapi.PoolSwitchWorkflowID(ns, "idle"))})
 		require.NoError(t, err)
-		var s wfapi.PoolState
-		require.NoError(t, v.Get(&s))
-		return s.Passes
+		return len(resp.Executions)
 	}
-	for range 2 {
-		before := passes()
-		require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, wfapi.PoolWorkflowID(ns, "idle"), "", wfapi.SignalReresolve, nil))
-		producttest.Eventually(t, "another pass", func() (bool, string) {
-			n := passes()
-			return n > before, fmt.Sprintf("%d passes", n)
-		})
-	}
-	require.Equal(t, 1, started.count("ApplyDeployment"), "only the pass that created the Deployment applied it")
+	require.Equal(t, 1, runs())
 
 	producttest.Scale(t, kube, ns, "idle", 3)
 	p.WaitForDeployment(t, ns, "idle", 3)
-	require.Equal(t, 2, started.count("ApplyDeployment"))
+	var wp v1alpha1.WorkerPool
+	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "idle"}, &wp))
+	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{Labels: map[string]v1alpha1.LabelValue{"team": "infra"}}
+	require.NoError(t, kube.Update(ctx, &wp))
+	producttest.Eventually(t, "the template label on the Deployment and the status at the pool's generation", func() (bool, string) {
+		var d appsv1.Deployment
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "idle"}, &d); err != nil {
+			return false, err.Error()
+		}
+		got := p.Get(t, ns, "idle")
+		return d.Spec.Template.Labels["team"] == "infra" && got.Status.ObservedGeneration == got.Generation,
+			fmt.Sprintf("labels %v, observedGeneration %d of %d", d.Spec.Template.Labels, got.Status.ObservedGeneration, got.Generation)
+	})
+	require.Equal(t, activities, started.total(), "no activity ran for a scale or a template edit")
+	require.Equal(t, 1, runs(), "no switch was started for a scale or a template edit")
 }
 
 // activityCounter counts the activities the worker starts, by type.
@@ -189,10 +189,14 @@ func (c *activityCounter) InterceptActivity(_ context.Context, next interceptor.
 	return &countedActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, counter: c}
 }
 
-func (c *activityCounter) count(activityType string) int {
+func (c *activityCounter) total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.started[activityType]
+	n := 0
+	for _, v := range c.started {
+		n += v
+	}
+	return n
 }
 
 type countedActivity struct {

@@ -75,7 +75,7 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 	})
 	producttest.Eventually(t, "the starter's signal counter", func() (bool, string) {
 		body := scrape(t, p.StarterMetricsAddr)
-		return strings.Contains(body, `ate_starter_signals_total{kind="pool"}`) &&
+		return strings.Contains(body, `ate_starter_signals_total{kind="switch"}`) &&
 			strings.Contains(body, "controller_runtime_reconcile_total"), grep(body, "ate_")
 	})
 }

@@ -29,13 +29,15 @@ func temporalCLI(t *testing.T, p *producttest.Product, args ...string) (string, 
 	return string(out), err
 }
 
-func queryPool(t *testing.T, p *producttest.Product, ns, name string) wfapi.PoolState {
+// querySwitch reads the pool's last switch with the `state` query, as an
+// operator does from the CLI.
+func querySwitch(t *testing.T, p *producttest.Product, ns, name string) wfapi.SwitchState {
 	t.Helper()
-	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.PoolWorkflowID(ns, name),
+	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.PoolSwitchWorkflowID(ns, name),
 		"--name", wfapi.QueryState, "--output", "json")
 	require.NoError(t, err, out)
 	var resp struct {
-		QueryResult []wfapi.PoolState `json:"queryResult"`
+		QueryResult []wfapi.SwitchState `json:"queryResult"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &resp), out)
 	require.Len(t, resp.QueryResult, 1, out)
@@ -51,9 +53,11 @@ func keyword(attrs *commonpb.SearchAttributes, name string) string {
 }
 
 // TestOperatorSurface: an operator lists a pool's switches in order with the
-// README's visibility query, reads the pool's view with the `state` query,
-// forces passes with `reresolve` and `recheck` from the CLI, and a malformed
-// or unknown signal changes nothing.
+// README's visibility query, reads the last one with the `state` query,
+// asks for a re-resolution with `reresolve` from the CLI (a switch that finds
+// nothing to move, or one that makes the move a change asked for), and a
+// malformed or unknown signal changes nothing; `recheck` makes a release
+// look again.
 func TestOperatorSurface(t *testing.T) {
 	p := producttest.Run(t)
 	ctx := context.Background()
@@ -67,58 +71,74 @@ func TestOperatorSurface(t *testing.T) {
 	p.WaitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
 
 	// The README's query.
-	query := fmt.Sprintf(`WorkerPool = %q AND WorkflowType = %q`, ns+"/traced", wfapi.SwitchWorkflow)
-	var switches []string
-	producttest.Eventually(t, "the pool's switches in visibility", func() (bool, string) {
-		resp, err := p.Env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		if err != nil {
-			return false, err.Error()
-		}
-		execs := resp.Executions
-		sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
-		switches = switches[:0]
-		for _, e := range execs {
-			if e.Status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-				return false, e.Execution.WorkflowId + " still " + e.Status.String()
+	id := wfapi.PoolSwitchWorkflowID(ns, "traced")
+	switches := func(want int) []string {
+		query := fmt.Sprintf(`WorkerPool = %q AND WorkflowType = %q`, ns+"/traced", wfapi.SwitchWorkflow)
+		var got []string
+		producttest.Eventually(t, "the pool's switches in visibility", func() (bool, string) {
+			resp, err := p.Env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+			if err != nil {
+				return false, err.Error()
 			}
-			switches = append(switches, fmt.Sprintf("%s %s->%s %s %s", e.Execution.WorkflowId,
-				keyword(e.SearchAttributes, searchattr.FromConfig), keyword(e.SearchAttributes, searchattr.ToConfig),
-				keyword(e.SearchAttributes, searchattr.SandboxClass), keyword(e.SearchAttributes, searchattr.Outcome)))
-		}
-		return len(switches) == 2, strings.Join(switches, "; ")
-	})
-	require.Equal(t, []string{
-		fmt.Sprintf("workerpool/%s/traced/switch/1 ->gvisor-default gvisor confirmed", ns),
-		fmt.Sprintf("workerpool/%s/traced/switch/2 gvisor-default->gvisor-default-v2 gvisor confirmed", ns),
-	}, switches)
-
-	state := queryPool(t, p, ns, "traced")
-	require.Equal(t, 2, state.Switches)
-	require.Len(t, state.Classes, 1)
-	require.Equal(t, wfapi.ClassState{
-		Name: "gvisor", Config: "gvisor-default-v2", Resolved: true, Reason: "Resolved",
-		Message:     `resolved to SandboxConfig "gvisor-default-v2"`,
-		LastOutcome: wfapi.OutcomeConfirmed, Switches: 2,
-	}, state.Classes[0])
-
-	// reresolve forces a pass; a malformed payload and an unknown signal
-	// are ignored and the workflow keeps running.
-	for _, args := range [][]string{
-		{"--name", wfapi.SignalReresolve},
-		{"--name", wfapi.SignalReresolve, "--input", `{"not": "expected"}`},
-		{"--name", "no-such-signal", "--input", `42`},
-	} {
-		out, err := temporalCLI(t, p, append([]string{"workflow", "signal", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced")}, args...)...)
-		require.NoError(t, err, out)
+			execs := resp.Executions
+			sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
+			got = got[:0]
+			for _, e := range execs {
+				if e.Status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+					return false, e.Execution.WorkflowId + " still " + e.Status.String()
+				}
+				got = append(got, fmt.Sprintf("%s %s->%s %s %s", e.Execution.WorkflowId,
+					keyword(e.SearchAttributes, searchattr.FromConfig), keyword(e.SearchAttributes, searchattr.ToConfig),
+					keyword(e.SearchAttributes, searchattr.SandboxClass), keyword(e.SearchAttributes, searchattr.Outcome)))
+			}
+			return len(got) == want, strings.Join(got, "; ")
+		})
+		return got
 	}
-	producttest.Eventually(t, "two more passes", func() (bool, string) {
-		got := queryPool(t, p, ns, "traced")
-		return got.Passes >= state.Passes+1, fmt.Sprintf("passes %d, was %d", got.Passes, state.Passes)
-	})
-	out, err := temporalCLI(t, p, "workflow", "describe", "--workflow-id", wfapi.PoolWorkflowID(ns, "traced"), "--output", "json")
+	require.Equal(t, []string{
+		id + " ->gvisor-default gvisor confirmed",
+		id + " gvisor-default->gvisor-default-v2 gvisor confirmed",
+	}, switches(2))
+	require.Equal(t, wfapi.SwitchState{
+		Pool: ns + "/traced", Class: "gvisor", From: "gvisor-default", To: "gvisor-default-v2",
+		Step: "done", Outcome: wfapi.OutcomeConfirmed,
+	}, querySwitch(t, p, ns, "traced"))
+
+	// reresolve, as the README writes it, starts a switch that decides on a
+	// live read: nothing to move here. A malformed payload and an unknown
+	// signal change nothing either.
+	reresolve := []string{"workflow", "signal-with-start", "--workflow-id", id, "--type", wfapi.SwitchWorkflow,
+		"--task-queue", p.TaskQueue, "--signal-name", wfapi.SignalReresolve}
+	for _, extra := range [][]string{nil, {"--signal-input", `{"not": "expected"}`}} {
+		out, err := temporalCLI(t, p, append(reresolve, extra...)...)
+		require.NoError(t, err, out)
+		producttest.Eventually(t, "the re-resolution to end", func() (bool, string) {
+			got := querySwitch(t, p, ns, "traced")
+			return got.Outcome == wfapi.OutcomeUpToDate, fmt.Sprintf("%+v", got)
+		})
+	}
+	out, err := temporalCLI(t, p, "workflow", "signal", "--workflow-id", id, "--name", "no-such-signal", "--input", "42")
+	require.Error(t, err, "a signal to a closed switch is refused: %s", out)
+	require.Len(t, switches(4), 4)
+	require.Equal(t, "gvisor-default-v2", producttest.RefName(p.Get(t, ns, "traced").Status.SandboxClasses[0].ConfigRef))
+
+	// A move asked for by hand, with the starter stopped: the re-resolution
+	// makes it, and its switch carries the move's search attributes.
+	p.Stop(t)
+	p.NoStarter = true
+	p.Start(t)
+	producttest.SetDefault(t, kube, "gvisor-default-v2", false)
+	out, err = temporalCLI(t, p, reresolve...)
 	require.NoError(t, err, out)
-	require.Contains(t, out, `"WORKFLOW_EXECUTION_STATUS_RUNNING"`)
-	require.Equal(t, "gvisor-default-v2", queryPool(t, p, ns, "traced").Classes[0].Config)
+	producttest.Eventually(t, "the re-resolution to move the pool back", func() (bool, string) {
+		got := querySwitch(t, p, ns, "traced")
+		return got.Outcome == wfapi.OutcomeConfirmed && got.To == "gvisor-default", fmt.Sprintf("%+v", got)
+	})
+	require.Equal(t, id+" gvisor-default-v2->gvisor-default gvisor confirmed", switches(5)[4])
+	p.Stop(t)
+	p.NoStarter = false
+	p.Start(t)
+	p.WaitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
 
 	// recheck on a release workflow takes another look.
 	require.NoError(t, kube.Delete(ctx, producttest.GVisorConfig("gvisor-default-v2", true)))

@@ -38,9 +38,11 @@ func TestClaimRace(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, producttest.ResolvedCondition(got).Reason)
 	require.Equal(t, `SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`, producttest.ResolvedCondition(got).Message)
 	p.WaitGone(t, next)
+	// The failure changed once the config was gone, and is reported again.
 	p.WaitForEvents(t, ns, "racer", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,
 		`Warning SandboxConfigDeleting: SandboxConfig "gvisor-next" is being deleted; keeping "gvisor-now"`,
+		`Warning SandboxConfigNotFound: SandboxConfig "gvisor-next" not found; keeping "gvisor-now"`,
 	})
 }
 

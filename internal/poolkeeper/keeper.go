@@ -18,6 +18,7 @@ package poolkeeper
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,8 +26,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -174,9 +175,12 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 		}
 	case err != nil:
 		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
-	case !metav1.IsControlledBy(&d, pool):
+	case !metav1.IsControlledBy(&d, pool) && !controlledByEarlierPool(&d, pool):
 		ctrl.LoggerFrom(ctx).Info("a Deployment of the pool's name is controlled by something else; not applying over it")
 		return nil, nil
+	case !metav1.IsControlledBy(&d, pool):
+		// Left by a pool of the same name deleted before (the garbage
+		// collector had not removed it yet): the apply takes it over.
 	default:
 		if upToDate, err := deployment.UpToDate(&d, pool); err == nil && upToDate {
 			return &d, nil
@@ -187,6 +191,14 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 		return nil, fmt.Errorf("keeping the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
 	return applied, nil
+}
+
+// controlledByEarlierPool reports whether d is controlled by a WorkerPool of
+// pool's name: an earlier incarnation of it.
+func controlledByEarlierPool(d *appsv1.Deployment, pool *v1alpha1.WorkerPool) bool {
+	owner := metav1.GetControllerOf(d)
+	return owner != nil && owner.Kind == "WorkerPool" && owner.Name == pool.Name &&
+		strings.HasPrefix(owner.APIVersion, v1alpha1.GroupVersion.Group+"/")
 }
 
 func hasEveryConfig(pool *v1alpha1.WorkerPool) bool {

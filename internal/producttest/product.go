@@ -50,6 +50,9 @@ type Product struct {
 	// starter's metrics address (default none).
 	Temporal           tclient.Client
 	StarterMetricsAddr string
+	// NoStarter makes Start run the worker alone: a test then plays the
+	// starter, or an operator, by hand.
+	NoStarter bool
 }
 
 // QuietLog logs warnings and errors only, so test output stays readable.
@@ -123,11 +126,15 @@ func (p *Product) Start(t testing.TB) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog,
+		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
 			Worker: worker.Options{Interceptors: p.Interceptors}})
 	}()
 	go func() {
 		defer wg.Done()
+		if p.NoStarter {
+			<-ctx.Done()
+			return
+		}
 		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
 			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr})
 	}()
@@ -214,4 +221,12 @@ func (p *Product) WaitGone(t testing.TB, obj client.Object) {
 		}
 		return false, fmt.Sprintf("still there: finalizers=%v deleting=%v err=%v", obj.GetFinalizers(), obj.GetDeletionTimestamp() != nil, err)
 	})
+}
+
+// Get reads a pool from the API server.
+func (p *Product) Get(t testing.TB, ns, name string) *v1alpha1.WorkerPool {
+	t.Helper()
+	var wp v1alpha1.WorkerPool
+	require.NoError(t, p.Env.Kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &wp))
+	return &wp
 }

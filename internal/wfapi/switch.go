@@ -33,6 +33,10 @@ func (p PoolRef) Key() types.NamespacedName {
 // move the starter's cache asked for; one started by an operator with no
 // input decides its move itself, from a live read.
 type SwitchInput struct {
+	// Lean marks a switch of the lean shape (see the workflows package):
+	// the starter's. Switches recorded before it, children of the pool
+	// workflow, run the shape they were recorded with.
+	Lean  bool                  `json:"lean,omitempty"`
 	Pool  PoolRef               `json:"pool"`
 	Class v1alpha1.SandboxClass `json:"class"`
 	// From is the config the class's status names now ("" on the first
@@ -56,6 +60,10 @@ type SwitchInput struct {
 // IsMove reports whether the input names a move (or a claim to clear), as
 // the starter's do; an operator's start carries none.
 func (in SwitchInput) IsMove() bool { return in.To != "" || in.Abandon != "" }
+
+// IsLean reports whether the input starts a lean switch: the starter's, or
+// an operator's with no input at all, which decides its move itself.
+func (in SwitchInput) IsLean() bool { return in.Lean || in == SwitchInput{} }
 
 // SwitchResult is how a switch ended.
 type SwitchResult struct {
@@ -83,7 +91,7 @@ type SwitchState struct {
 // the pool at generation and resourceVersion.
 func MoveInput(pool PoolRef, m resolve.Move, generation int64, resourceVersion string) SwitchInput {
 	in := SwitchInput{
-		Pool: pool, Class: m.Class, From: m.From, To: m.To, FromDeleting: m.FromDeleting,
+		Lean: true, Pool: pool, Class: m.Class, From: m.From, To: m.To, FromDeleting: m.FromDeleting,
 		Generation: generation, PoolResourceVersion: resourceVersion,
 	}
 	if m.To == "" {
