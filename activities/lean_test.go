@@ -1,0 +1,82 @@
+package activities
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The lean switch's claim is written only while the class still names the
+// config the move was decided from.
+func TestClaimExpectingFrom(t *testing.T) {
+	tests := []struct {
+		name           string
+		from           string
+		wantSuperseded bool
+	}{
+		{name: "the class is where the move was decided", from: "old"},
+		{name: "another switch moved the class since", from: "older", wantSuperseded: true},
+		{name: "the move was decided before the first resolution", from: "", wantSuperseded: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newStatusFixture(t)
+			res, err := f.acts.Claim(context.Background(), ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: tt.from})
+			require.NoError(t, err)
+			require.Equal(t, tt.wantSuperseded, res.Superseded)
+			st := f.pool(t).Status.ClassStatus(gvisor)
+			if tt.wantSuperseded {
+				require.Nil(t, st.PendingConfigRef, "a superseded claim writes nothing")
+				return
+			}
+			require.Equal(t, "new", st.PendingConfigRef.Name)
+		})
+	}
+}
+
+// A roll back re-run after an earlier run of the switch's task confirmed
+// keeps the move and says so, rather than undoing it.
+func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
+	f := newStatusFixture(t)
+	ctx := context.Background()
+	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
+	require.NoError(t, err)
+	_, err = f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+	require.NoError(t, err)
+
+	res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
+		Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Local: true, Claimed: true})
+	require.NoError(t, err)
+	require.True(t, res.Landed)
+	require.False(t, res.Wrote)
+	st := f.pool(t).Status.ClassStatus(gvisor)
+	require.Equal(t, "new", st.ConfigRef.Name)
+	require.Equal(t, "True", string(st.Conditions[0].Status))
+
+	// Without a claim of its own (a protection refused), a roll back never
+	// takes the class's config for its own confirm.
+	res, err = f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
+		Reason: "SandboxConfigDeleting", Message: "m", Local: true})
+	require.NoError(t, err)
+	require.False(t, res.Landed)
+}
+
+func TestAbandonClaim(t *testing.T) {
+	f := newStatusFixture(t)
+	ctx := context.Background()
+	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "stale"})
+	require.NoError(t, err)
+
+	res, err := f.acts.AbandonClaim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "other"})
+	require.NoError(t, err)
+	require.False(t, res.Wrote, "a claim on another config is not this one's to clear")
+	require.Equal(t, "stale", f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef.Name)
+
+	res, err = f.acts.AbandonClaim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "stale"})
+	require.NoError(t, err)
+	require.True(t, res.Wrote)
+	st := f.pool(t).Status.ClassStatus(gvisor)
+	require.Nil(t, st.PendingConfigRef)
+	require.Equal(t, "old", st.ConfigRef.Name)
+}
