@@ -43,6 +43,10 @@ func Pool(ctx workflow.Context, in wfapi.PoolInput) error {
 	// A start or a continue-as-new is itself a wake-up: pass at once.
 	for {
 		drain(reresolve)
+		if retired(ctx) {
+			log.Info("pool workflows are retired: the starter starts each switch itself; ending", "pool", wfapi.PoolKey(in.Namespace, in.Name))
+			return nil
+		}
 		gone, err := pass(ctx, in, state)
 		if err != nil {
 			// Activities retry until they succeed or hit an error no retry
@@ -63,6 +67,14 @@ func Pool(ctx workflow.Context, in wfapi.PoolInput) error {
 		}
 		reresolve.Receive(ctx, nil)
 	}
+}
+
+// retired reports whether this wake-up of a pool workflow runs on code that
+// has the lean switch, where the starter starts each switch and a pool has
+// no workflow of its own: the workflow then ends. Wake-ups recorded before
+// replay as they ran.
+func retired(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "retired-by-lean-switch", workflow.DefaultVersion, 1) == 1
 }
 
 // pass resolves the pool once, switches the classes that must move, and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,6 +45,7 @@ func settled() *activities.Observation {
 
 func TestPoolCoalescesASignalStormIntoOnePass(t *testing.T) {
 	env, order := newEnv(t)
+	legacyPool(env)
 	observations := 0
 	env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.PoolRef) (*activities.Observation, error) {
 		observations++
@@ -69,6 +71,7 @@ func TestPoolCoalescesASignalStormIntoOnePass(t *testing.T) {
 
 func TestPoolSwitchesToANewDefaultThenWritesNothingMore(t *testing.T) {
 	env, _ := newEnv(t)
+	legacyPool(env)
 	obs := settled()
 	obs.Configs = append(obs.Configs, resolve.Config{Name: "gvisor-default-v2", Class: "gvisor", ClassDefault: true, Protected: true, CreatedUnix: 20})
 	observations := 0
@@ -97,6 +100,7 @@ func TestPoolSwitchesToANewDefaultThenWritesNothingMore(t *testing.T) {
 
 func TestPoolGatesANewDeploymentOnResolution(t *testing.T) {
 	env, order := newEnv(t)
+	legacyPool(env)
 	obs := settled()
 	obs.Status = v1alpha1.WorkerPoolStatus{}
 	obs.Deployment = nil
@@ -130,6 +134,7 @@ func TestPoolGatesANewDeploymentOnResolution(t *testing.T) {
 // not abandoned to wait for a wake-up that may never come.
 func TestPoolObservesUntilTheAPIServerAnswers(t *testing.T) {
 	env, _ := newEnv(t)
+	legacyPool(env)
 	env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(nil, errors.New("the API server is unavailable")).Times(12)
 	env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{Exists: false}, nil).Once()
 
@@ -141,6 +146,7 @@ func TestPoolObservesUntilTheAPIServerAnswers(t *testing.T) {
 
 func TestPoolRejectsAnEmptyName(t *testing.T) {
 	env, _ := newEnv(t)
+	legacyPool(env)
 	env.ExecuteWorkflow(wfapi.PoolWorkflow, wfapi.PoolInput{})
 	require.ErrorContains(t, env.GetWorkflowError(), "needs the pool's namespace and name")
 }
@@ -164,6 +170,8 @@ func TestPoolAppliesTheDeploymentOnlyWhenItIsNotAsWanted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newEnv(t)
+			legacyPool(env)
+			legacyPool(env)
 			obs := settled()
 			tt.observe(obs)
 			env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(obs, nil).Once()
@@ -181,4 +189,20 @@ func TestPoolAppliesTheDeploymentOnlyWhenItIsNotAsWanted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// legacyPool runs a pool workflow as it ran before the lean switch retired
+// pool workflows: what executions recorded then replay.
+func legacyPool(env *testsuite.TestWorkflowEnvironment) {
+	env.OnGetVersion("retired-by-lean-switch", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+}
+
+// A pool workflow woken on code with the lean switch ends: the starter
+// starts each switch itself.
+func TestPoolWorkflowRetires(t *testing.T) {
+	env, order := newEnv(t)
+	env.ExecuteWorkflow(wfapi.PoolWorkflow, wfapi.PoolInput{Namespace: "ns", Name: "pool"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.Empty(t, *order, "a retired pool workflow acts on nothing")
 }

@@ -60,6 +60,7 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 // for the pass's first write, its switch's claim.
 func TestPoolPassesTheObservedVersionToItsSwitch(t *testing.T) {
 	env, _ := newEnv(t)
+	legacyPool(env)
 	obs := settled()
 	obs.ResourceVersion = "41"
 	obs.Configs = append(obs.Configs, resolve.Config{Name: "gvisor-default-v2", Class: "gvisor", ClassDefault: true, Protected: true, CreatedUnix: 20})

@@ -114,7 +114,9 @@ func (s *stack) run(ctx context.Context) error {
 		DBFile: filepath.Join(state, "temporal.db"),
 		// WAL: the UI's reads do not block the server's writes; NORMAL sync
 		// is durable across process crashes (not power loss), and fast.
-		SQLitePragmas: []string{"journal_mode=wal", "synchronous=normal"},
+		// The dynamic config is what `make bench` measures the product on.
+		SQLitePragmas: servers.DevServerPragmas,
+		DynamicConfig: servers.DevServerDynamicConfig(),
 		Namespace:     s.cfg.namespace,
 		LogFile:       filepath.Join(logDir, "temporal.log"),
 	})

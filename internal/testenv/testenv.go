@@ -204,7 +204,7 @@ func (e *Env) launchTemporal(root string, opts Options) error {
 		Binary:        bin,
 		UI:            opts.TemporalUI,
 		DBFile:        db,
-		DynamicConfig: opts.TemporalDynamicConfig,
+		DynamicConfig: dynamicConfig(opts.TemporalDynamicConfig),
 		Namespace:     opts.TemporalNamespace,
 		LogFile:       filepath.Join(e.logDir(), "temporal.log"),
 	})
@@ -269,3 +269,13 @@ func (e *Env) Stop() error {
 
 // Keep keeps Dir (the servers' logs and state) after Stop.
 func (e *Env) Keep() { e.keep = true }
+
+// dynamicConfig is the dev server's dynamic config as `make dev` and the
+// bench run it, with a test's own values on top.
+func dynamicConfig(extra map[string]string) map[string]string {
+	dc := servers.DevServerDynamicConfig()
+	for k, v := range extra {
+		dc[k] = v
+	}
+	return dc
+}
