@@ -204,16 +204,40 @@ func waitEvents(t testing.TB, ns, name string, want []string) {
 type starterStandIn struct{ taskQueue string }
 
 // pool starts the switch the pool's next move needs, planned on a live read
-// as the starter plans it on its cache. A switch of the pool that is still
-// running (its worker killed, say) is left to finish: the test calls again
-// once it has.
+// as the starter plans it on its cache. While a switch of the pool is still
+// running (finishing, or its worker killed) it keeps trying in the
+// background, as the starter's requeue does, until the test ends.
 func (s starterStandIn) pool(t testing.TB, ns, name string) {
 	t.Helper()
 	env := testenv.Current()
-	_, err := starterapp.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, types.NamespacedName{Namespace: ns, Name: name})
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	_, err := starterapp.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, key)
 	if !errors.Is(err, wfapi.ErrSwitchRunning) {
 		require.NoError(t, err)
+		return
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_, err := starterapp.StartNext(ctx, env.Kube, env.Temporal, s.taskQueue, key)
+			if !errors.Is(err, wfapi.ErrSwitchRunning) {
+				if err != nil && ctx.Err() == nil {
+					t.Logf("standing in for the starter on WorkerPool %s: %v", key, err)
+				}
+				return
+			}
+		}
+	}()
 }
 
 func (s starterStandIn) release(t testing.TB, config string) {
