@@ -3,8 +3,8 @@
 // kills the starter in a burst of changes, restarts the Temporal server and
 // stops the API server in the middle of switches, feeds the workflows bad
 // input, and runs a bounded, seeded chaos soak, and after each it asks the
-// invariant Checker whether P1-P6 of the design (/work/shared/DESIGN.md,
-// "What must always hold") held throughout.
+// invariant Checker whether the invariants P1-P6 (docs/invariants.md) held
+// throughout.
 //
 // The Checker is ordinary code so that other test packages can use it; the
 // tests are in the _test.go files. See README.md for what survives what.
