@@ -42,38 +42,22 @@ type stack struct {
 	metrics kubernetes.Interface // uncounted: scrapes /metrics, a non-resource URL
 }
 
-// serverTuning is the dev server's configuration for the bench. The pragmas
-// are those of `make dev`; the dynamic config values are the measured levers
-// (see BENCHMARKS.md).
+// serverTuning is the dev server's configuration for the bench: by
+// default the one `make dev` and the tests run (internal/testenv/servers:
+// DevServerPragmas, DevServerDynamicConfig; BENCHMARKS.md tells what each
+// value is worth).
 type serverTuning struct {
 	Binary        string // the temporal CLI; default bin/temporal
 	Pragmas       []string
 	DynamicConfig map[string]string
 }
 
+// defaultTuning is the dev server's settings; without tuned, its SQLite
+// pragmas only.
 func defaultTuning(tuned bool) serverTuning {
-	t := serverTuning{Pragmas: []string{"journal_mode=wal", "synchronous=normal"}}
+	t := serverTuning{Pragmas: append([]string(nil), servers.DevServerPragmas...)}
 	if tuned {
-		t.DynamicConfig = map[string]string{
-			// One partition: no forwarding between partitions, every poller
-			// meets every task (~1.3x).
-			"matching.numTaskqueueReadPartitions":  "1",
-			"matching.numTaskqueueWritePartitions": "1",
-			// The one shard's queues load new tasks at most this often: at
-			// the default 20/s every hand-off waits up to 50 ms.
-			"history.transferProcessorMaxPollRPS":   "1000",
-			"history.timerProcessorMaxPollRPS":      "1000",
-			"history.visibilityProcessorMaxPollRPS": "1000",
-			// The CLI turns this on for the dev server, so that a new
-			// search attribute is usable at once; it costs a database read
-			// per start, signal-with-start and upsert that carries search
-			// attributes. Production servers run with it off.
-			"system.forceSearchAttributesCacheRefreshOnRead": "false",
-			// An activity scheduled by a workflow task goes back to the
-			// worker in the task's completion response (the SDK asks for
-			// it by default) instead of through the matching service.
-			"system.enableActivityEagerExecution": "true",
-		}
+		t.DynamicConfig = servers.DevServerDynamicConfig()
 	}
 	return t
 }
