@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -71,12 +72,25 @@ func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
 
 // WarningEvent is the Warning event of a failed resolution. Its key is the
 // failure itself, at the pool generation: the same failure reported again by
-// a later pass, a retried activity or the pool reconciler is the same event,
-// recorded once.
+// a later pass or a retried activity is the same event, recorded once.
+// Switches recorded before the pool reconciler use it.
 func WarningEvent(pool PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) EventInput {
 	return EventInput{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
 		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
+	}
+}
+
+// FailureWarning is the Warning of one appearance of a failed resolution: a
+// class's Resolved condition False with this reason and message since
+// since (its lastTransitionTime). A failure that goes away and comes back is
+// a new appearance (a new transition time) and is reported again; the same
+// appearance, reported by a switch's roll back, by the pool reconciler, or
+// by either after a crash, is the same event, recorded once.
+func FailureWarning(pool PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) EventInput {
+	return EventInput{
+		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
+		Key: fmt.Sprintf("failure/%s/%s/%s/%s", class, reason, message, since.UTC().Format(time.RFC3339)),
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -29,6 +31,10 @@ type PoolWrite struct {
 	// attempt had moved the class before the pool went: the switch did
 	// happen, so its event is still due.
 	Landed bool `json:"landed,omitempty"`
+	// FailingSince is the lastTransitionTime of the class's Resolved
+	// condition after a RollBack of a lean switch, when it is False: the
+	// appearance of the failure its Warning reports (see FailureWarning).
+	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 	// Superseded comes from a Claim that expected the class on a config and
 	// found it elsewhere: another switch moved it since the move was
 	// decided. Nothing was written.
@@ -230,6 +236,7 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, 
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
 	var confirmed bool
+	var since *metav1.Time
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
@@ -243,9 +250,15 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, 
 			}
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(false, in.Reason, in.Message, in.Generation))
+			if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved); c != nil {
+				since = c.LastTransitionTime.DeepCopy()
+			}
 		})
 	if err != nil {
 		return res, err
+	}
+	if in.Local {
+		res.FailingSince = since
 	}
 	switch {
 	case confirmed:

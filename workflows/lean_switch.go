@@ -211,8 +211,13 @@ func rollBackLean(ctx workflow.Context, s steps, in SwitchInput, check activitie
 	if w.PoolGone {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
-	if err := s.run(ctx, act.RecordEvent,
-		warning(in.Pool, in.Class, check.Reason, message, in.Generation)).Get(ctx, nil); err != nil {
+	// The Warning of this appearance of the failure: the pool reconciler
+	// reports the same one under the same name, so it is recorded once.
+	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
+	if w.FailingSince != nil {
+		ev = activities.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+	}
+	if err := s.run(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 		return nil, err
 	}
 	return &SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -57,6 +58,8 @@ type Reconciler struct {
 	Client      ctrlclient.Client
 	Deployments appsv1client.DeploymentsGetter
 	Events      EventRecorder
+
+	reported reportedSet
 }
 
 // maxRetryBackoff caps the backoff of a pool whose write keeps failing.
@@ -99,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	before := pool.Status.DeepCopy()
-	warnings := settleClasses(&pool, configs)
+	settleClasses(&pool, configs)
 	d, err := r.keepDeployment(ctx, &pool)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -121,43 +124,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	// Events follow the write they report.
-	for _, ev := range warnings {
-		if err := r.Events.RecordEvent(ctx, ev); err != nil {
-			return reconcile.Result{}, err
-		}
+	if err := r.reportFailures(ctx, &pool); err != nil {
+		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
 }
 
-// settleClasses sets the Resolved condition of every class that needs no
-// switch, drops a config name that may not be kept, and returns the Warning
-// of each failure that appears.
-func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) []activities.EventInput {
+// reportFailures records the Warning of every failure the pool's status
+// shows, once per appearance (activities.FailureWarning): derived from the
+// status, not from what this pass changed, so a worker killed between a
+// status write and its event records the event on its next look, and a
+// failure a switch's roll back wrote is the same event as the one it
+// records. Appearances already recorded by this process are skipped
+// without a request.
+func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPool) error {
 	ref := activities.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
-	var warnings []activities.EventInput
+	for _, st := range pool.Status.SandboxClasses {
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		ev := activities.FailureWarning(ref, st.Name, c.Reason, c.Message, c.LastTransitionTime)
+		name := activities.EventName(ref, ev.Key)
+		if r.reported.has(name) {
+			continue
+		}
+		if err := r.Events.RecordEvent(ctx, ev); err != nil {
+			return err
+		}
+		r.reported.add(name)
+	}
+	return nil
+}
+
+// settleClasses sets the Resolved condition of every class that needs no
+// switch, and drops a config name that may not be kept.
+func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) {
 	for _, entry := range pool.Spec.SandboxClasses {
 		current, pending := "", ""
-		var conditions []metav1.Condition
 		if st := pool.Status.ClassStatus(entry.Name); st != nil {
-			current, pending, conditions = refName(st.ConfigRef), refName(st.PendingConfigRef), st.Conditions
+			current, pending = refName(st.ConfigRef), refName(st.PendingConfigRef)
 		}
 		res := resolve.Class(entry, current, configs)
 		if pending != "" || (res.Target != "" && res.Target != current) {
 			continue // its switch's to write
 		}
-		cond := poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation)
 		if res.Target == "" && current != "" {
 			poolstatus.EnsureClass(&pool.Status, entry.Name).ConfigRef = nil
 		}
-		if poolstatus.SameCondition(conditions, cond) {
-			continue
-		}
-		if !res.Resolved && !sameFailure(conditions, cond) {
-			warnings = append(warnings, activities.WarningEvent(ref, entry.Name, res.Reason, res.Message, pool.Generation))
-		}
-		poolstatus.SetClassCondition(&pool.Status, entry.Name, cond)
+		poolstatus.SetClassCondition(&pool.Status, entry.Name,
+			poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation))
 	}
-	return warnings
 }
 
 // keepDeployment applies the pool's Deployment when it is not as wanted,
@@ -224,16 +241,35 @@ func selector(d *appsv1.Deployment) string {
 	return sel.String()
 }
 
-// sameFailure reports whether the class already showed this failure, so a
-// write that only refreshes observedGeneration does not warn again.
-func sameFailure(conditions []metav1.Condition, c metav1.Condition) bool {
-	old := meta.FindStatusCondition(conditions, c.Type)
-	return old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message
-}
-
 func refName(r *v1alpha1.SandboxConfigReference) string {
 	if r == nil {
 		return ""
 	}
 	return r.Name
+}
+
+// reportedSet remembers the event names this process has recorded, so that
+// a pool that keeps failing costs no request per look. It forgets all once
+// it grows large: forgetting costs one create that finds the event there.
+type reportedSet struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+const maxReported = 50000
+
+func (s *reportedSet) has(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.names[name]
+	return ok
+}
+
+func (s *reportedSet) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.names == nil || len(s.names) >= maxReported {
+		s.names = map[string]struct{}{}
+	}
+	s.names[name] = struct{}{}
 }
