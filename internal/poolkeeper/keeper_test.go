@@ -1,0 +1,148 @@
+package poolkeeper
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kube"
+)
+
+const gvisor = v1alpha1.SandboxClassGVisor
+
+type recorder struct{ keys []string }
+
+func (r *recorder) RecordEvent(_ context.Context, in activities.EventInput) error {
+	r.keys = append(r.keys, in.Reason+": "+in.Note)
+	return nil
+}
+
+func config(name string, classDefault bool) *v1alpha1.SandboxConfig {
+	c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.SandboxConfigSpec{SandboxClass: gvisor}}
+	if classDefault {
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, v1alpha1.ClassDefaultAnnotation, "true")
+	}
+	return c
+}
+
+func pool(current, pending string) *v1alpha1.WorkerPool {
+	p := &v1alpha1.WorkerPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1", Generation: 2},
+		Spec: v1alpha1.WorkerPoolSpec{Replicas: ptr(int32(1)), WorkerImage: "registry.example/worker:v1",
+			SandboxClasses: []v1alpha1.WorkerPoolSandboxClass{{Name: gvisor}}},
+	}
+	st := v1alpha1.WorkerPoolSandboxClassStatus{Name: gvisor}
+	if current != "" {
+		st.ConfigRef = &v1alpha1.SandboxConfigReference{Name: current}
+	}
+	if pending != "" {
+		st.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: pending}
+	}
+	p.Status.SandboxClasses = []v1alpha1.WorkerPoolSandboxClassStatus{st}
+	return p
+}
+
+// reconcileOnce runs one look over objs.
+func reconcileOnce(t *testing.T, objs ...ctrlclient.Object) (*v1alpha1.WorkerPool, *recorder) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+	rec := &recorder{}
+	r := &Reconciler{Client: c, Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+	require.NoError(t, err)
+	var got v1alpha1.WorkerPool
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+	return &got, rec
+}
+
+func TestReconcilerLeavesMovesToSwitches(t *testing.T) {
+	tests := []struct {
+		name       string
+		pool       *v1alpha1.WorkerPool
+		configs    []ctrlclient.Object
+		wantRef    string
+		wantReason string // "" when the class's condition is left alone
+		wantEvents []string
+	}{
+		{
+			name:    "a class that must move is its switch's: nothing written for it",
+			pool:    pool("", ""),
+			configs: []ctrlclient.Object{config("def", true)},
+		},
+		{
+			name:    "a class holding a claim is its switch's",
+			pool:    pool("def", "other"),
+			configs: []ctrlclient.Object{config("def", true), config("other", false)},
+			wantRef: "def",
+		},
+		{
+			name:       "a failure that keeps the config: condition and one Warning",
+			pool:       pool("old", ""),
+			configs:    []ctrlclient.Object{config("old", false)},
+			wantRef:    "old",
+			wantReason: v1alpha1.ReasonDefaultConfigNotFound,
+			wantEvents: []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"; keeping "old"`},
+		},
+		{
+			name:       "a config that may not be kept is dropped",
+			pool:       pool("gone", ""),
+			wantReason: v1alpha1.ReasonDefaultConfigNotFound,
+			wantEvents: []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, rec := reconcileOnce(t, append(tt.configs, tt.pool)...)
+			st := got.Status.ClassStatus(gvisor)
+			ref := ""
+			if st.ConfigRef != nil {
+				ref = st.ConfigRef.Name
+			}
+			require.Equal(t, tt.wantRef, ref)
+			c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+			if tt.wantReason == "" {
+				require.Nil(t, c)
+			} else {
+				require.Equal(t, tt.wantReason, c.Reason)
+				require.Equal(t, int64(2), c.ObservedGeneration)
+			}
+			require.Equal(t, tt.wantEvents, rec.keys)
+			require.Equal(t, int64(2), got.Status.ObservedGeneration)
+		})
+	}
+}
+
+func TestReconcilerLeavesAPoolInDeletionAlone(t *testing.T) {
+	p := pool("old", "")
+	now := metav1.Now()
+	p.DeletionTimestamp, p.Finalizers = &now, []string{"example.com/hold"}
+	got, rec := reconcileOnce(t, p)
+	require.Empty(t, got.Status.SandboxClasses[0].Conditions)
+	require.Zero(t, got.Status.ObservedGeneration)
+	require.Empty(t, rec.keys)
+}
+
+func TestControlledByEarlierPool(t *testing.T) {
+	p := pool("", "")
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	ctl := true
+	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ate.dev/v1alpha1", Kind: "WorkerPool", Name: "p", UID: "uid-0", Controller: &ctl}}
+	require.True(t, controlledByEarlierPool(d, p))
+	d.OwnerReferences[0].Kind = "ReplicaSet"
+	require.False(t, controlledByEarlierPool(d, p), "someone else's")
+	d.OwnerReferences = nil
+	require.False(t, controlledByEarlierPool(d, p), "nobody's")
+}
+
+func ptr[T any](v T) *T { return &v }
