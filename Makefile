@@ -13,8 +13,8 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BIN := $(ROOT)/bin
 OUT := $(ROOT)/_out/bin
 
-# The orchestrator's binaries; built when their package exists.
-PROGRAMS := worker starter
+# The orchestrator's binaries.
+PROGRAMS := worker starter teardown
 
 # Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443"; see
 # `go run ./hack/devstack -h`.
@@ -23,9 +23,8 @@ DEVSTACK_FLAGS ?=
 # Files controller-gen writes; `verify` fails when they are stale.
 GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac
 
-# Packages whose +kubebuilder:rbac markers make deploy/rbac. Packages that
-# do not exist yet are left out, as controller-gen fails on missing paths.
-RBAC_DIRS := $(foreach d,activities starter worker internal,$(if $(wildcard $(ROOT)/$(d)/),$(d)))
+# Packages whose +kubebuilder:rbac markers make deploy/rbac.
+RBAC_DIRS := activities starter worker internal
 
 .PHONY: help
 help: ## List the targets.
@@ -40,7 +39,7 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
 	hack/tools/install.sh controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
-	$(if $(RBAC_DIRS),$(BIN)/controller-gen rbac:roleName=ate-orchestrator $(foreach d,$(RBAC_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac,@echo "no packages with RBAC markers yet")
+	$(BIN)/controller-gen rbac:roleName=ate-orchestrator $(foreach d,$(RBAC_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac
 
 .PHONY: verify
 verify: ## Check formatting, vet, generated files and workflow determinism.
@@ -52,10 +51,8 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 	@if ! git diff --exit-code -- $(GENERATED) || [[ -n "$$(git ls-files --others --exclude-standard -- $(GENERATED))" ]]; then \
 		git status --short -- $(GENERATED); \
 		echo "generated files are stale or uncommitted: run 'make generate' and commit the result"; exit 1; fi
-	@if [[ -d workflows ]]; then \
-		hack/tools/install.sh workflowcheck; \
-		echo "$(BIN)/workflowcheck ./workflows/..."; $(BIN)/workflowcheck ./workflows/...; \
-	else echo "no workflows/ yet: skipping workflowcheck"; fi
+	hack/tools/install.sh workflowcheck
+	$(BIN)/workflowcheck ./workflows/...
 
 .PHONY: test
 # Every package, the crash tests (internal/crashtest: kills after every
@@ -79,10 +76,7 @@ record-histories: tools ## Record the missing replay fixtures of replay.Version 
 build: ## Compile everything and build the worker and starter into _out/bin/.
 	go build ./...
 	@mkdir -p $(OUT)
-	@for p in $(PROGRAMS); do \
-		if compgen -G "$$p/*.go" >/dev/null; then echo "go build -o $(OUT)/$$p ./$$p"; go build -o $(OUT)/$$p ./$$p; \
-		else echo "no ./$$p package yet: not building it"; fi; \
-	done
+	@for p in $(PROGRAMS); do echo "go build -o $(OUT)/$$p ./$$p"; go build -o $(OUT)/$$p ./$$p; done
 
 .PHONY: dev
 dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.

@@ -24,7 +24,8 @@ const (
 	ToConfig = "ToConfig"
 	// SandboxConfig is the SandboxConfig a release workflow releases.
 	SandboxConfig = "SandboxConfig"
-	// Outcome is how a switch or release ended, e.g. "Confirmed", "RolledBack".
+	// Outcome is how a switch or release ended, e.g. "confirmed", "rolled
+	// back", "released" (the wfapi.Outcome* values).
 	Outcome = "Outcome"
 )
 
