@@ -141,8 +141,8 @@ func TestComposeOrchestrator(t *testing.T) {
 				t.Errorf("service %s does not set %s", name, k)
 			}
 		}
-		if name == "starter" && env("LEADER_ELECT") == "true" && env("LEADER_ELECTION_NAMESPACE") == "" {
-			t.Error("the starter elects a leader out of cluster without LEADER_ELECTION_NAMESPACE: controller-runtime cannot guess the namespace")
+		if env("LEADER_ELECT") == "true" && env("LEADER_ELECTION_NAMESPACE") == "" {
+			t.Errorf("the %s elects a leader out of cluster without LEADER_ELECTION_NAMESPACE: controller-runtime cannot guess the namespace", name)
 		}
 
 		// The healthcheck probes the health port.

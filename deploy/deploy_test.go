@@ -96,6 +96,8 @@ func mainEnvNames(t testing.TB, command string) []string {
 func envNames(t testing.TB, command string) []string {
 	t.Helper()
 	names := append(optionEnvNames(t), mainEnvNames(t, command)...)
+	var leader options.LeaderElection
+	names = append(names, envNamesIn(leader.BindFlags)...)
 	if command == "worker" {
 		names = append(names, workerOptionEnvNames()...)
 	}

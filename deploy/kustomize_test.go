@@ -180,8 +180,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, command, configName str
 			errorf("sets %s, which the %s does not read (it reads %v)", e.Name, command, read)
 		}
 	}
-	if command == "starter" && env["LEADER_ELECT"] != "true" {
-		errorf("LEADER_ELECT=%q: two starters without leader election would both signal", env["LEADER_ELECT"])
+	if env["LEADER_ELECT"] != "true" {
+		errorf("LEADER_ELECT=%q: two %ss without leader election would both run their controllers", env["LEADER_ELECT"], command)
 	}
 
 	// Probes on the health port, metrics port declared.

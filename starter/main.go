@@ -26,8 +26,8 @@ func run() error {
 	var opts options.Options
 	fs := flag.NewFlagSet("starter", flag.ExitOnError)
 	opts.BindFlags(fs)
-	leaderElect := fs.Bool("leader-elect", envBool("LEADER_ELECT"), "elect a leader among starter replicas, so two replicas are safe (env LEADER_ELECT)")
-	leaderNS := fs.String("leader-election-namespace", os.Getenv("LEADER_ELECTION_NAMESPACE"), "namespace of the leader election Lease; defaults to the pod's namespace (env LEADER_ELECTION_NAMESPACE)")
+	var leader options.LeaderElection
+	leader.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if err := opts.Validate(); err != nil {
 		return err
@@ -55,12 +55,7 @@ func run() error {
 	readiness.Connected(c)
 	return starterapp.Run(ctx, starterapp.Config{
 		Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue,
-		LeaderElection: *leaderElect, LeaderElectionNamespace: *leaderNS,
+		LeaderElection: leader.Enabled, LeaderElectionNamespace: leader.Namespace,
 		MetricsBindAddress: opts.MetricsBindAddress, HealthProbeBindAddress: "0",
 	})
-}
-
-func envBool(name string) bool {
-	v := os.Getenv(name)
-	return v == "1" || v == "true"
 }

@@ -26,8 +26,10 @@ func Main(args []string, tune func(*worker.Options) error) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	opts.BindFlags(fs)
 	wopts.BindFlags(fs)
-	leaderElect := fs.Bool("leader-elect", envBool("LEADER_ELECT"), "elect a leader among worker replicas to run the pool reconciler; every replica runs workflows and activities (env LEADER_ELECT)")
-	leaderNS := fs.String("leader-election-namespace", os.Getenv("LEADER_ELECTION_NAMESPACE"), "namespace of the leader election Lease; defaults to the pod's namespace (env LEADER_ELECTION_NAMESPACE)")
+	// The pool reconciler runs on the leader; every replica runs
+	// workflows and activities.
+	var leader options.LeaderElection
+	leader.BindFlags(fs)
 	_ = fs.Parse(args)
 	if err := errors.Join(opts.Validate(), wopts.Validate()); err != nil {
 		return err
@@ -63,10 +65,5 @@ func Main(args []string, tune func(*worker.Options) error) error {
 	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
 		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: *leaderElect, LeaderElectionNamespace: *leaderNS})
-}
-
-func envBool(name string) bool {
-	v := os.Getenv(name)
-	return v == "1" || v == "true"
+		LeaderElection: leader.Enabled, LeaderElectionNamespace: leader.Namespace})
 }
