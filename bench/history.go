@@ -44,8 +44,10 @@ type shapeStats struct {
 	Activities      float64 `json:"activities"`
 	LocalActivities float64 `json:"local_activities"`
 	WorkflowTasks   float64 `json:"workflow_tasks"`
-	// Retries: activity attempts beyond the first, per switch.
-	Retries float64 `json:"retries"`
+	// Retries: activity attempts beyond the first, per switch;
+	// TaskTimeouts: workflow tasks that timed out or failed.
+	Retries      float64 `json:"retries"`
+	TaskTimeouts float64 `json:"workflow_task_timeouts"`
 	// Signals: signals the pool's executions received in the window.
 	Signals float64 `json:"signals"`
 	// ReleaseEvents, ReleasePasses: per pool, in the release window: the
@@ -70,7 +72,7 @@ func history(ctx context.Context, tc tclient.Client, id, runID string) ([]*histo
 
 type counted struct {
 	events, activities, locals, tasks, retries, signals int
-	childStarts                                         int
+	childStarts, taskTimeouts                           int
 }
 
 func (c *counted) add(o counted) {
@@ -81,6 +83,7 @@ func (c *counted) add(o counted) {
 	c.retries += o.retries
 	c.signals += o.signals
 	c.childStarts += o.childStarts
+	c.taskTimeouts += o.taskTimeouts
 }
 
 func count(evs []*historypb.HistoryEvent) counted {
@@ -100,6 +103,8 @@ func count(evs []*historypb.HistoryEvent) counted {
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			c.tasks++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			c.taskTimeouts++
 		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
 			c.childStarts++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
@@ -207,6 +212,7 @@ func measureShape(ctx context.Context, tc tclient.Client, samples []poolSample, 
 		st.LocalActivities += float64(total.locals)
 		st.WorkflowTasks += float64(total.tasks)
 		st.Retries += float64(total.retries)
+		st.TaskTimeouts += float64(total.taskTimeouts)
 		st.Signals += float64(total.signals)
 		if !win.End.IsZero() {
 			rel, err := poolExecutions(ctx, tc, s, win.To, win.End)
@@ -245,7 +251,7 @@ func measureShape(ctx context.Context, tc tclient.Client, samples []poolSample, 
 	}
 	n := float64(st.Samples)
 	for _, v := range []*float64{&st.StateTransitions, &st.LongRunningTransitions, &st.Executions, &st.EventsPerSwitch,
-		&st.PassesPerSwitch, &st.Child, &st.Activities, &st.LocalActivities, &st.WorkflowTasks, &st.Retries, &st.Signals,
+		&st.PassesPerSwitch, &st.Child, &st.Activities, &st.LocalActivities, &st.WorkflowTasks, &st.Retries, &st.TaskTimeouts, &st.Signals,
 		&st.ReleaseEvents, &st.ReleasePasses} {
 		*v = round(*v/n, 2)
 	}

@@ -25,6 +25,8 @@ type plainRun struct {
 	Seconds                 float64 `json:"seconds"`
 	StatusSeconds           float64 `json:"status_seconds"`
 	EventsSeconds           float64 `json:"events_seconds"`
+	HalfSeconds             float64 `json:"half_switched_seconds"`
+	P90Seconds              float64 `json:"p90_switched_seconds"`
 	// Requests the reconciler made during the wave (the bench's client
 	// counts them; the bench's own create of the config left out).
 	WritesPerSwitch       float64            `json:"writes_per_switch"`
@@ -108,6 +110,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 		return nil, err
 	}
 	run.Seconds, run.StatusSeconds, run.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
+	run.HalfSeconds, run.P90Seconds = times.HalfSeconds, times.P90Seconds
 	run.CPUSeconds = takeCPU().since(cpu)
 	run.Reconciles = r.reconciles.Load() - reconciles
 	reqs := s.own.snapshot().sub(own)

@@ -34,6 +34,9 @@ type result struct {
 	Seconds       float64 `json:"seconds"`
 	StatusSeconds float64 `json:"status_seconds"`
 	EventsSeconds float64 `json:"events_seconds"`
+	// HalfSeconds, P90Seconds: when half and 90 % of the pools had moved.
+	HalfSeconds float64 `json:"half_switched_seconds"`
+	P90Seconds  float64 `json:"p90_switched_seconds"`
 	// SwitchSettleSeconds: until the API server saw the product's last
 	// request of the switch (the passes' trailing writes, if any).
 	SwitchSettleSeconds float64 `json:"switch_settle_seconds"`
@@ -41,6 +44,9 @@ type result struct {
 	// ActivityConcurrency: activities and local activities the product's
 	// worker ran at once during the switch (sampled).
 	ActivityConcurrency concurrency `json:"activity_concurrency"`
+	// TaskQueue: the product task queue's workflow task backlog during the
+	// switch (tqsample.go).
+	TaskQueue *taskQueueStats `json:"workflow_task_backlog"`
 
 	APIFloorSeconds     float64 `json:"api_floor_seconds"`
 	APIFloorWrites      int     `json:"api_floor_writes"`

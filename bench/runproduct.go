@@ -69,16 +69,21 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		return err
 	}
 	sampler := sampleConcurrency(ctx, wp)
+	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), wfapi.DefaultTaskQueue)
 	start := time.Now()
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)
 	}
 	times, err := w.awaitWave(ctx, newDefault, n, start, 15*time.Minute)
+	r.TaskQueue = backlog()
 	if err != nil {
 		return err
 	}
 	r.Seconds, r.StatusSeconds, r.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
-	log.Info("switched", "seconds", r.Seconds, "statusSeconds", r.StatusSeconds, "eventsSeconds", r.EventsSeconds)
+	r.HalfSeconds, r.P90Seconds = times.HalfSeconds, times.P90Seconds
+	log.Info("switched", "seconds", r.Seconds, "statusSeconds", r.StatusSeconds, "eventsSeconds", r.EventsSeconds,
+		"halfSeconds", r.HalfSeconds, "p90Seconds", r.P90Seconds, "maxWorkflowTaskBacklog", r.TaskQueue.MaxBacklog,
+		"maxBacklogAgeSeconds", r.TaskQueue.MaxBacklogAgeSeconds, "minPollers", r.TaskQueue.MinPollers)
 	settled, err := quiesce(ctx, s, start, wp)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,9 +220,28 @@ func (w *watcher) lastTimes(config string) (switched, event time.Time) {
 	return switched, event
 }
 
-// waveTimes is how long a wave to a new default took, from start.
+// waveTimes is how long a wave to a new default took, from start; Half
+// and P90 are when half and 90 % of the pools named it (a wave that
+// stalls shows in how they compare with StatusSeconds).
 type waveTimes struct {
 	Seconds, StatusSeconds, EventsSeconds float64
+	HalfSeconds, P90Seconds               float64
+}
+
+// switchedQuantile returns when the fraction q of the pools that named
+// config had done so.
+func (w *watcher) switchedQuantile(config string, q float64) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ts := make([]time.Time, 0, len(w.switched[config]))
+	for _, t := range w.switched[config] {
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		return time.Time{}
+	}
+	slices.SortFunc(ts, time.Time.Compare)
+	return ts[min(len(ts)-1, int(math.Ceil(q*float64(len(ts))))-1)]
 }
 
 // awaitWave waits until all n pools name config (Resolved True, no claim)
@@ -233,7 +254,10 @@ func (w *watcher) awaitWave(ctx context.Context, config string, n int, start tim
 		return waveTimes{}, err
 	}
 	lastSwitch, lastEvent := w.lastTimes(config)
-	t := waveTimes{StatusSeconds: secs(lastSwitch.Sub(start)), EventsSeconds: secs(lastEvent.Sub(start))}
+	t := waveTimes{
+		StatusSeconds: secs(lastSwitch.Sub(start)), EventsSeconds: secs(lastEvent.Sub(start)),
+		HalfSeconds: secs(w.switchedQuantile(config, 0.5).Sub(start)), P90Seconds: secs(w.switchedQuantile(config, 0.9).Sub(start)),
+	}
 	t.Seconds = max(t.StatusSeconds, t.EventsSeconds)
 	return t, nil
 }
