@@ -32,7 +32,7 @@ type Activities struct {
 	// landedBeforeGone).
 	Live ctrlclient.WithWatch
 	// Cache is the worker's informer cache of WorkerPools, indexed by the
-	// configs their status names (see PoolsByConfigIndex). It is only a
+	// configs their status names (poolwatch.StatusConfigIndex). It is only a
 	// fast first look: a live list confirms before anything is released,
 	// and a status write started from a cached copy is guarded by its
 	// resourceVersion (see updateStatus).

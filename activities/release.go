@@ -10,21 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/wfapi"
 )
-
-// PoolsByConfigIndex indexes WorkerPools by every SandboxConfig their status
-// names, in configRef or pendingConfigRef: a claimed config is in use too.
-const PoolsByConfigIndex = "status.sandboxClasses.sandboxConfig"
-
-// IndexPoolsByConfig is the index function of PoolsByConfigIndex.
-func IndexPoolsByConfig(obj ctrlclient.Object) []string {
-	pool, ok := obj.(*v1alpha1.WorkerPool)
-	if !ok {
-		return nil
-	}
-	return pool.Status.ConfigNames()
-}
 
 // livePoolPageSize bounds one page of the live list of WorkerPools.
 const livePoolPageSize = 500
@@ -36,7 +24,7 @@ func (a *Activities) CachedUsers(ctx context.Context, config string) ([]string, 
 		return nil, invalidInput("looking up the users of a SandboxConfig needs its name")
 	}
 	var pools v1alpha1.WorkerPoolList
-	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{PoolsByConfigIndex: config}); err != nil {
+	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config}); err != nil {
 		return nil, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
 	}
 	return poolKeys(pools.Items, config), nil

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/resolve"
@@ -105,20 +104,17 @@ func pool(name string, class v1alpha1.SandboxClass, pinnedTo, statusConfig strin
 // with the indexes Index sets up.
 func newSignaller(t *testing.T, objs ...ctrlclient.Object) ConfigEvents {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
-		WithIndex(&v1alpha1.WorkerPool{}, activities.PoolsByConfigIndex, activities.IndexPoolsByConfig)
+	b := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...)
 	idx := &recordingIndexer{}
 	require.NoError(t, Index(context.Background(), idx))
 	for field, fn := range idx.fns {
-		if field != activities.PoolsByConfigIndex {
-			b = b.WithIndex(&v1alpha1.WorkerPool{}, field, fn)
-		}
+		b = b.WithIndex(&v1alpha1.WorkerPool{}, field, fn)
 	}
 	return ConfigEvents{Cache: b.Build()}
 }
 
-// recordingIndexer collects the index functions indexPools registers, so the
-// test uses exactly the starter's.
+// recordingIndexer collects the index functions Index registers, so the
+// test uses exactly those.
 type recordingIndexer struct {
 	fns map[string]ctrlclient.IndexerFunc
 }

@@ -9,7 +9,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
@@ -21,8 +20,9 @@ const (
 	// SpecConfigIndex: the configs a pool's spec names in configRef.
 	SpecConfigIndex = "spec.sandboxClasses.configRef.name"
 	// StatusConfigIndex: the configs a pool's status names, in configRef or
-	// pendingConfigRef (the index the release's first look uses too).
-	StatusConfigIndex = activities.PoolsByConfigIndex
+	// pendingConfigRef (a claimed config is in use too): the index the
+	// release's first look uses.
+	StatusConfigIndex = "status.sandboxClasses.sandboxConfig"
 )
 
 // Index sets up the indexes on a cache of WorkerPools.
@@ -46,7 +46,9 @@ func Index(ctx context.Context, indexer client.FieldIndexer) error {
 			}
 			return names
 		},
-		activities.PoolsByConfigIndex: activities.IndexPoolsByConfig,
+		StatusConfigIndex: func(obj client.Object) []string {
+			return obj.(*v1alpha1.WorkerPool).Status.ConfigNames()
+		},
 	}
 	for name, fn := range indexes {
 		if err := indexer.IndexField(ctx, &v1alpha1.WorkerPool{}, name, fn); err != nil {
