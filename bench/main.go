@@ -433,8 +433,10 @@ func gitCommit(root string) string {
 		return "unknown"
 	}
 	commit := strings.TrimSpace(string(out))
-	// Uncommitted changes to what the bench measures (not to other files).
-	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "bench", "go.mod")
+	// Uncommitted changes to what the bench measures (not to other files,
+	// nor to the results the last run wrote).
+	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "bench", "go.mod",
+		":(exclude)bench/results")
 	if diff.Run() != nil {
 		commit += "+dirty"
 	}
