@@ -120,6 +120,15 @@ func init() {
 	SchemeBuilder.Register(&SandboxConfig{}, &SandboxConfigList{})
 }
 
+// Class is the config's sandbox class: spec.sandboxClass, gvisor when unset
+// (the API server defaults it, a config built in code may not).
+func (c *SandboxConfig) Class() SandboxClass {
+	if c.Spec.SandboxClass == "" {
+		return SandboxClassGVisor
+	}
+	return c.Spec.SandboxClass
+}
+
 // IsClassDefault reports whether the config is annotated as a candidate for
 // its class default. Only the exact value "true" counts.
 func (c *SandboxConfig) IsClassDefault() bool {

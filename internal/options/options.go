@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -37,7 +39,7 @@ type Options struct {
 const (
 	DefaultTemporalAddress        = "127.0.0.1:7233"
 	DefaultTemporalNamespace      = "default"
-	DefaultTaskQueue              = "ate-orchestrator"
+	DefaultTaskQueue              = wfapi.DefaultTaskQueue
 	DefaultMetricsBindAddress     = ":8080"
 	DefaultHealthProbeBindAddress = ":8081"
 )

@@ -150,9 +150,4 @@ func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 		(cur.IsDeleting() && old.IsProtected() != cur.IsProtected())
 }
 
-func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass {
-	if c.Spec.SandboxClass == "" {
-		return v1alpha1.SandboxClassGVisor
-	}
-	return c.Spec.SandboxClass
-}
+func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass { return c.Class() }

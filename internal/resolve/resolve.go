@@ -30,13 +30,9 @@ type Config struct {
 
 // ConfigFrom reduces a SandboxConfig to what resolution needs.
 func ConfigFrom(c *v1alpha1.SandboxConfig) Config {
-	class := c.Spec.SandboxClass
-	if class == "" {
-		class = v1alpha1.SandboxClassGVisor
-	}
 	return Config{
 		Name:         c.Name,
-		Class:        class,
+		Class:        c.Class(),
 		ClassDefault: c.IsClassDefault(),
 		Deleting:     c.IsDeleting(),
 		Protected:    c.IsProtected(),
