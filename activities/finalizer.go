@@ -17,6 +17,12 @@ import (
 type ProtectInput struct {
 	Config string                `json:"config"`
 	Class  v1alpha1.SandboxClass `json:"class"`
+	// FromCache lets a config the worker's cache shows usable and already
+	// protected pass without a read from the API server. A lean switch's
+	// first Protect sets it: the live read after its claim catches a cache
+	// that was behind (a config deleted since rolls back; one recreated
+	// without the finalizer is protected again, live).
+	FromCache bool `json:"fromCache,omitempty"`
 }
 
 // TargetCheck says whether a config may be used by a class, and if not, why.
@@ -35,6 +41,9 @@ type TargetCheck struct {
 func (a *Activities) Protect(ctx context.Context, in ProtectInput) (*TargetCheck, error) {
 	if in.Config == "" || in.Class == "" {
 		return nil, invalidInput("protecting a SandboxConfig needs its name and the sandbox class, got %+v", in)
+	}
+	if in.FromCache && a.protectedInCache(ctx, in) {
+		return checkTarget(in.Config, &resolve.Config{Class: in.Class}, in.Class), nil
 	}
 	var check *TargetCheck
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -58,6 +67,20 @@ func (a *Activities) Protect(ctx context.Context, in ProtectInput) (*TargetCheck
 		return nil, fmt.Errorf("adding finalizer %s to SandboxConfig %q: %w", v1alpha1.ProtectionFinalizer, in.Config, err)
 	}
 	return check, nil
+}
+
+// protectedInCache reports whether the worker's cache shows the config of
+// the class, not in deletion, with the finalizer. Only a yes is trusted: a
+// no, or a cache that cannot say, reads live.
+func (a *Activities) protectedInCache(ctx context.Context, in ProtectInput) bool {
+	if a.Cache == nil {
+		return false
+	}
+	var c v1alpha1.SandboxConfig
+	if err := a.Cache.Get(ctx, ctrlclient.ObjectKey{Name: in.Config}, &c); err != nil {
+		return false
+	}
+	return c.Class() == in.Class && !c.IsDeleting() && c.IsProtected()
 }
 
 func checkTarget(name string, c *resolve.Config, class v1alpha1.SandboxClass) *TargetCheck {

@@ -4,7 +4,13 @@ import (
 	"context"
 	"testing"
 
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kube"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // The lean switch's claim is written only while the class still names the
@@ -79,4 +85,48 @@ func TestAbandonClaim(t *testing.T) {
 	st := f.pool(t).Status.ClassStatus(gvisor)
 	require.Nil(t, st.PendingConfigRef)
 	require.Equal(t, "old", st.ConfigRef.Name)
+}
+
+// A lean switch's first Protect trusts a cache that shows the target usable
+// and protected, and reads live otherwise.
+func TestProtectFromCache(t *testing.T) {
+	cfg := func(name string, protected, deleting bool) *v1alpha1.SandboxConfig {
+		c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.SandboxConfigSpec{SandboxClass: gvisor}}
+		if protected {
+			c.Finalizers = []string{v1alpha1.ProtectionFinalizer}
+		}
+		if deleting {
+			now := metav1.Now()
+			c.DeletionTimestamp = &now
+			c.Finalizers = append(c.Finalizers, "example.com/hold")
+		}
+		return c
+	}
+	tests := []struct {
+		name      string
+		cached    *v1alpha1.SandboxConfig
+		wantReads int
+		wantOK    bool
+	}{
+		{name: "protected in the cache: no read", cached: cfg("c", true, false), wantReads: 0, wantOK: true},
+		{name: "not yet protected: read and patch", cached: cfg("c", false, false), wantReads: 1, wantOK: true},
+		{name: "in deletion in the cache: read live to refuse", cached: cfg("c", true, true), wantReads: 1, wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tt.cached).Build()
+			reads := 0
+			live := interceptor.NewClient(store, interceptor.Funcs{
+				Get: func(ctx context.Context, c ctrlclient.WithWatch, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
+					reads++
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			a := &Activities{Live: live, Cache: store}
+			check, err := a.Protect(context.Background(), ProtectInput{Config: "c", Class: gvisor, FromCache: true})
+			require.NoError(t, err)
+			require.Equal(t, tt.wantOK, check.OK)
+			require.Equal(t, tt.wantReads, reads)
+		})
+	}
 }
