@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,11 +11,13 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -24,7 +27,14 @@ import (
 // workflow issues, and record the new version's fixtures next to the old
 // ones, which stay: they are the histories still open in clusters running
 // the old code.
-const Version = "v2"
+const Version = "v3"
+
+// leanSince is the first version of the lean shape: each switch a top-level
+// execution under the pool's switch ID (wfapi.PoolSwitchWorkflowID), no pool
+// workflow. From it on, a fixture keeps the execution it was recorded under
+// (a lean switch reads its pool from its workflow ID), and no pool fixture
+// can be recorded: the product starts no pool workflow any more.
+const leanSince = 3
 
 // Dir is where the fixtures live, relative to this package.
 const Dir = "testdata"
@@ -67,6 +77,9 @@ func ParseFixture(path string) (Fixture, error) {
 	return Fixture{Path: path, Kind: m[1], Scenario: m[2], Version: v}, nil
 }
 
+// Lean reports whether the fixture is of a version of the lean shape.
+func (f Fixture) Lean() bool { return f.Version >= leanSince }
+
 func versionNumber(v string) int {
 	n, err := strconv.Atoi(v[1:])
 	if len(v) < 2 || v[0] != 'v' || err != nil || n < 1 {
@@ -76,7 +89,8 @@ func versionNumber(v string) int {
 }
 
 // Fixtures lists every fixture in dir, by name and version. A JSON file that
-// is not named like a fixture is an error, so none is silently left out.
+// is not named like a fixture (or like a fixture's execution file) is an
+// error, so none is silently left out.
 func Fixtures(dir string) ([]Fixture, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -84,6 +98,9 @@ func Fixtures(dir string) ([]Fixture, error) {
 	}
 	var out []Fixture
 	for _, p := range paths {
+		if strings.HasSuffix(p, executionSuffix) {
+			continue // a fixture's execution: see Fixture.Execution
+		}
 		f, err := ParseFixture(p)
 		if err != nil {
 			return nil, err
@@ -117,20 +134,96 @@ func ReadHistory(path string) (*historypb.History, error) {
 // ErrExists is returned by WriteFixture for a fixture that is already there.
 var ErrExists = errors.New("fixture exists")
 
+// Execution is the workflow execution a history was recorded from. The
+// history does not name it (its WorkflowExecutionStarted event leaves the
+// workflow ID out), and a lean switch reads its workflow ID to learn the
+// pool it acts on: replayed under another ID it fails. So every fixture of
+// the lean shape (v3 on) keeps its execution in a file of its own next to
+// it, <kind>-<scenario>.v<N>.execution.json, written with the history and,
+// like it, never overwritten. Fixtures recorded before keep none and replay
+// under the replayer's default ID, as they always did.
+type Execution struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+}
+
+// WorkflowExecution is the execution as the SDK's replayer takes it.
+func (e Execution) WorkflowExecution() workflow.Execution {
+	return workflow.Execution{ID: e.WorkflowID, RunID: e.RunID}
+}
+
+const executionSuffix = ".execution.json"
+
+// ExecutionPath is where the fixture's execution is kept.
+func (f Fixture) ExecutionPath() string {
+	return strings.TrimSuffix(f.Path, ".json") + executionSuffix
+}
+
+// Execution reads the fixture's execution. ok is false when the fixture
+// keeps none: one recorded before the lean shape. A fixture of the lean
+// shape without one is an error.
+func (f Fixture) Execution() (exec Execution, ok bool, err error) {
+	data, err := os.ReadFile(f.ExecutionPath())
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !f.Lean():
+		return Execution{}, false, nil
+	case err != nil:
+		return Execution{}, false, fmt.Errorf("the execution of fixture %s: %w", f.Path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&exec); err != nil {
+		return Execution{}, false, fmt.Errorf("%s: %w", f.ExecutionPath(), err)
+	}
+	if exec.WorkflowID == "" || exec.RunID == "" {
+		return Execution{}, false, fmt.Errorf("%s: names no workflow ID or no run ID: %+v", f.ExecutionPath(), exec)
+	}
+	return exec, true, nil
+}
+
+// strayExecutions lists the execution files in dir that belong to no
+// fixture, so a test can refuse them.
+func strayExecutions(dir string, fixtures []Fixture) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*"+executionSuffix))
+	if err != nil {
+		return nil, err
+	}
+	owned := map[string]bool{}
+	for _, f := range fixtures {
+		owned[f.ExecutionPath()] = true
+	}
+	var stray []string
+	for _, p := range paths {
+		if !owned[p] {
+			stray = append(stray, p)
+		}
+	}
+	return stray, nil
+}
+
 // WriteFixture writes a history as dir/<kind>-<scenario>.<Version>.json, in
 // the JSON form of `temporal workflow show --output json` (protojson of
-// temporal.api.history.v1.History, payloads in full).
+// temporal.api.history.v1.History, payloads in full), and the execution it
+// was recorded from next to it (see Execution).
 //
 // It never overwrites: a fixture, once written, is the record of what that
 // code version did, and re-recording it with later code would make the
 // replay test check nothing. It refuses an existing file (ErrExists), and
 // refuses to write at all when dir holds fixtures of a newer version than
 // Version. To record new histories after changing a workflow, bump Version.
-func WriteFixture(dir, kind, scenario string, h *historypb.History) (string, error) {
+// Since the lean shape it refuses pool histories: no pool workflow is
+// started any more, and a pool fixture of a lean version would be a lie.
+func WriteFixture(dir, kind, scenario string, exec Execution, h *historypb.History) (string, error) {
 	path := FixturePath(dir, kind, scenario)
 	fx, err := ParseFixture(path)
 	if err != nil {
 		return "", err
+	}
+	if fx.Lean() && fx.Kind == "pool" {
+		return "", fmt.Errorf("%s: no pool workflow is started since %s's lean shape: only switches and releases are recorded", path, Version)
+	}
+	if fx.Lean() && (exec.WorkflowID == "" || exec.RunID == "") {
+		return "", fmt.Errorf("%s: a fixture of the lean shape keeps the execution it was recorded from, got %+v", path, exec)
 	}
 	existing, err := Fixtures(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -157,14 +250,37 @@ func WriteFixture(dir, kind, scenario string, h *historypb.History) (string, err
 		return "", fmt.Errorf("%s reads back %d events of %d", path, len(back.Events), len(h.Events))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if fx.Lean() {
+		if _, err := os.Stat(fx.ExecutionPath()); err == nil {
+			return "", fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", fx.ExecutionPath(), ErrExists)
+		}
+	}
+	if err := writeNew(path, data); err != nil {
 		return "", err
 	}
+	if fx.Lean() {
+		execData, err := json.MarshalIndent(exec, "", "  ")
+		if err == nil {
+			err = writeNew(fx.ExecutionPath(), execData)
+		}
+		if err != nil {
+			_ = os.Remove(path)
+			return "", fmt.Errorf("writing the execution of %s: %w", path, err)
+		}
+	}
+	return path, nil
+}
+
+// writeNew writes data and a newline to a file that must not exist yet.
+func writeNew(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", path, ErrExists)
+		return fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", path, ErrExists)
 	}
 	if err != nil {
-		return "", err
+		return fmt.Errorf("creating %s: %w", path, err)
 	}
 	_, werr := f.Write(append(data, '\n'))
 	if cerr := f.Close(); werr == nil {
@@ -172,9 +288,16 @@ func WriteFixture(dir, kind, scenario string, h *historypb.History) (string, err
 	}
 	if werr != nil {
 		_ = os.Remove(path)
-		return "", werr
+		return fmt.Errorf("writing %s: %w", path, werr)
 	}
-	return path, nil
+	return nil
+}
+
+// removeFixture removes a fixture just written, and its execution: the
+// recorder's way back when the written file does not replay.
+func removeFixture(fx Fixture) {
+	_ = os.Remove(fx.Path)
+	_ = os.Remove(fx.ExecutionPath())
 }
 
 // FixturePath is where WriteFixture writes a scenario of the current Version.

@@ -2,14 +2,25 @@ package replay
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/workflows"
 )
@@ -37,24 +48,40 @@ func TestReplayCatchesIncompatibleChanges(t *testing.T) {
 		{"a running switch with local steps that reads before it claims", "switch-open-at-claim", 2, wfapi.SwitchWorkflow, localSwitchReadBeforeClaim},
 		{"a switch that claims in a local activity", "switch-confirmed", 2, wfapi.SwitchWorkflow, localSwitchLocalClaim},
 		{"a release that lists live before asking the cache, v2", "release-at-once", 2, wfapi.ReleaseWorkflow, releaseLiveFirst},
+		// The lean shape (v3): a top-level switch per move, replayed under
+		// the execution it was recorded from. Not here: a running switch
+		// that claims locally. The running fixture ends with its first
+		// task's commands, which the replayer matches against the events only
+		// once a later task starts; only the local steps' markers are
+		// matched before. Its replay therefore misses a claim made local
+		// (the completed ones catch it, and so do the ordering checks, in
+		// TestOrderingCatchesWrongLeanSwitches).
+		{"a lean switch that reads before it claims", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanReadBeforeClaim},
+		{"a running lean switch that reads before it claims", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, leanReadBeforeClaim},
+		{"a lean switch that claims in a local activity", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanLocalClaim},
+		{"a running lean switch that confirms without claiming", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
+		{"a lean switch that confirms without claiming", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
+		{"a lean switch that rolls back without claiming", "switch-rolled-back", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
+		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 3, wfapi.SwitchWorkflow, leanLocalObserve},
+		{"a release that lists live before asking the cache, v3", "release-at-once", 3, wfapi.ReleaseWorkflow, releaseLiveFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := fixtureAt(t, tc.fixture, tc.version).Path
+			fx := fixtureAt(t, tc.fixture, tc.version)
 
 			// The same fixture replays with the real code...
 			r, err := NewReplayer()
 			require.NoError(t, err)
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quiet, path))
+			require.NoError(t, ReplayFixture(r, quiet, fx))
 
 			// ...and fails with the changed one under the same name.
 			r, err = newReplayer(func(reg workflows.Registry) {
 				workflows.RegisterWorkflows(replacing{reg, map[string]any{tc.workflow: tc.changed}})
 			})
 			require.NoError(t, err)
-			err = r.ReplayWorkflowHistoryFromJSONFile(silent, path)
-			require.Error(t, err, "replaying %s against %s", path, tc.name)
+			err = ReplayFixture(r, silent, fx)
+			require.Error(t, err, "replaying %s against %s", fx.Path, tc.name)
 			require.ErrorContains(t, err, "TMPRL1100", "a nondeterminism error")
-			t.Logf("%s: %.300s", path, err)
+			t.Logf("%s: %.300s", fx.Path, err)
 		})
 	}
 }
@@ -248,4 +275,432 @@ func localSwitchLocalClaim(ctx workflow.Context, in workflows.SwitchInput) (*wor
 		return nil, err
 	}
 	return localSettle(ctx, in)
+}
+
+// guardSwitch is the lean switch as package workflows runs it, written again
+// here so that one thing at a time can be changed in it. Unchanged, it must
+// replay every lean switch fixture of the version it was written for (the
+// control case of TestLeanGuardIsFaithful): a changed one that fails the
+// replay then fails for its change, not for something the copy left out.
+type guardSwitch struct {
+	readBeforeClaim bool // the live read before the claim
+	localClaim      bool // the claim a local activity
+	skipClaim       bool // no claim at all
+	localObserve    bool // an operator's start observes in a local activity
+}
+
+// leanGuardVersion is the fixture version guardSwitch copies.
+const leanGuardVersion = 3
+
+var (
+	leanReadBeforeClaim     = guardSwitch{readBeforeClaim: true}.run
+	leanLocalClaim          = guardSwitch{localClaim: true}.run
+	leanConfirmWithoutClaim = guardSwitch{skipClaim: true}.run
+	leanLocalObserve        = guardSwitch{localObserve: true}.run
+)
+
+func (g guardSwitch) run(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(id)
+	if !ok {
+		return nil, fmt.Errorf("workflow ID %q names no pool", id)
+	}
+	in.Pool.Namespace, in.Pool.Name = ns, name
+	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	drainSignals(reresolve)
+	if !in.IsMove() {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, searchattr.WorkerPoolKey.ValueSet(in.Pool.String()))
+		observe := workflow.ExecuteActivity(guardOptions(ctx), act.Observe, in.Pool)
+		if g.localObserve {
+			observe = workflow.ExecuteLocalActivity(guardLocal(ctx), act.Observe, in.Pool)
+		}
+		var obs activities.Observation
+		if err := observe.Get(ctx, &obs); err != nil {
+			return nil, err
+		}
+		move, ok := plannedMove(in.Pool, &obs)
+		if !ok {
+			res := &workflows.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
+			if !obs.Exists {
+				res.Outcome = wfapi.OutcomePoolGone
+			}
+			return guardFinish(ctx, in, res, reresolve)
+		}
+		in = move
+		_ = workflow.UpsertTypedSearchAttributes(ctx, wfapi.SwitchAttributes(in)...)
+	}
+	res, err := g.steps(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return guardFinish(ctx, in, res, reresolve)
+}
+
+func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+	local := guardLocal(ctx)
+	if in.To == "" {
+		var w activities.PoolWrite
+		if err := workflow.ExecuteLocalActivity(local, act.AbandonClaim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.Abandon}).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+		if w.PoolGone {
+			return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		}
+		return &workflows.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, guardWake(ctx, []string{in.Abandon})
+	}
+	var check activities.TargetCheck
+	if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+		return nil, err
+	}
+	var release []string
+	var claimed string
+	if check.OK {
+		var live *resolve.Config
+		read := func() error { return workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live) }
+		if g.readBeforeClaim {
+			if err := read(); err != nil {
+				return nil, err
+			}
+		}
+		if !g.skipClaim {
+			claim := workflow.ExecuteActivity(guardOptions(ctx), act.Claim, leanClaimInput(in))
+			if g.localClaim {
+				claim = workflow.ExecuteLocalActivity(local, act.Claim, leanClaimInput(in))
+			}
+			var w activities.PoolWrite
+			if err := claim.Get(ctx, &w); err != nil {
+				return nil, err
+			}
+			switch {
+			case w.PoolGone:
+				return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+			case w.Superseded:
+				return &workflows.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+			}
+			claimed = w.ResourceVersion
+			if w.Displaced != "" {
+				release = append(release, w.Displaced)
+			}
+		}
+		if !g.readBeforeClaim {
+			if err := read(); err != nil {
+				return nil, err
+			}
+		}
+		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
+		if check.OK && !live.Protected {
+			if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+				return nil, err
+			}
+		}
+	}
+	settle := activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: claimed != ""}
+	var w activities.PoolWrite
+	var res *workflows.SwitchResult
+	var event activities.EventInput
+	if check.OK {
+		settle.Claimed = true
+		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+		if in.FromDeleting {
+			release = append(release, in.From)
+		}
+	} else {
+		settle.Reason, settle.Message = check.Reason, resolve.Keeping(check.Message, in.From)
+		if err := workflow.ExecuteLocalActivity(local, act.RollBack, settle).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case check.OK || w.Landed:
+		if w.PoolGone && !w.Landed {
+			return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		}
+		res = &workflows.SwitchResult{Outcome: wfapi.OutcomeConfirmed}
+		event = activities.EventInput{Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+			Action: "Switch", Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID}
+	case w.PoolGone:
+		return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	default:
+		res = &workflows.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: settle.Message}
+		event = activities.WarningEvent(in.Pool, in.Class, check.Reason, settle.Message, in.Generation)
+	}
+	if err := workflow.ExecuteLocalActivity(local, act.RecordEvent, event).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	if w.PoolGone {
+		return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if len(release) > 0 {
+		if err := guardWake(ctx, release); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func guardWake(ctx workflow.Context, configs []string) error {
+	return workflow.ExecuteLocalActivity(guardLocal(ctx), act.WakeReleases, configs).Get(ctx, nil)
+}
+
+// guardFinish records the outcome and the summary, and continues as new
+// when a re-resolution was asked for while the switch ran.
+func guardFinish(ctx workflow.Context, in workflows.SwitchInput, res *workflows.SwitchResult, reresolve workflow.ReceiveChannel) (*workflows.SwitchResult, error) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome))
+	_ = workflow.UpsertMemo(ctx, map[string]any{"summary": wfapi.SwitchSummary(in) + ": " + res.Outcome})
+	if drainSignals(reresolve) > 0 {
+		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, workflows.SwitchInput{})
+	}
+	return res, nil
+}
+
+func drainSignals(ch workflow.ReceiveChannel) int {
+	n := 0
+	for ch.ReceiveAsync(nil) {
+		n++
+	}
+	return n
+}
+
+func leanClaimInput(in workflows.SwitchInput) activities.ClaimInput {
+	return activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion, ExpectFrom: true, From: in.From}
+}
+
+// TestLeanGuardIsFaithful is the guards' control: guardSwitch unchanged
+// replays every lean switch fixture of the version it copies, so each
+// changed guardSwitch of TestReplayCatchesIncompatibleChanges fails for its
+// change alone.
+func TestLeanGuardIsFaithful(t *testing.T) {
+	fixtures, err := Fixtures(Dir)
+	require.NoError(t, err)
+	n := 0
+	for _, fx := range fixtures {
+		if fx.Kind != "switch" || fx.Version != leanGuardVersion {
+			continue
+		}
+		n++
+		t.Run(fx.Name(), func(t *testing.T) {
+			r, err := newReplayer(func(reg workflows.Registry) {
+				workflows.RegisterWorkflows(replacing{reg, map[string]any{wfapi.SwitchWorkflow: guardSwitch{}.run}})
+			})
+			require.NoError(t, err)
+			require.NoError(t, ReplayFixture(r, quiet, fx))
+		})
+	}
+	require.NotZero(t, n, "no switch fixture of v%d", leanGuardVersion)
+}
+
+// TestOrderingCatchesWrongLeanSwitches proves the lean ordering checks can
+// fail: a recorded lean switch, its events rearranged into what a wrongly
+// shaped switch would have recorded, fails checkFixture with the rule it
+// breaks; the fixture as recorded passes the same harness.
+func TestOrderingCatchesWrongLeanSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture string
+		change        func(t testing.TB, h *historypb.History)
+		want          string // in the failure; "" for none
+	}{
+		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
+		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
+		{"a lean switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			moveBefore(t, h, localMarker(t, h, "ReadConfig"), regularEvents(t, h, "Claim"))
+		}, "ReadConfig after Claim"},
+		{"a lean switch whose claim is local", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			makeLocal(t, h, "Claim")
+		}, "only the claim (and an operator's Observe) is a regular activity"},
+		{"a lean switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			remove(h, regularEvents(t, h, "Claim"))
+		}, "ReadConfig after Claim"},
+		{"a lean switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			remove(h, regularEvents(t, h, "Claim"))
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
+		}, "Confirm or RollBack after ReadConfig"},
+		{"a lean switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			moveBefore(t, h, localMarker(t, h, "RecordEvent"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
+		}, "RecordEvent after the write"},
+		{"a lean switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
+		}, "Protect before Claim"},
+		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
+			makeLocal(t, h, "Observe")
+		}, "records its Observe with a regular activity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := fixtureAt(t, tc.fixture, leanGuardVersion)
+			h, err := ReadHistory(fx.Path)
+			require.NoError(t, err)
+			exec, _, err := fx.Execution()
+			require.NoError(t, err)
+			tc.change(t, h)
+			renumber(h)
+			got := failure(t, func(tb testing.TB) { checkFixture(tb, fx, exec, h) })
+			if tc.want == "" {
+				require.Empty(t, got, "the recorded switch passes the checks")
+				return
+			}
+			require.Contains(t, got, tc.want, "the rule the change breaks")
+			t.Logf("%s: %.300s", tc.name, got)
+		})
+	}
+}
+
+// failure runs check with a testing.TB that records a failure instead of
+// failing the test, and returns what check reported ("" for nothing).
+func failure(t *testing.T, check func(testing.TB)) string {
+	rec := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(rec)
+	}()
+	<-done
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return strings.Join(rec.failures, "\n")
+}
+
+// recordingTB is a testing.TB whose failures are recorded; FailNow ends the
+// goroutine of the check, as the real one does.
+type recordingTB struct {
+	testing.TB
+	mu       sync.Mutex
+	failures []string
+}
+
+func (r *recordingTB) Helper() {}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) Error(args ...any)                 { r.Errorf("%s", fmt.Sprint(args...)) }
+func (r *recordingTB) Fatalf(format string, args ...any) { r.Errorf(format, args...); r.FailNow() }
+func (r *recordingTB) Fatal(args ...any)                 { r.Error(args...); r.FailNow() }
+func (r *recordingTB) Fail()                             { r.Errorf("failed") }
+func (r *recordingTB) FailNow()                          { r.Fail(); runtime.Goexit() }
+
+func (r *recordingTB) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.failures) > 0
+}
+
+// The history edits below rearrange a recorded history's events into what
+// a wrongly shaped switch would have recorded; renumber then gives the
+// events consecutive IDs again and fixes the activity events' references.
+
+// regularEvents are the events of the first regular activity of a type:
+// scheduled, started and its close.
+func regularEvents(t testing.TB, h *historypb.History, activityType string) []*historypb.HistoryEvent {
+	t.Helper()
+	var scheduled int64
+	var out []*historypb.HistoryEvent
+	for _, e := range h.GetEvents() {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && scheduled == 0 && a.GetActivityType().GetName() == activityType {
+			scheduled = e.GetEventId()
+			out = append(out, e)
+			continue
+		}
+		if scheduled != 0 && scheduledBy(e) == scheduled {
+			out = append(out, e)
+		}
+	}
+	require.NotEmpty(t, out, "no %s activity", activityType)
+	return out
+}
+
+// scheduledBy is the ActivityTaskScheduled event an activity event refers
+// to, or 0.
+func scheduledBy(e *historypb.HistoryEvent) int64 {
+	switch {
+	case e.GetActivityTaskStartedEventAttributes() != nil:
+		return e.GetActivityTaskStartedEventAttributes().GetScheduledEventId()
+	case e.GetActivityTaskCompletedEventAttributes() != nil:
+		return e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+	case e.GetActivityTaskFailedEventAttributes() != nil:
+		return e.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+	case e.GetActivityTaskTimedOutEventAttributes() != nil:
+		return e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+	}
+	return 0
+}
+
+// localMarker is the first LocalActivity marker of an activity type.
+func localMarker(t testing.TB, h *historypb.History, activityType string) *historypb.HistoryEvent {
+	t.Helper()
+	for _, e := range h.GetEvents() {
+		a := e.GetMarkerRecordedEventAttributes()
+		if a.GetMarkerName() != localActivityMarkerName {
+			continue
+		}
+		var m localActivityMarker
+		decode(t, a.GetDetails()["data"], &m)
+		if m.ActivityType == activityType {
+			return e
+		}
+	}
+	t.Fatalf("no local %s", activityType)
+	return nil
+}
+
+// moveBefore moves event e to just before the first of events.
+func moveBefore(t testing.TB, h *historypb.History, e *historypb.HistoryEvent, events []*historypb.HistoryEvent) {
+	t.Helper()
+	remove(h, []*historypb.HistoryEvent{e})
+	i := slices.Index(h.Events, events[0])
+	require.GreaterOrEqual(t, i, 0)
+	h.Events = slices.Insert(h.Events, i, e)
+}
+
+func remove(h *historypb.History, events []*historypb.HistoryEvent) {
+	h.Events = slices.DeleteFunc(h.Events, func(e *historypb.HistoryEvent) bool { return slices.Contains(events, e) })
+}
+
+// makeLocal replaces a regular activity's events with the LocalActivity
+// marker a local activity with the same result leaves.
+func makeLocal(t testing.TB, h *historypb.History, activityType string) {
+	t.Helper()
+	events := regularEvents(t, h, activityType)
+	closed := events[len(events)-1].GetActivityTaskCompletedEventAttributes()
+	require.NotNil(t, closed, "%s completed", activityType)
+	data, err := converter.GetDefaultDataConverter().ToPayloads(localActivityMarker{ActivityType: activityType, Attempt: 1})
+	require.NoError(t, err)
+	marker := &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_MARKER_RECORDED,
+		Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
+			MarkerName: localActivityMarkerName,
+			Details:    map[string]*commonpb.Payloads{"data": data, "result": closed.GetResult()},
+		}}}
+	i := slices.Index(h.Events, events[0])
+	remove(h, events)
+	h.Events = slices.Insert(h.Events, i, marker)
+}
+
+// renumber gives the events consecutive IDs from 1 and points the activity
+// events at their scheduled and started events' new IDs.
+func renumber(h *historypb.History) {
+	ids := map[int64]int64{}
+	for i, e := range h.Events {
+		if e.GetEventId() != 0 {
+			ids[e.GetEventId()] = int64(i + 1)
+		}
+		e.EventId = int64(i + 1)
+	}
+	for _, e := range h.Events {
+		switch a := e.GetAttributes().(type) {
+		case *historypb.HistoryEvent_ActivityTaskStartedEventAttributes:
+			a.ActivityTaskStartedEventAttributes.ScheduledEventId = ids[a.ActivityTaskStartedEventAttributes.ScheduledEventId]
+		case *historypb.HistoryEvent_ActivityTaskCompletedEventAttributes:
+			c := a.ActivityTaskCompletedEventAttributes
+			c.ScheduledEventId, c.StartedEventId = ids[c.ScheduledEventId], ids[c.StartedEventId]
+		case *historypb.HistoryEvent_ActivityTaskFailedEventAttributes:
+			c := a.ActivityTaskFailedEventAttributes
+			c.ScheduledEventId, c.StartedEventId = ids[c.ScheduledEventId], ids[c.StartedEventId]
+		case *historypb.HistoryEvent_ActivityTaskTimedOutEventAttributes:
+			c := a.ActivityTaskTimedOutEventAttributes
+			c.ScheduledEventId, c.StartedEventId = ids[c.ScheduledEventId], ids[c.StartedEventId]
+		}
+	}
 }

@@ -3,6 +3,8 @@ package replay
 import (
 	"log/slog"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,10 +14,14 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/workflows"
 )
 
 // quiet is the replayer's logger: warnings and errors only.
@@ -268,4 +274,109 @@ func TestActivityCallsReadLocalActivityMarkers(t *testing.T) {
 	checkOneAtATime(t, h)
 	require.Equal(t, workflow.Version(1), changeVersion(t, h, "local-steps"))
 	require.Equal(t, workflow.DefaultVersion, changeVersion(t, h, "another-change"))
+}
+
+// A local activity's input is not in the history. To check what a switch of
+// the lean shape gave its local steps, the checks replay the history (with
+// the production workflows, under the execution it was recorded from) and
+// record the input the workflow code passes each activity it asks for. The
+// replay feeds the code the recorded results, and TestReplay proves the
+// code issues the recorded commands, so these are the inputs the recorded
+// run computed, as far as the current code computes them the same way.
+
+// step is one activity a workflow asked for during a replay.
+type step struct {
+	Type  string
+	Local bool
+	Input any // the first argument, as the workflow code passed it
+}
+
+// stepRecorder is a worker interceptor that records the steps of the
+// workflows it sees.
+type stepRecorder struct {
+	interceptor.WorkerInterceptorBase
+	mu    sync.Mutex
+	steps []step
+}
+
+func (r *stepRecorder) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &stepInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, rec: r}
+}
+
+func (r *stepRecorder) add(s step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, s)
+}
+
+type stepInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	rec *stepRecorder
+}
+
+func (i *stepInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&stepOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, rec: i.rec})
+}
+
+type stepOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	rec *stepRecorder
+}
+
+func firstArg(args []any) any {
+	if len(args) == 0 {
+		return nil
+	}
+	return args[0]
+}
+
+func (o *stepOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	o.rec.add(step{Type: activityType, Input: firstArg(args)})
+	return o.Next.ExecuteActivity(ctx, activityType, args...)
+}
+
+func (o *stepOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	o.rec.add(step{Type: activityType, Local: true, Input: firstArg(args)})
+	return o.Next.ExecuteLocalActivity(ctx, activityType, args...)
+}
+
+// replaySteps replays a history under its execution and returns the steps
+// the workflow asked for, in order, with their inputs.
+func replaySteps(t testing.TB, exec Execution, h *historypb.History) []step {
+	t.Helper()
+	rec := &stepRecorder{}
+	r, err := newReplayer(workflows.RegisterWorkflows, rec)
+	require.NoError(t, err)
+	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(quiet, h, worker.ReplayWorkflowHistoryOptions{OriginalExecution: exec.WorkflowExecution()}),
+		"replaying the history as %s to read the inputs of its steps", exec.WorkflowID)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.steps)
+}
+
+// upsertedOutcome is the last value of the Outcome search attribute the
+// workflow upserted, and whether it upserted one.
+func upsertedOutcome(t testing.TB, h *historypb.History) (string, bool) {
+	t.Helper()
+	outcome, ok := "", false
+	for _, e := range h.GetEvents() {
+		p := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[searchattr.Outcome]
+		if p == nil {
+			continue
+		}
+		decode(t, &commonpb.Payloads{Payloads: []*commonpb.Payload{p}}, &outcome)
+		ok = true
+	}
+	return outcome, ok
+}
+
+// signals lists the names of the signals the workflow received, in order.
+func signals(h *historypb.History) []string {
+	var out []string
+	for _, e := range h.GetEvents() {
+		if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			out = append(out, a.GetSignalName())
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/workflows"
@@ -21,7 +22,9 @@ import (
 // the recorded run did its steps in the order the design requires: a pool's
 // switches one at a time, a switch's activities in their order, a release's
 // looks in theirs. The same checks run in the recorder before it writes a
-// fixture, so a fixture of a run that went wrong is never committed.
+// fixture, so a fixture of a run that went wrong is never committed. For a
+// switch of the lean shape, whose steps are local activities with no input
+// in the history, the inputs are read from a replay (see replaySteps).
 func TestOrdering(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
@@ -30,25 +33,35 @@ func TestOrdering(t *testing.T) {
 		t.Run(fmt.Sprintf("%s.v%d", fx.Name(), fx.Version), func(t *testing.T) {
 			h, err := ReadHistory(fx.Path)
 			require.NoError(t, err)
-			checkFixture(t, fx, h)
+			exec, _, err := fx.Execution()
+			require.NoError(t, err)
+			checkFixture(t, fx, exec, h)
 		})
 	}
 }
 
-// TestScenariosRecorded: the scenarios the issue asks for exist, in some
-// version, and at least one history was exported while its workflow was
-// still running, as a new worker replays it.
+// TestScenariosRecorded: the scenarios the issues ask for exist, the lean
+// shape's in a version of it, and at least one history of each shape was
+// exported while its workflow was still running, as a new worker replays
+// it.
 func TestScenariosRecorded(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	have := map[string]bool{}
-	open := 0
+	haveLean := map[string]bool{}
+	open, openLean := 0, 0
 	for _, fx := range fixtures {
 		have[fx.Name()] = true
 		h, err := ReadHistory(fx.Path)
 		require.NoError(t, err)
+		if fx.Lean() {
+			haveLean[fx.Name()] = true
+		}
 		if isOpen(h) {
 			open++
+			if fx.Lean() {
+				openLean++
+			}
 		}
 	}
 	for _, name := range []string{
@@ -58,20 +71,83 @@ func TestScenariosRecorded(t *testing.T) {
 	} {
 		require.True(t, have[name], "no fixture of scenario %s in %s", name, Dir)
 	}
+	for _, name := range leanScenarios {
+		require.True(t, haveLean[name], "no fixture of scenario %s of the lean shape (v%d on) in %s", name, leanSince, Dir)
+	}
 	require.GreaterOrEqual(t, open, 2, "histories exported while running")
+	require.GreaterOrEqual(t, openLean, 1, "lean histories exported while running")
+}
+
+// leanScenarios are the fixtures the recorder records for the lean shape.
+var leanScenarios = []string{
+	"switch-first-resolution", "switch-confirmed", "switch-open-at-claim", "switch-rolled-back",
+	"switch-confirmed-from-deleting", "switch-reprotected", "switch-abandoned-claim",
+	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
+	"release-at-once", "release-waited", "release-waited-for-claim",
+}
+
+// TestFixtureExecutions: every fixture of the lean shape keeps the execution
+// it was recorded from, that execution is the history's own run, and no
+// execution file is left without its fixture.
+func TestFixtureExecutions(t *testing.T) {
+	fixtures, err := Fixtures(Dir)
+	require.NoError(t, err)
+	for _, fx := range fixtures {
+		exec, ok, err := fx.Execution()
+		require.NoError(t, err)
+		require.Equal(t, fx.Lean(), ok, "%s keeps its execution only from v%d on", fx.Path, leanSince)
+		if ok {
+			h, err := ReadHistory(fx.Path)
+			require.NoError(t, err)
+			checkExecution(t, fx, exec, h)
+		}
+	}
+	stray, err := strayExecutions(Dir, fixtures)
+	require.NoError(t, err)
+	require.Empty(t, stray, "execution files without their fixture")
+}
+
+// checkExecution: the execution kept with a fixture is the run the history
+// is of, under the ID its workflow type is started with.
+func checkExecution(t testing.TB, fx Fixture, exec Execution, h *historypb.History) {
+	t.Helper()
+	started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	require.Equal(t, started.GetOriginalExecutionRunId(), exec.RunID, "%s: the run the history was recorded from", fx.Path)
+	switch fx.Kind {
+	case "switch":
+		_, _, ok := wfapi.PoolFromSwitchWorkflowID(exec.WorkflowID)
+		require.True(t, ok, "%s: a lean switch's workflow ID %q names its pool", fx.Path, exec.WorkflowID)
+	case "release":
+		var in wfapi.ReleaseInput
+		startInput(t, h, &in)
+		require.Equal(t, wfapi.ReleaseWorkflowID(in.Config), exec.WorkflowID, "%s: a release's workflow ID", fx.Path)
+	default:
+		t.Fatalf("%s: no %s workflow is recorded in the lean shape", fx.Path, fx.Kind)
+	}
 }
 
 // checkFixture checks a history against what its workflow must do, and
-// against what its scenario did.
-func checkFixture(t testing.TB, fx Fixture, h *historypb.History) {
+// against what its scenario did. exec is the execution the history was
+// recorded from: needed for the lean shape, zero for older fixtures.
+func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History) {
 	t.Helper()
 	require.NoError(t, checkWorkflowType(fx, h))
+	if fx.Lean() {
+		checkExecution(t, fx, exec, h)
+	}
 	checkOneAtATime(t, h)
 	switch fx.Kind {
 	case "pool":
 		checkPool(t, h)
 	case "switch":
-		checkSwitch(t, h)
+		var in workflows.SwitchInput
+		startInput(t, h, &in)
+		require.Equal(t, fx.Lean(), in.IsLean(), "a switch of v%d is of the lean shape from v%d on", fx.Version, leanSince)
+		if fx.Lean() {
+			checkLeanSwitch(t, exec, h)
+		} else {
+			checkSwitch(t, h)
+		}
 	case "release":
 		checkRelease(t, h)
 	}
@@ -266,6 +342,350 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 	}
 }
 
+// The lean shape (v3 on). A switch is a top-level execution under its
+// pool's switch ID, in two workflow tasks: Protect (local), then Claim, a
+// regular activity, so that its result is recorded before anything else is
+// decided; then ReadConfig, possibly Protect again, Confirm or RollBack,
+// RecordEvent and WakeReleases, all local. An operator's start (no input)
+// first observes the pool with a regular Observe and plans the move from
+// it; one that finds nothing to move ends "up to date". A switch with no
+// target clears a claim no switch works on: AbandonClaim, WakeReleases.
+
+// leanRegular are the lean switch's regular activities; every other step
+// is local.
+var leanRegular = []string{"Observe", "Claim"}
+
+// leanOrder is one order of a lean switch's steps after an operator's
+// Observe. A switch that ended with its outcome ran at least the first
+// required steps; a running one, or one whose pool went away, a prefix.
+type leanOrder struct {
+	steps    []string
+	required int
+}
+
+var leanOrders = map[string][]leanOrder{
+	wfapi.OutcomeConfirmed: {
+		{[]string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, 5},
+		// the live read found the target recreated, unprotected: protected again
+		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"}, 6},
+		// a re-run of the second workflow task whose roll back found the
+		// first run's confirm: the move stands and is reported
+		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
+		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+	},
+	wfapi.OutcomeRolledBack: {
+		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
+		// the recreated target's protection was refused
+		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		// the first protection was refused: nothing was claimed
+		{[]string{"Protect", "RollBack", "RecordEvent", "WakeReleases"}, 3},
+		// a claim no switch works on, cleared; its config's release woken
+		{[]string{"AbandonClaim", "WakeReleases"}, 2},
+	},
+	// the class moved since the starter looked: nothing was written
+	wfapi.OutcomeSuperseded: {{[]string{"Protect", "Claim"}, 2}},
+	// an operator's start found nothing to move
+	wfapi.OutcomeUpToDate: {{nil, 0}},
+}
+
+// leanRule is one ordering rule of the lean switch, read from the events
+// alone: it returns what breaks it in calls (the steps after an operator's
+// Observe), or "".
+type leanRule struct {
+	name  string
+	check func(calls []*call) string
+}
+
+// before reports whether a call of one of types comes before calls[i].
+func before(calls []*call, i int, types ...string) bool {
+	return slices.ContainsFunc(calls[:i], func(c *call) bool { return slices.Contains(types, c.Type) })
+}
+
+// lastBefore is the type of the last call before calls[i] of one of types,
+// or "".
+func lastBefore(calls []*call, i int, types ...string) string {
+	for j := i - 1; j >= 0; j-- {
+		if slices.Contains(types, calls[j].Type) {
+			return calls[j].Type
+		}
+	}
+	return ""
+}
+
+var leanRules = []leanRule{
+	{"only the claim (and an operator's Observe) is a regular activity", func(calls []*call) string {
+		for _, c := range calls {
+			if regular := slices.Contains(leanRegular, c.Type); regular == c.Local {
+				return fmt.Sprintf("%s (event %d) is local: %v; of a lean switch's steps exactly %v are regular", c.Type, c.Scheduled, c.Local, leanRegular)
+			}
+		}
+		return ""
+	}},
+	{"Protect before Claim", func(calls []*call) string {
+		for i, c := range calls {
+			if c.Type == "Claim" && !before(calls, i, "Protect") {
+				return fmt.Sprintf("Claim (event %d) claims a target no Protect protected", c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"ReadConfig after Claim", func(calls []*call) string {
+		for i, c := range calls {
+			if c.Type == "ReadConfig" && !before(calls, i, "Claim") {
+				return fmt.Sprintf("ReadConfig (event %d) reads before any Claim: it cannot see a deletion that races the claim", c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"Confirm or RollBack after ReadConfig", func(calls []*call) string {
+		for i, c := range calls {
+			switch {
+			case c.Type == "Confirm" && lastBefore(calls, i, "Claim", "ReadConfig") != "ReadConfig":
+				return fmt.Sprintf("Confirm (event %d) follows no live read after a claim", c.Scheduled)
+			case c.Type == "RollBack" && before(calls, i, "Claim") && lastBefore(calls, i, "Claim", "ReadConfig") != "ReadConfig":
+				return fmt.Sprintf("RollBack (event %d) of a claim follows no live read after it", c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"RecordEvent after the write", func(calls []*call) string {
+		for i, c := range calls {
+			if c.Type == "RecordEvent" && !before(calls, i, "Confirm", "RollBack") {
+				return fmt.Sprintf("RecordEvent (event %d) reports a write that did not happen yet", c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"one move per switch", func(calls []*call) string {
+		counts := map[string]int{}
+		for _, c := range calls {
+			counts[c.Type]++
+		}
+		for _, one := range []string{"Claim", "ReadConfig", "Confirm", "RollBack", "RecordEvent", "WakeReleases", "AbandonClaim"} {
+			if counts[one] > 1 {
+				return fmt.Sprintf("%d %s calls", counts[one], one)
+			}
+		}
+		if counts["Confirm"] > 0 && counts["RollBack"] > 0 {
+			return "both Confirm and RollBack"
+		}
+		return ""
+	}},
+}
+
+// leanOutcome is a lean switch's outcome: its result, or, for a run that
+// continued as new, the Outcome it upserted; "" while it runs.
+func leanOutcome(t testing.TB, h *historypb.History) string {
+	t.Helper()
+	upserted, ok := upsertedOutcome(t, h)
+	switch lastEvent(h).GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		var res workflows.SwitchResult
+		result(t, h, &res)
+		require.True(t, ok, "a lean switch upserts its Outcome before it completes")
+		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
+		return res.Outcome
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		require.True(t, ok, "a lean switch upserts its Outcome before it continues as new")
+		return upserted
+	}
+	require.True(t, isOpen(h), "a lean switch ends by completing or continuing as new, not %s", lastEvent(h).GetEventType())
+	return ""
+}
+
+// plannedMove is the move an operator's switch plans from its Observe, as
+// the workflow does (and the starter does from its cache).
+func plannedMove(pool wfapi.PoolRef, obs *activities.Observation) (workflows.SwitchInput, bool) {
+	if !obs.Exists {
+		return workflows.SwitchInput{}, false
+	}
+	m, ok := resolve.NextMove(obs.Spec, &obs.Status, obs.Configs)
+	if !ok {
+		return workflows.SwitchInput{}, false
+	}
+	pool.UID = obs.UID
+	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
+}
+
+// checkLeanSwitch checks a switch of the lean shape: its workflow ID names
+// its pool; an operator's start observes first, with a regular activity; the
+// ordering rules (leanRules) hold and its steps are one of leanOrders for
+// its outcome; and each step, local or regular, was given the inputs of its
+// move (read from a replay for the local ones: see replaySteps).
+func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
+	t.Helper()
+	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(exec.WorkflowID)
+	require.True(t, ok, "the workflow ID %q names a pool", exec.WorkflowID)
+	pool := wfapi.PoolRef{Namespace: ns, Name: name}
+	var in workflows.SwitchInput
+	startInput(t, h, &in)
+	calls := activityCalls(t, h)
+	outcome := leanOutcome(t, h)
+
+	move, steps := in, calls
+	if in.IsMove() {
+		require.Equal(t, pool, wfapi.PoolRef{Namespace: in.Pool.Namespace, Name: in.Pool.Name}, "the starter's switch acts on the pool its ID names")
+		require.NotContains(t, callTypes(calls), "Observe", "the starter's switch decides on the starter's move, not on an Observe")
+	} else {
+		// An operator's start: the move is planned from a live read
+		// recorded by a regular activity, before any other step.
+		require.Equal(t, workflows.SwitchInput{}, in, "an operator's start carries no input")
+		if len(calls) == 0 {
+			require.True(t, isOpen(h), "an operator's switch that ended observed its pool")
+			return
+		}
+		first := calls[0]
+		require.Equal(t, "Observe", first.Type, "an operator's switch observes its pool first")
+		require.False(t, first.Local, "an operator's switch records its Observe with a regular activity")
+		var observed wfapi.PoolRef
+		decode(t, first.Input, &observed)
+		require.Equal(t, pool, observed, "Observe reads the pool the workflow ID names")
+		steps = calls[1:]
+		if first.Closed == 0 || first.Result == nil {
+			require.True(t, isOpen(h), "an Observe that did not complete ends nothing")
+			return
+		}
+		var obs activities.Observation
+		decode(t, first.Result, &obs)
+		planned, moves := plannedMove(pool, &obs)
+		if !moves {
+			require.Empty(t, steps, "nothing to move: nothing but the Observe")
+			want := wfapi.OutcomeUpToDate
+			if !obs.Exists {
+				want = wfapi.OutcomePoolGone
+			}
+			if outcome != "" {
+				require.Equal(t, want, outcome)
+			}
+			return
+		}
+		move = planned
+	}
+
+	for _, rule := range leanRules {
+		if broken := rule.check(steps); broken != "" {
+			t.Fatalf("lean switch: %s: %s (steps %v)", rule.name, broken, callTypes(steps))
+		}
+	}
+	got := callTypes(steps)
+	matches := func(orders []leanOrder, complete bool) bool {
+		for _, o := range orders {
+			if len(got) <= len(o.steps) && slices.Equal(got, o.steps[:len(got)]) && (!complete || len(got) >= o.required) {
+				return true
+			}
+		}
+		return false
+	}
+	var all []leanOrder
+	for _, orders := range leanOrders {
+		all = append(all, orders...)
+	}
+	switch outcome {
+	case "", wfapi.OutcomePoolGone:
+		require.Truef(t, matches(all, false), "steps %v of a running lean switch, or of one whose pool went away, are no prefix of an order", got)
+	case wfapi.OutcomeUpToDate:
+		t.Fatalf("a switch with a move (%+v) ended %q", move, outcome)
+	default:
+		orders, known := leanOrders[outcome]
+		require.True(t, known, "unknown switch outcome %q", outcome)
+		require.Truef(t, matches(orders, true), "a %s lean switch ran %v, not one of %v", outcome, got, orders)
+	}
+	checkLeanInputs(t, exec, h, move, calls, steps, outcome)
+}
+
+// stepInput is the input of a step: a regular activity's from the history;
+// a local one's, which the history does not hold, from the replay. The
+// checks compare the fields that say what the step acts on, not whole
+// inputs: a field added to a step's input later changes no command, and
+// must not fail the fixtures recorded before it.
+func stepInput[T any](t testing.TB, c *call, asked step) T {
+	t.Helper()
+	v, ok := asked.Input.(T)
+	require.Truef(t, ok, "%s: the replay asked with a %T, not a %T", c.Type, asked.Input, *new(T))
+	if c.Local {
+		return v
+	}
+	var recorded T
+	decode(t, c.Input, &recorded)
+	return recorded
+}
+
+// checkLeanInputs checks what a lean switch gave each step. The regular
+// steps' inputs are in the history; the local ones' are read from a replay.
+func checkLeanInputs(t testing.TB, exec Execution, h *historypb.History, in workflows.SwitchInput, calls, steps []*call, outcome string) {
+	t.Helper()
+	replayed := replaySteps(t, exec, h)
+	require.Len(t, replayed, len(calls), "the replay asks for the recorded steps")
+	offset := len(calls) - len(steps) // an operator's Observe
+	var claim activities.PoolWrite
+	var moved bool // a write that moved the class (Confirm, or a RollBack that found it landed)
+	for i, c := range steps {
+		r := replayed[offset+i]
+		require.Equal(t, c.Type, r.Type, "step %d", offset+i+1)
+		require.Equal(t, c.Local, r.Local, "%s is local: the replay asks for it as the history holds it", c.Type)
+		switch c.Type {
+		case "Protect":
+			p := stepInput[activities.ProtectInput](t, c, r)
+			require.Equal(t, in.To, p.Config, "Protect protects the target")
+			require.Equal(t, in.Class, p.Class, "Protect protects the target for the class")
+		case "Claim":
+			p := stepInput[activities.ClaimInput](t, c, r)
+			require.Equal(t, in.Pool, p.Pool, "Claim claims for the switch's pool")
+			require.Equal(t, in.Class, p.Class, "Claim claims for the move's class")
+			require.Equal(t, in.To, p.Config, "Claim claims the target")
+			require.Equal(t, in.PoolResourceVersion, p.ResourceVersion, "Claim writes on the pool version the move was decided on")
+			require.True(t, p.ExpectFrom, "Claim writes only while the class is on From")
+			require.Equal(t, in.From, p.From, "Claim writes only while the class is on From")
+			if c.Result != nil {
+				decode(t, c.Result, &claim)
+			}
+		case "ReadConfig":
+			name := stepInput[string](t, c, r)
+			require.Equal(t, in.To, name, "ReadConfig reads the target")
+		case "Confirm", "RollBack":
+			p := stepInput[activities.SettleInput](t, c, r)
+			require.Equal(t, in.Pool, p.Pool)
+			require.Equal(t, in.Class, p.Class)
+			require.Equal(t, in.To, p.Config)
+			require.True(t, p.Local, "%s runs as a local step", c.Type)
+			require.Equal(t, before(steps, i, "Claim"), p.Claimed, "%s knows whether the claim stands", c.Type)
+			require.Equal(t, claim.ResourceVersion, p.ResourceVersion, "%s writes on the claim's resourceVersion", c.Type)
+			var w activities.PoolWrite
+			if c.Result != nil {
+				decode(t, c.Result, &w)
+			}
+			moved = c.Type == "Confirm" || w.Landed
+		case "RecordEvent":
+			ev := stepInput[activities.EventInput](t, c, r)
+			require.Equal(t, in.Pool, ev.Pool, "the event regards the pool")
+			if moved {
+				require.Equal(t, corev1.EventTypeNormal, ev.Type, "the event of a confirm")
+				require.Equal(t, v1alpha1.EventReasonSandboxConfigSwitched, ev.Reason, "the event of a confirm")
+				require.Equal(t, "switch/"+exec.RunID, ev.Key, "the event of a confirm is keyed by the switch's run")
+			} else {
+				require.Equal(t, corev1.EventTypeWarning, ev.Type, "the event of a roll back")
+				require.NotEqual(t, v1alpha1.EventReasonSandboxConfigSwitched, ev.Reason, "the event of a roll back")
+			}
+		case "WakeReleases":
+			woken := stepInput[[]string](t, c, r)
+			if in.To == "" {
+				require.Equal(t, []string{in.Abandon}, woken, "a cleared claim's config is woken")
+			}
+			if in.FromDeleting && outcome == wfapi.OutcomeConfirmed {
+				require.Contains(t, woken, in.From, "a switch off a config in deletion wakes its release")
+			}
+			if claim.Displaced != "" {
+				require.Contains(t, woken, claim.Displaced, "the claim a switch displaced is woken")
+			}
+		case "AbandonClaim":
+			p := stepInput[activities.ClaimInput](t, c, r)
+			require.Equal(t, in.Pool, p.Pool, "AbandonClaim clears the pool's claim")
+			require.Equal(t, in.Class, p.Class, "AbandonClaim clears the class's claim")
+			require.Equal(t, in.Abandon, p.Config, "AbandonClaim clears the stale claim")
+		}
+	}
+}
+
 // releaseLook is the order of one look of a release; a look ends early when
 // it has its answer.
 var releaseLook = []string{"ReadConfig", "CachedUsers", "LiveUsers", "Unprotect"}
@@ -331,6 +751,25 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	}
 }
 
+// leanMove checks a completed lean switch's steps and outcome, and, with
+// signal set, that it was started by an operator's signal-with-start of
+// that signal (no input); it returns the switch's input.
+func leanMove(t testing.TB, h *historypb.History, signal, outcome string, steps ...string) workflows.SwitchInput {
+	t.Helper()
+	var in workflows.SwitchInput
+	startInput(t, h, &in)
+	require.True(t, in.IsLean(), "a switch of the lean shape")
+	if signal != "" {
+		require.Equal(t, workflows.SwitchInput{}, in, "an operator's start carries no input")
+		require.Equal(t, []string{signal}, signals(h), "started by signal-with-start")
+	}
+	var res workflows.SwitchResult
+	result(t, h, &res)
+	require.Equal(t, outcome, res.Outcome)
+	require.Equal(t, steps, callTypes(activityCalls(t, h)))
+	return in
+}
+
 // scenarioChecks check what each recorded scenario did, by fixture name
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
@@ -394,14 +833,75 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Zero(t, calls[2].Closed, "the live read is held")
 	},
 	// A switch held once its claim's write landed, before the claim's
-	// completion reached it, so before its live read (v2, where the read is
-	// a local activity, which leaves nothing in the history until it ends).
+	// completion reached it, so before its live read (v2 on: the read is a
+	// local activity, which leaves nothing in the history until it ends).
 	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
-		require.True(t, localSwitch(t, h), "a switch with local steps")
+		var in workflows.SwitchInput
+		startInput(t, h, &in)
+		if !in.IsLean() {
+			require.True(t, localSwitch(t, h), "a switch with local steps")
+		}
 		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
+		require.True(t, calls[0].Local, "the Protect is local")
+		require.False(t, calls[1].Local, "the Claim is regular")
 		require.Zero(t, calls[1].Closed, "the claim's completion is held")
+	},
+	// The lean shape's scenarios (v3 on).
+	// A pool's first resolution: no config before.
+	"switch-first-resolution": func(t testing.TB, h *historypb.History) {
+		in := leanMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		require.Empty(t, in.From, "the first resolution")
+	},
+	// The target was deleted, released and created again under the same
+	// name between the protection and the claim: protected again.
+	"switch-reprotected": func(t testing.TB, h *historypb.History) {
+		leanMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent")
+		var live *resolve.Config
+		decode(t, activityCalls(t, h)[2].Result, &live)
+		require.NotNil(t, live, "the live read found the recreated target")
+		require.False(t, live.Protected, "without the finalizer")
+	},
+	// A claim left by a switch stopped by hand, cleared once the pool
+	// needs no move.
+	"switch-abandoned-claim": func(t testing.TB, h *historypb.History) {
+		in := leanMove(t, h, "", wfapi.OutcomeRolledBack, "AbandonClaim", "WakeReleases")
+		require.Empty(t, in.To)
+		require.NotEmpty(t, in.Abandon)
+	},
+	// An operator's re-resolution of a pool that needs nothing.
+	"switch-reresolve-up-to-date": func(t testing.TB, h *historypb.History) {
+		leanMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeUpToDate, "Observe")
+	},
+	// An operator's re-resolution, with the starter stopped, of a pool whose
+	// class default changed: it makes the move itself.
+	"switch-reresolve-moved": func(t testing.TB, h *historypb.History) {
+		leanMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeConfirmed, "Observe", "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		require.Empty(t, h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(),
+			"started from the CLI with no input at all")
+	},
+	// A re-resolution asked for while a switch ran: the switch finishes its
+	// move, then continues as new with no input, to look again.
+	"switch-continued-as-new": func(t testing.TB, h *historypb.History) {
+		var in workflows.SwitchInput
+		startInput(t, h, &in)
+		require.True(t, in.Lean, "started by the starter")
+		require.Contains(t, signals(h), wfapi.SignalReresolve, "asked to look again while it ran")
+		last := lastEvent(h)
+		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
+		var next workflows.SwitchInput
+		decode(t, last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
+		require.Equal(t, workflows.SwitchInput{}, next, "the next run decides on its own live read")
+		outcome, _ := upsertedOutcome(t, h)
+		require.Equal(t, wfapi.OutcomeConfirmed, outcome)
+		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}, callTypes(activityCalls(t, h)))
+	},
+	// The run it continued as: a look that finds the pool up to date.
+	"switch-after-continue-as-new": func(t testing.TB, h *historypb.History) {
+		started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+		require.NotEmpty(t, started.GetContinuedExecutionRunId(), "a run started by continue-as-new")
+		leanMove(t, h, "", wfapi.OutcomeUpToDate, "Observe")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
 		var res workflows.SwitchResult

@@ -66,27 +66,45 @@ func (p *product) history(t *testing.T, id, runID string) *historypb.History {
 	return h
 }
 
-// closedHistory waits for the current run of a workflow to close and
-// returns its history.
-func (p *product) closedHistory(t *testing.T, id string) *historypb.History {
+// nextRun waits for a run of a workflow other than after to be its current
+// one, and returns its run ID: the next switch of a pool, under the pool's
+// switch ID.
+func (p *product) nextRun(t *testing.T, id, after string) string {
 	t.Helper()
 	run := ""
+	producttest.Eventually(t, id+" to start a run after "+after, func() (bool, string) {
+		run, _ = p.describe(t, id, "")
+		return run != after, "current run " + run
+	})
+	return run
+}
+
+// closedRun waits for a run of a workflow (the current one when runID is
+// empty) to close, and returns its history and its execution.
+func (p *product) closedRun(t *testing.T, id, runID string) (*historypb.History, Execution) {
+	t.Helper()
+	run := runID
 	producttest.Eventually(t, id+" to close", func() (bool, string) {
-		r, status := p.describe(t, id, "")
+		r, status := p.describe(t, id, runID)
 		run = r
 		return status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, status.String()
 	})
-	return p.history(t, id, run)
+	return p.history(t, id, run), Execution{WorkflowID: id, RunID: run}
 }
 
-// openHistory returns the history of a workflow's current run while it
-// runs, once it is at rest: no workflow task in flight and nothing added
-// for a second. That is the history a new worker replays when it picks the
+// atRestFor is how long a running workflow's history must stay the same,
+// with no workflow task in flight, to be taken as at rest.
+const atRestFor = time.Second
+
+// openRun returns the history of a workflow's current run while it runs,
+// once it is at rest: no workflow task in flight and nothing added for
+// atRestFor. That is the history a new worker replays when it picks the
 // workflow up.
-func (p *product) openHistory(t *testing.T, id string) *historypb.History {
+func (p *product) openRun(t *testing.T, id string) (*historypb.History, Execution) {
 	t.Helper()
 	var h *historypb.History
-	run, same := "", 0
+	run := ""
+	var since time.Time // when h was first seen as it is
 	producttest.Eventually(t, id+" to be at rest", func() (bool, string) {
 		r, status := p.describe(t, id, run)
 		if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -95,15 +113,12 @@ func (p *product) openHistory(t *testing.T, id string) *historypb.History {
 		run = r
 		next := p.history(t, id, run)
 		last := lastEvent(next).GetEventType()
-		if h != nil && len(next.Events) == len(h.Events) && last != enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED &&
-			last != enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED {
-			same++
-		} else {
-			same = 0
+		if h == nil || len(next.Events) != len(h.Events) || last == enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED ||
+			last == enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED {
+			since = time.Now()
 		}
 		h = next
-		time.Sleep(200 * time.Millisecond)
-		return same >= 5, fmt.Sprintf("%d events, last %s", len(h.Events), last)
+		return time.Since(since) >= atRestFor, fmt.Sprintf("%d events, last %s", len(h.Events), last)
 	})
-	return h
+	return h, Execution{WorkflowID: id, RunID: run}
 }

@@ -9,11 +9,12 @@ package replay
 //		go test -tags record ./replay -run 'TestRecord/' -count=1 -v
 //
 // Each scenario drives the product (worker and starter in this process, on
-// a fresh task queue) through the Kubernetes API, as a user does, exports
-// the histories it names with GetWorkflowHistory, checks them with the
-// ordering tests' checks, writes them with WriteFixture (which never
-// overwrites) and replays the written file. A scenario whose fixtures of
-// the current Version all exist is skipped.
+// a fresh task queue) through the Kubernetes API, as a user (or an
+// operator) does, exports the histories it names with GetWorkflowHistory,
+// checks them with the ordering tests' checks, and, once the scenario ran to
+// its end, writes them with the execution each was recorded from
+// (WriteFixture, which never overwrites) and replays the written file. A
+// scenario whose fixtures of the current Version all exist is skipped.
 
 import (
 	"context"
@@ -21,17 +22,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -61,26 +63,34 @@ func missingFixtures() []string {
 	return missing
 }
 
-// suggestContinueAsNewAt is the history length at which the recorder's
-// second Temporal server suggests continue-as-new (the default is 4096
-// events), so a pool continues as new after a few wake-ups.
-const suggestContinueAsNewAt = 120
-
 type scenario struct {
 	name    string
-	outputs []string // fixture names without version: pool-walk
+	outputs []string // fixture names without version: switch-confirmed
 	run     func(t *testing.T, rec *recording)
 }
 
+// scenarios are the lean shape's (v3 on). The pool scenarios of v1 and v2
+// (walk, mid-switch, continue-as-new, deleted pool) recorded the pool
+// workflow, which the product no longer starts: their fixtures stay, and
+// replay, but cannot be recorded again (WriteFixture refuses pool fixtures
+// of a lean version).
 var scenarios = []scenario{
-	{"walk", []string{"pool-walk", "switch-confirmed"}, recordWalk},
-	{"claim-race", []string{"pool-open-mid-switch", "switch-open-at-claim", "switch-rolled-back", "release-waited-for-claim"}, recordClaimRace},
+	{"walk", []string{"switch-first-resolution", "switch-confirmed"}, recordWalk},
+	{"claim-race", []string{"switch-open-at-claim", "switch-rolled-back", "release-waited-for-claim"}, recordClaimRace},
+	{"recreated-target", []string{"switch-reprotected"}, recordRecreatedTarget},
+	{"abandoned-claim", []string{"switch-abandoned-claim"}, recordAbandonedClaim},
 	{"release-at-once", []string{"release-at-once"}, recordReleaseAtOnce},
-	{"release-waited", []string{"release-waited", "switch-confirmed-from-deleting", "pool-deleted"}, recordReleaseWaited},
-	{"continue-as-new", []string{"pool-continued-as-new", "pool-after-continue-as-new"}, recordContinueAsNew},
+	{"release-waited", []string{"release-waited", "switch-confirmed-from-deleting"}, recordReleaseWaited},
+	{"reresolve", []string{"switch-reresolve-up-to-date", "switch-reresolve-moved"}, recordReresolve},
+	{"reresolve-while-running", []string{"switch-continued-as-new", "switch-after-continue-as-new"}, recordReresolveWhileRunning},
 }
 
 func TestRecord(t *testing.T) {
+	var outputs []string
+	for _, sc := range scenarios {
+		outputs = append(outputs, sc.outputs...)
+	}
+	require.ElementsMatch(t, leanScenarios, outputs, "the scenarios record the lean shape's fixtures (leanScenarios), each once")
 	wrote := 0
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -97,6 +107,7 @@ func TestRecord(t *testing.T) {
 				t.Skipf("every %s fixture of this scenario exists", Version)
 			}
 			sc.run(t, rec)
+			rec.write()
 			for out := range rec.missing {
 				t.Errorf("the scenario did not record %s", out)
 			}
@@ -109,11 +120,20 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// recording saves a scenario's histories.
+// recording saves a scenario's histories, once the scenario has run to its
+// end: a scenario that fails half-way writes nothing, so its fixtures are
+// always of one run.
 type recording struct {
 	t       *testing.T
 	missing map[string]bool
+	runs    []recorded
 	wrote   int
+}
+
+type recorded struct {
+	name string
+	h    *historypb.History
+	exec Execution
 }
 
 func fixtureOf(t testing.TB, name string) Fixture {
@@ -134,95 +154,118 @@ func cut(name string) (kind, scenario string, ok bool) {
 	return "", "", false
 }
 
-// save checks a history with the ordering tests' checks, writes it (never
-// over an existing file) and replays the written file with the current code.
-func (r *recording) save(name string, h *historypb.History) {
+// save keeps a history of the run exec for the end of the scenario. It
+// checks it at once with the ordering tests' checks, so a scenario that
+// went wrong stops where it did.
+func (r *recording) save(name string, h *historypb.History, exec Execution) {
 	t := r.t
 	t.Helper()
 	if !r.missing[name] {
 		return
 	}
-	fx := fixtureOf(t, name)
-	checkFixture(t, fx, h)
-	path, err := WriteFixture(Dir, fx.Kind, fx.Scenario, h)
-	require.NoError(t, err)
-	replayer, err := NewReplayer()
-	require.NoError(t, err)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(quiet, path); err != nil {
-		_ = os.Remove(path)
-		t.Fatalf("%s does not replay: %v", path, err)
-	}
-	t.Logf("recorded %s (%d events)", path, len(h.Events))
-	delete(r.missing, name)
-	r.wrote++
+	checkFixture(t, fixtureOf(t, name), exec, h)
+	r.runs = append(r.runs, recorded{name: name, h: h, exec: exec})
 }
 
-// recordWalk is spec 001's events example (internal/e2e's TestWalk): an
-// unpinned pool follows the class default through five switches.
+// write writes the saved histories (never over an existing file) and
+// replays each written file with the current code.
+func (r *recording) write() {
+	t := r.t
+	t.Helper()
+	for _, run := range r.runs {
+		fx := fixtureOf(t, run.name)
+		path, err := WriteFixture(Dir, fx.Kind, fx.Scenario, run.exec, run.h)
+		require.NoError(t, err)
+		replayer, err := NewReplayer()
+		require.NoError(t, err)
+		if err := ReplayFixture(replayer, quiet, fx); err != nil {
+			removeFixture(fx)
+			t.Fatalf("%s does not replay: %v", path, err)
+		}
+		t.Logf("recorded %s (%d events) from %s run %s", path, len(run.h.Events), run.exec.WorkflowID, run.exec.RunID)
+		delete(r.missing, run.name)
+		r.wrote++
+	}
+}
+
+// requireMove fails unless the switch of a history was started with the
+// move from → to (by the starter).
+func requireMove(t testing.TB, h *historypb.History, from, to string) {
+	t.Helper()
+	var in wfapi.SwitchInput
+	startInput(t, h, &in)
+	require.True(t, in.Lean, "a switch the starter started")
+	require.Equal(t, from, in.From, "the switch's From")
+	require.Equal(t, to, in.To, "the switch's To")
+}
+
+// recordWalk is the start of spec 001's walk (internal/e2e's TestWalk): an
+// unpinned pool takes the class default, then follows a newer default.
+// Each switch is a run of the pool's switch workflow.
 func recordWalk(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
+	id := wfapi.PoolSwitchWorkflowID(ns, "counter")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "counter", "")))
 	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	first, firstRun := p.closedRun(t, id, "")
+	requireMove(t, first, "", "gvisor-default")
 
-	v2 := producttest.GVisorConfig("gvisor-default-v2", true)
-	p.CreateAfterOthers(t, v2)
+	p.CreateAfterOthers(t, producttest.GVisorConfig("gvisor-default-v2", true))
 	p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+	second, secondRun := p.closedRun(t, id, p.nextRun(t, id, firstRun.RunID))
+	requireMove(t, second, "gvisor-default", "gvisor-default-v2")
 
-	producttest.SetDefault(t, p.Env.Kube, "gvisor-default-v2", false)
-	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
+	// Each confirm recorded its event, once.
+	p.WaitForEvents(t, ns, "counter", []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-default" to "gvisor-default-v2"`,
+	})
+	rec.save("switch-first-resolution", first, firstRun)
+	rec.save("switch-confirmed", second, secondRun)
+}
 
-	producttest.SetDefault(t, p.Env.Kube, "gvisor-default-v2", true)
-	p.WaitForConfig(t, ns, "counter", "gvisor-default-v2", metav1.ConditionTrue)
+// racer settles the pool "racer" on "gvisor-now", creates "gvisor-next",
+// repins the pool to it and returns once the switch is held at gate.
+func racer(t *testing.T, p *product, gate *producttest.Gate, name string) (ns string, next *v1alpha1.SandboxConfig) {
+	t.Helper()
+	ctx := context.Background()
+	ns = p.Env.Namespace(t)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, name, "gvisor-now")))
+	p.WaitForConfig(t, ns, name, "gvisor-now", metav1.ConditionTrue)
 
-	require.NoError(t, p.Env.Kube.Delete(ctx, v2))
-	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
-	p.WaitGone(t, v2)
-	p.closedHistory(t, wfapi.SwitchWorkflowID(ns, "counter", 5))
-
-	// The pool workflow runs for the pool's life: export it at rest.
-	rec.save("pool-walk", p.openHistory(t, wfapi.PoolWorkflowID(ns, "counter")))
-	rec.save("switch-confirmed", p.closedHistory(t, wfapi.SwitchWorkflowID(ns, "counter", 2)))
+	next = producttest.GVisorConfig("gvisor-next", false)
+	require.NoError(t, p.Env.Kube.Create(ctx, next))
+	producttest.Repin(t, p.Env.Kube, ns, name, "gvisor-next")
+	gate.WaitReached(t)
+	return ns, next
 }
 
 // recordClaimRace is the race the claim exists for (internal/e2e's
 // TestClaimRace): the target is deleted between the switch's claim and its
-// live read. While the switch is held between the two, the pool and the
-// switch are exported running; then the switch rolls back, and the release,
-// which waited for the claim, lets the config go.
-//
-// v1 held the ReadConfig activity before it ran. Since v2 the live read is
-// a local activity, which, held, keeps the switch inside a workflow task:
-// exported there, the history ends with that task's start, and the SDK's
-// replayer does not check the commands of a history's last completed task
-// when a started one follows it, so such a fixture would check nothing of
-// the switch. v2 holds the claim's completion instead, once its write has
-// landed: the same point of the race (claimed, not yet read), with the
-// switch at rest, waiting for its Claim activity.
+// live read. The switch is held once its claim's write landed, before the
+// claim's completion reaches it: at rest, waiting for its one regular
+// activity, it is exported running. (The live read is local, and a switch
+// held inside it would be inside a workflow task: see README.md.) Then the
+// target is deleted, the switch rolls back, and the release, which waited
+// for the claim, lets the config go.
 func recordClaimRace(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	held := producttest.NewGateAfterContaining("Claim", "gvisor-next")
 	p := startProduct(t, env.Temporal, held)
 	t.Cleanup(held.Release)
 	ctx := context.Background()
-	ns := env.Namespace(t)
+	ns, next := racer(t, p, held, "racer") // protected and claimed, not yet read
+	id := wfapi.PoolSwitchWorkflowID(ns, "racer")
 
-	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-now", false)))
-	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "racer", "gvisor-now")))
-	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionTrue)
-
-	next := producttest.GVisorConfig("gvisor-next", false)
-	require.NoError(t, p.Env.Kube.Create(ctx, next))
-	producttest.Repin(t, p.Env.Kube, ns, "racer", "gvisor-next")
-	held.WaitReached(t) // protected and claimed, not yet read
-
-	sw := wfapi.SwitchWorkflowID(ns, "racer", 2)
-	rec.save("switch-open-at-claim", p.openHistory(t, sw))
-	rec.save("pool-open-mid-switch", p.openHistory(t, wfapi.PoolWorkflowID(ns, "racer")))
+	open, run := p.openRun(t, id)
+	requireMove(t, open, "gvisor-now", "gvisor-next")
+	rec.save("switch-open-at-claim", open, run)
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))
 	p.WaitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
@@ -230,8 +273,61 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
 	p.WaitGone(t, next)
 
-	rec.save("switch-rolled-back", p.closedHistory(t, sw))
-	rec.save("release-waited-for-claim", p.closedHistory(t, wfapi.ReleaseWorkflowID("gvisor-next")))
+	rolled, run := p.closedRun(t, id, run.RunID)
+	rec.save("switch-rolled-back", rolled, run)
+	release, releaseRun := p.closedRun(t, wfapi.ReleaseWorkflowID("gvisor-next"), "")
+	rec.save("release-waited-for-claim", release, releaseRun)
+}
+
+// recordRecreatedTarget (internal/e2e's TestRecreatedBeforeClaim): the
+// target is deleted after the switch protected it and before its claim,
+// released (nothing names it yet) and created again under the same name,
+// without the finalizer. The live read after the claim finds it
+// unprotected, and the switch protects it again before confirming.
+func recordRecreatedTarget(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	held := producttest.NewGateContaining("Claim", "gvisor-next")
+	p := startProduct(t, env.Temporal, held)
+	t.Cleanup(held.Release)
+	ctx := context.Background()
+	ns, next := racer(t, p, held, "racer") // protected, not yet claimed
+
+	require.NoError(t, p.Env.Kube.Delete(ctx, next))
+	p.WaitGone(t, next)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-next", false)))
+	held.Release()
+	p.WaitForConfig(t, ns, "racer", "gvisor-next", metav1.ConditionTrue)
+
+	h, run := p.closedRun(t, wfapi.PoolSwitchWorkflowID(ns, "racer"), "")
+	requireMove(t, h, "gvisor-now", "gvisor-next")
+	rec.save("switch-reprotected", h, run)
+}
+
+// recordAbandonedClaim: a switch is stopped by hand (terminated) once its
+// claim landed, and the pool is repinned to the config it is on. It needs
+// no move, but holds a claim no switch works on: the starter starts a
+// switch with no target, which clears the claim and wakes the claimed
+// config's release.
+func recordAbandonedClaim(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	held := producttest.NewGateAfterContaining("Claim", "gvisor-next")
+	p := startProduct(t, env.Temporal, held)
+	t.Cleanup(held.Release)
+	ctx := context.Background()
+	ns, _ := racer(t, p, held, "stray") // claimed, not yet read
+	id := wfapi.PoolSwitchWorkflowID(ns, "stray")
+
+	stopped, _ := p.describe(t, id, "")
+	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, id, stopped, "stopped by hand (replay recorder)"))
+	held.Release()
+	producttest.Repin(t, p.Env.Kube, ns, "stray", "gvisor-now")
+	p.WaitForConfig(t, ns, "stray", "gvisor-now", metav1.ConditionTrue)
+
+	h, run := p.closedRun(t, id, p.nextRun(t, id, stopped))
+	var in wfapi.SwitchInput
+	startInput(t, h, &in)
+	require.Equal(t, "gvisor-next", in.Abandon, "the switch clears the stopped switch's claim")
+	rec.save("switch-abandoned-claim", h, run)
 }
 
 // recordReleaseAtOnce: a config no pool names any more is deleted; its
@@ -252,7 +348,8 @@ func recordReleaseAtOnce(t *testing.T, rec *recording) {
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, retired))
 	p.WaitGone(t, retired)
-	rec.save("release-at-once", p.closedHistory(t, wfapi.ReleaseWorkflowID("retired")))
+	h, run := p.closedRun(t, wfapi.ReleaseWorkflowID("retired"), "")
+	rec.save("release-at-once", h, run)
 }
 
 // cacheCaughtUp holds the release's look at the worker's cache of pools
@@ -290,8 +387,7 @@ func (a *cacheCaughtUpActivity) ExecuteActivity(ctx context.Context, in *interce
 
 // recordReleaseWaited: a config is deleted while a pinned pool uses it; its
 // release waits until the pool is repinned and moves off it (a switch from
-// a config in deletion, which wakes the release), then lets it go. Then the
-// pool is deleted, which ends its workflow.
+// a config in deletion, which wakes the release), then lets it go.
 func recordReleaseWaited(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	p := startProduct(t, env.Temporal)
@@ -312,55 +408,81 @@ func recordReleaseWaited(t *testing.T, rec *recording) {
 	p.WaitForConfig(t, ns, "holder", "heir", metav1.ConditionTrue)
 	p.WaitGone(t, held)
 
-	rec.save("release-waited", p.closedHistory(t, wfapi.ReleaseWorkflowID("held")))
-	rec.save("switch-confirmed-from-deleting", p.closedHistory(t, wfapi.SwitchWorkflowID(ns, "holder", 2)))
-
-	require.NoError(t, p.Env.Kube.Delete(ctx, holder))
-	rec.save("pool-deleted", p.closedHistory(t, wfapi.PoolWorkflowID(ns, "holder")))
+	release, releaseRun := p.closedRun(t, wfapi.ReleaseWorkflowID("held"), "")
+	rec.save("release-waited", release, releaseRun)
+	sw, swRun := p.closedRun(t, wfapi.PoolSwitchWorkflowID(ns, "holder"), "")
+	requireMove(t, sw, "held", "heir")
+	rec.save("switch-confirmed-from-deleting", sw, swRun)
 }
 
-// recordContinueAsNew runs a pool on a second Temporal server that suggests
-// continue-as-new after suggestContinueAsNewAt events, and wakes it until
-// it continues as new. It exports the run that continued and the run it
-// started, at rest.
-func recordContinueAsNew(t *testing.T, rec *recording) {
+// recordReresolve: an operator asks for a re-resolution of a pool that
+// needs nothing (wfapi.Reresolve, as the Go API does it): a switch with no
+// input observes the pool and ends "up to date". Then, with the starter
+// stopped, the class default changes and the operator asks again, from the
+// CLI with no input at all, as the README writes it: the switch observes,
+// plans the move and makes it.
+func recordReresolve(t *testing.T, rec *recording) {
 	env := testenv.Current()
-	short, err := testenv.Start(testenv.Options{
-		NoKube: true,
-		TemporalDynamicConfig: map[string]string{
-			"limit.historyCount.suggestContinueAsNew": strconv.Itoa(suggestContinueAsNewAt),
-		},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, short.Stop()) })
-
-	p := startProduct(t, short.Temporal)
+	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-long", false)))
-	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "long-lived", "gvisor-long")))
-	p.WaitForConfig(t, ns, "long-lived", "gvisor-long", metav1.ConditionTrue)
+	id := wfapi.PoolSwitchWorkflowID(ns, "traced")
 
-	id := wfapi.PoolWorkflowID(ns, "long-lived")
-	p.openHistory(t, id) // the first pass is done
-	first, _ := p.describe(t, id, "")
-	signals := 0
-	producttest.Eventually(t, id+" to continue as new", func() (bool, string) {
-		run, _ := p.describe(t, id, "")
-		if run != first {
-			return true, ""
-		}
-		require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, "", wfapi.SignalReresolve, nil))
-		signals++
-		time.Sleep(150 * time.Millisecond)
-		return false, strconv.Itoa(signals) + " reresolve signals sent"
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "traced", "")))
+	p.WaitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
+	_, first := p.closedRun(t, id, "")
+
+	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "traced", nil))
+	upToDate, upToDateRun := p.closedRun(t, id, p.nextRun(t, id, first.RunID))
+	rec.save("switch-reresolve-up-to-date", upToDate, upToDateRun)
+
+	p.Stop(t)
+	p.NoStarter = true
+	p.Start(t)
+	p.CreateAfterOthers(t, producttest.GVisorConfig("gvisor-default-v2", true))
+	out, err := exec.Command(p.Env.TemporalCLI, "workflow", "signal-with-start", "--workflow-id", id, "--type", wfapi.SwitchWorkflow,
+		"--task-queue", p.TaskQueue, "--signal-name", wfapi.SignalReresolve,
+		"--address", p.Env.TemporalAddress, "--namespace", p.Env.TemporalNamespace).CombinedOutput()
+	require.NoError(t, err, "temporal workflow signal-with-start: %s", out)
+	moved, movedRun := p.closedRun(t, id, p.nextRun(t, id, upToDateRun.RunID))
+	p.WaitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
+	p.WaitForEvents(t, ns, "traced", []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-default" to "gvisor-default-v2"`,
 	})
-	t.Logf("continued as new after %d reresolve signals", signals)
+	rec.save("switch-reresolve-moved", moved, movedRun)
 
-	old := p.history(t, id, first)
-	require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, lastEvent(old).GetEventType())
-	rec.save("pool-continued-as-new", old)
-	next := p.openHistory(t, id)
-	require.Equal(t, first, next.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId())
-	rec.save("pool-after-continue-as-new", next)
+	p.Stop(t)
+	p.NoStarter = false
+	p.Start(t)
+}
+
+// recordReresolveWhileRunning: a re-resolution is asked for while a switch
+// runs (held once its claim landed). The switch makes its move, then
+// continues as new with no input; the run it continues as observes the pool
+// and finds it up to date.
+func recordReresolveWhileRunning(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	held := producttest.NewGateAfterContaining("Claim", "gvisor-next")
+	p := startProduct(t, env.Temporal, held)
+	t.Cleanup(held.Release)
+	ctx := context.Background()
+	ns, _ := racer(t, p, held, "busy") // claimed, not yet read
+	id := wfapi.PoolSwitchWorkflowID(ns, "busy")
+
+	running, _ := p.describe(t, id, "")
+	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "busy", nil))
+	producttest.Eventually(t, "the running switch to receive the reresolve signal", func() (bool, string) {
+		got := signals(p.history(t, id, running))
+		return slices.Contains(got, wfapi.SignalReresolve), fmt.Sprintf("signals %v", got)
+	})
+	held.Release()
+	p.WaitForConfig(t, ns, "busy", "gvisor-next", metav1.ConditionTrue)
+
+	continued, continuedRun := p.closedRun(t, id, running)
+	requireMove(t, continued, "gvisor-now", "gvisor-next")
+	after, afterRun := p.closedRun(t, id, p.nextRun(t, id, running))
+	rec.save("switch-continued-as-new", continued, continuedRun)
+	rec.save("switch-after-continue-as-new", after, afterRun)
 }

@@ -26,9 +26,33 @@ func TestReplay(t *testing.T) {
 		t.Run(fmt.Sprintf("%s.v%d", fx.Name(), fx.Version), func(t *testing.T) {
 			r, err := NewReplayer()
 			require.NoError(t, err)
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quiet, fx.Path))
+			require.NoError(t, ReplayFixture(r, quiet, fx))
 		})
 	}
+}
+
+// TestLeanSwitchesNeedTheirExecution: a lean switch learns its pool from its
+// workflow ID, so its fixture replays only under the execution it was
+// recorded from; under the replayer's default ID the workflow fails, and
+// the replay with it. Were it not so, the execution files would be
+// decoration.
+func TestLeanSwitchesNeedTheirExecution(t *testing.T) {
+	fixtures, err := Fixtures(Dir)
+	require.NoError(t, err)
+	n := 0
+	for _, fx := range fixtures {
+		if !fx.Lean() || fx.Kind != "switch" {
+			continue
+		}
+		n++
+		t.Run(fmt.Sprintf("%s.v%d", fx.Name(), fx.Version), func(t *testing.T) {
+			r, err := NewReplayer()
+			require.NoError(t, err)
+			err = r.ReplayWorkflowHistoryFromJSONFile(silent, fx.Path)
+			require.ErrorContains(t, err, "TMPRL1100", "replayed under the replayer's default workflow ID")
+		})
+	}
+	require.NotZero(t, n, "no lean switch fixture")
 }
 
 // TestFixtureVersions: every fixture's version is at most Version, so the
@@ -41,44 +65,84 @@ func TestFixtureVersions(t *testing.T) {
 	}
 }
 
-// TestWriteFixtureRefusesToOverwrite: a recorded fixture is never replaced.
+// TestWriteFixtureRefusesToOverwrite: a recorded fixture, and the execution
+// kept with it, are never replaced; a lean fixture is not written without
+// its execution, nor a pool fixture at all.
 func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
-	require.NotEmpty(t, fixtures)
-	src := fixtures[0]
+	var src Fixture
+	for _, fx := range fixtures {
+		if fx.Lean() && fx.Kind == "switch" {
+			src = fx
+			break
+		}
+	}
+	require.NotEmpty(t, src.Path, "no lean switch fixture to copy")
 	h, err := ReadHistory(src.Path)
 	require.NoError(t, err)
+	exec, ok, err := src.Execution()
+	require.NoError(t, err)
+	require.True(t, ok)
 
 	dir := t.TempDir()
-	path, err := WriteFixture(dir, src.Kind, src.Scenario, h)
+	path, err := WriteFixture(dir, src.Kind, src.Scenario, exec, h)
+	require.NoError(t, err)
+	written, err := ParseFixture(path)
 	require.NoError(t, err)
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
-	_, err = WriteFixture(dir, src.Kind, src.Scenario, h)
+	beforeExec, err := os.ReadFile(written.ExecutionPath())
+	require.NoError(t, err)
+	_, err = WriteFixture(dir, src.Kind, src.Scenario, exec, h)
 	require.ErrorIs(t, err, ErrExists)
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
+	afterExec, err := os.ReadFile(written.ExecutionPath())
+	require.NoError(t, err)
+	require.Equal(t, beforeExec, afterExec)
 
-	// What it wrote is what the SDK's replayer reads.
+	// A stray execution file blocks its fixture too.
+	require.NoError(t, os.Remove(path))
+	_, err = WriteFixture(dir, src.Kind, src.Scenario, exec, h)
+	require.ErrorIs(t, err, ErrExists)
+	require.NoFileExists(t, path)
+	require.NoError(t, os.WriteFile(path, before, 0o644))
+
+	// What it wrote is what the SDK's replayer reads, under its execution.
 	r, err := NewReplayer()
 	require.NoError(t, err)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quiet, path))
+	require.NoError(t, ReplayFixture(r, quiet, written))
+	gotExec, ok, err := written.Execution()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, exec, gotExec)
+
+	for _, tc := range []struct {
+		name, kind string
+		exec       Execution
+		want       string
+	}{
+		{"a lean fixture without its execution", src.Kind, Execution{}, "keeps the execution"},
+		{"a pool fixture", "pool", exec, "no pool workflow is started"},
+		{"a name that says another workflow", "release", exec, "workflow type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			_, err := WriteFixture(d, tc.kind, "another", tc.exec, h)
+			require.ErrorContains(t, err, tc.want)
+			left, err := filepath.Glob(filepath.Join(d, "*"))
+			require.NoError(t, err)
+			require.Empty(t, left, "nothing written")
+		})
+	}
 
 	// A fixture of a newer version blocks recording under an older one.
-	newer := filepath.Join(dir, fmt.Sprintf("pool-later.v%d.json", versionNumber(Version)+1))
+	newer := filepath.Join(dir, fmt.Sprintf("switch-later.v%d.json", versionNumber(Version)+1))
 	require.NoError(t, os.WriteFile(newer, before, 0o644))
-	_, err = WriteFixture(dir, src.Kind, "another", h)
+	_, err = WriteFixture(dir, src.Kind, "another", exec, h)
 	require.ErrorContains(t, err, "newer code version")
-
-	// The name must say which workflow the history is of.
-	other := "switch"
-	if src.Kind == "switch" {
-		other = "pool"
-	}
-	_, err = WriteFixture(t.TempDir(), other, src.Scenario, h)
-	require.ErrorContains(t, err, "workflow type")
 }
 
 // TestReplayerMatchesWorker is a tripwire: ReplayerOptions must give the

@@ -1,6 +1,11 @@
 package replay
 
 import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"ate.dev/orchestrator/internal/crashhook"
@@ -34,13 +39,45 @@ func NewReplayer() (worker.WorkflowReplayer, error) {
 	return newReplayer(workflows.RegisterWorkflows)
 }
 
-// newReplayer lets a test register something else: the guard tests register
-// a deliberately changed workflow under a production name.
-func newReplayer(register func(workflows.Registry)) (worker.WorkflowReplayer, error) {
-	r, err := worker.NewWorkflowReplayerWithOptions(ReplayerOptions())
+// newReplayer lets a test register something else (the guard tests register
+// a deliberately changed workflow under a production name) and add
+// interceptors after the worker's (the ordering checks record the inputs a
+// workflow gives its local activities, which the history does not hold).
+func newReplayer(register func(workflows.Registry), extra ...interceptor.WorkerInterceptor) (worker.WorkflowReplayer, error) {
+	opts := ReplayerOptions()
+	opts.Interceptors = append(slices.Clone(opts.Interceptors), extra...)
+	r, err := worker.NewWorkflowReplayerWithOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	register(r)
 	return r, nil
+}
+
+// ReplayFixture replays a fixture with r as a worker replays the workflow it
+// picks up: under the workflow ID and run ID the history was recorded under,
+// for a fixture that keeps them (see Execution; a lean switch learns its
+// pool from its workflow ID), and under the replayer's default ID for one
+// recorded before, as those always replayed.
+func ReplayFixture(r worker.WorkflowReplayer, logger log.Logger, fx Fixture) error {
+	exec, ok, err := fx.Execution()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := r.ReplayWorkflowHistoryFromJSONFile(logger, fx.Path); err != nil {
+			return fmt.Errorf("replaying %s: %w", fx.Path, err)
+		}
+		return nil
+	}
+	h, err := ReadHistory(fx.Path)
+	if err != nil {
+		return err
+	}
+	if err := r.ReplayWorkflowHistoryWithOptions(logger, h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: exec.WorkflowExecution(),
+	}); err != nil {
+		return fmt.Errorf("replaying %s as %s (run %s): %w", fx.Path, exec.WorkflowID, exec.RunID, err)
+	}
+	return nil
 }
