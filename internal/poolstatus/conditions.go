@@ -5,6 +5,7 @@ package poolstatus
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,10 +66,27 @@ func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPo
 
 // SetClassCondition sets the Resolved condition of a class's status entry,
 // creating the entry if needed, and reports whether anything changed.
+//
+// A transition's lastTransitionTime is always a later second than the one
+// before it, even when the class flaps within a second: the time names the
+// appearance of a failure, which its Warning is keyed by (see
+// activities.FailureWarning), and the API server keeps whole seconds.
 func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass, c metav1.Condition) bool {
 	entry := EnsureClass(status, class)
+	if old := meta.FindStatusCondition(entry.Conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {
+		at := now().Truncate(time.Second)
+		if old != nil {
+			if next := old.LastTransitionTime.Add(time.Second).Truncate(time.Second); at.Before(next) {
+				at = next
+			}
+		}
+		c.LastTransitionTime = metav1.NewTime(at)
+	}
 	return meta.SetStatusCondition(&entry.Conditions, c)
 }
+
+// now is the clock of transitions; tests set it.
+var now = time.Now
 
 // EnsureClass returns the status entry of a class, appending it if missing.
 func EnsureClass(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass) *v1alpha1.WorkerPoolSandboxClassStatus {
