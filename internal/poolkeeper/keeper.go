@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,6 +61,7 @@ type Reconciler struct {
 	Events      EventRecorder
 
 	reported reportedSet
+	upToDate upToDateMemo
 }
 
 // maxRetryBackoff caps the backoff of a pool whose write keeps failing.
@@ -199,7 +201,11 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 		// Left by a pool of the same name deleted before (the garbage
 		// collector had not removed it yet): the apply takes it over.
 	default:
+		if r.upToDate.holds(pool, &d) {
+			return &d, nil
+		}
 		if upToDate, err := deployment.UpToDate(&d, pool); err == nil && upToDate {
+			r.upToDate.set(pool, &d)
 			return &d, nil
 		}
 	}
@@ -207,7 +213,39 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 	if err != nil {
 		return nil, fmt.Errorf("keeping the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
+	r.upToDate.set(pool, applied)
 	return applied, nil
+}
+
+// upToDateMemo remembers, per pool, the pool generation and Deployment
+// resourceVersion last found (or made) as wanted: the Deployment is built
+// from the pool's name, UID and spec alone, so while neither changes it is
+// as wanted still, and a pool whose status a switch writes costs no
+// comparison of managed fields.
+type upToDateMemo struct {
+	mu    sync.Mutex
+	pools map[types.UID]deploymentSeen
+}
+
+type deploymentSeen struct {
+	generation      int64
+	resourceVersion string
+}
+
+func (m *upToDateMemo) holds(pool *v1alpha1.WorkerPool, d *appsv1.Deployment) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen, ok := m.pools[pool.UID]
+	return ok && seen.generation == pool.Generation && seen.resourceVersion == d.ResourceVersion
+}
+
+func (m *upToDateMemo) set(pool *v1alpha1.WorkerPool, d *appsv1.Deployment) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pools == nil || len(m.pools) >= maxReported {
+		m.pools = map[types.UID]deploymentSeen{}
+	}
+	m.pools[pool.UID] = deploymentSeen{generation: pool.Generation, resourceVersion: d.ResourceVersion}
 }
 
 // controlledByEarlierPool reports whether d is controlled by a WorkerPool of
