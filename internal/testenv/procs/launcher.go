@@ -15,6 +15,12 @@ const (
 	envExecParent = "ATE_PROCS_EXEC_PARENT"
 )
 
+// ServerGOGC is the GOGC the local servers (etcd, kube-apiserver, the
+// Temporal dev server) run with unless GOGC is set: they trade memory,
+// which this machine has, for less garbage collection, which costs CPU the
+// product's switches need (see BENCHMARKS.md, "The dev server's settings").
+const ServerGOGC = 400
+
 // WriteLauncher writes an executable script dir/name that runs target with
 // the script's arguments, as a child that dies with this process, and
 // records the child's PID in PIDFile(dir, name) (the PID survives the execs).
@@ -29,9 +35,9 @@ func WriteLauncher(dir, name, target string) (string, error) {
 # re-executes that program, which sets the parent-death signal and then
 # execs the target, so %s dies with process %d.
 echo $$ > %s
-%s=%s %s=%d exec %s "$@"
+GOGC="${GOGC:-%d}" %s=%s %s=%d exec %s "$@"
 `, os.Getpid(), name, os.Getpid(),
-		shellQuote(PIDFile(dir, name)),
+		shellQuote(PIDFile(dir, name)), ServerGOGC,
 		envExecTarget, shellQuote(target), envExecParent, os.Getpid(), shellQuote(self))
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {

@@ -166,6 +166,9 @@ func (t *Temporal) Launch() error {
 	}
 	cmd := exec.Command(t.cfg.Binary, t.args()...)
 	cmd.Env = envWithoutTemporal()
+	if os.Getenv("GOGC") == "" {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("GOGC=%d", procs.ServerGOGC))
+	}
 	out := io.Discard
 	if t.cfg.LogFile != "" {
 		f, err := os.OpenFile(t.cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
