@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -481,6 +482,10 @@ var benignTaskFailures = map[enumspb.WorkflowTaskFailedCause]bool{
 	enumspb.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE: true,
 }
 
+// sameIDSlack is how far the start of a run may be stamped before the close
+// of the previous run under the same workflow ID (see judgeWorkflows).
+const sameIDSlack = time.Second
+
 // judgeWorkflows checks the workflows of the scope's task queues: no switch,
 // pool or release workflow ended other than completed (or continued as new);
 // no workflow task failed; each pool workflow run started a switch only when
@@ -546,7 +551,16 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 		sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
 		for i := 1; i < len(execs); i++ {
 			prev, cur := execs[i-1], execs[i]
-			if prev.CloseTime == nil || cur.StartTime.AsTime().Before(prev.CloseTime.AsTime()) {
+			// Runs under one workflow ID (a pool's lean switches) are kept
+			// apart by the server itself (the ID's conflict policy refuses a
+			// start while a run is open), but their times are taken before
+			// the ID is locked: a start queued behind a closing run may be
+			// stamped a moment before the close.
+			slack := time.Duration(0)
+			if prev.Execution.WorkflowId == cur.Execution.WorkflowId {
+				slack = sameIDSlack
+			}
+			if prev.CloseTime == nil || cur.StartTime.AsTime().Add(slack).Before(prev.CloseTime.AsTime()) {
 				closed := "still running"
 				if prev.CloseTime != nil {
 					closed = "closed " + prev.CloseTime.AsTime().Format("15:04:05.000000")
