@@ -68,9 +68,7 @@ func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, er
 	if err := a.Live.List(ctx, &configs); err != nil {
 		return nil, fmt.Errorf("listing SandboxConfigs for WorkerPool %s: %w", ref, err)
 	}
-	for i := range configs.Items {
-		obs.Configs = append(obs.Configs, resolve.ConfigFrom(&configs.Items[i]))
-	}
+	obs.Configs = resolve.ConfigsFrom(configs.Items)
 
 	var d appsv1.Deployment
 	switch err := a.Live.Get(ctx, poolKey(ref), &d); {

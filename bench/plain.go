@@ -55,10 +55,7 @@ func (r *plainReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.cache.List(ctx, &list); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing SandboxConfigs from the cache: %w", err)
 	}
-	configs := make([]resolve.Config, len(list.Items))
-	for i := range list.Items {
-		configs[i] = resolve.ConfigFrom(&list.Items[i])
-	}
+	configs := resolve.ConfigsFrom(list.Items)
 	for _, entry := range pool.Spec.SandboxClasses {
 		if err := r.reconcileClass(ctx, &pool, entry, configs); err != nil {
 			return reconcile.Result{}, err

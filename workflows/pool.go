@@ -110,7 +110,7 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 		current, pending := "", ""
 		var conditions []metav1.Condition
 		if st != nil {
-			current, pending, conditions = refName(st.ConfigRef), refName(st.PendingConfigRef), st.Conditions
+			current, pending, conditions = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf(), st.Conditions
 		}
 		res := resolve.Class(entry, current, obs.Configs)
 
@@ -119,7 +119,7 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 			cs.Switches++
 			out, err := runSwitch(ctx, state.Switches, SwitchInput{
 				Pool: ref, Class: entry.Name, From: current, To: res.Target,
-				FromDeleting: isDeleting(obs.Configs, current), Generation: obs.Generation,
+				FromDeleting: resolve.Deleting(obs.Configs, current), Generation: obs.Generation,
 				PoolResourceVersion: unwritten,
 			})
 			if err != nil {
@@ -267,20 +267,4 @@ func classState(state *wfapi.PoolState, class v1alpha1.SandboxClass) wfapi.Class
 		}
 	}
 	return wfapi.ClassState{Name: string(class)}
-}
-
-func isDeleting(configs []resolve.Config, name string) bool {
-	for _, c := range configs {
-		if c.Name == name {
-			return c.Deleting
-		}
-	}
-	return false
-}
-
-func refName(r *v1alpha1.SandboxConfigReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Name
 }

@@ -56,6 +56,14 @@ type SandboxConfigReference struct {
 	Name string `json:"name"`
 }
 
+// NameOf is the name a reference holds, or "" for none.
+func (r *SandboxConfigReference) NameOf() string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
 // WorkerPoolPodTemplate is the part of the worker pods a pool may shape.
 type WorkerPoolPodTemplate struct {
 	// labels are added to the Deployment and its pods. Keys must be

@@ -221,12 +221,7 @@ func names(p *v1alpha1.WorkerPool, config string) bool {
 	return false
 }
 
-func refName(r *v1alpha1.SandboxConfigReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Name
-}
+func refName(r *v1alpha1.SandboxConfigReference) string { return r.NameOf() }
 
 // settled lists what still differs from a settled cluster: pools not on
 // their resolution (P6), deleting configs no pool names (P5), switches
@@ -240,10 +235,7 @@ func (c *Checker) settled(ctx context.Context, scope Scope) ([]Violation, error)
 	if err := c.kube.List(ctx, &configs); err != nil {
 		return nil, fmt.Errorf("listing SandboxConfigs: %w", err)
 	}
-	views := make([]resolve.Config, 0, len(configs.Items))
-	for i := range configs.Items {
-		views = append(views, resolve.ConfigFrom(&configs.Items[i]))
-	}
+	views := resolve.ConfigsFrom(configs.Items)
 	named := map[string]bool{}
 	for i := range pools.Items {
 		for _, n := range pools.Items[i].Status.ConfigNames() {

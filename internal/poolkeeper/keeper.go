@@ -94,13 +94,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// nothing is applied or written for it any more.
 		return reconcile.Result{}, nil
 	}
-	var list v1alpha1.SandboxConfigList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing SandboxConfigs for WorkerPool %s: %w", req, err)
-	}
-	configs := make([]resolve.Config, 0, len(list.Items))
-	for i := range list.Items {
-		configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
+	configs, err := poolwatch.ListConfigs(ctx, r.Client)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("resolving WorkerPool %s: %w", req, err)
 	}
 
 	before := pool.Status.DeepCopy()
@@ -163,15 +159,12 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 // switch, and drops a config name that may not be kept.
 func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) {
 	for _, entry := range pool.Spec.SandboxClasses {
-		current, pending := "", ""
-		if st := pool.Status.ClassStatus(entry.Name); st != nil {
-			current, pending = refName(st.ConfigRef), refName(st.PendingConfigRef)
-		}
-		res := resolve.Class(entry, current, configs)
-		if pending != "" || (res.Target != "" && res.Target != current) {
+		p := resolve.PlanClass(entry, &pool.Status, configs)
+		if p.NeedsSwitch() {
 			continue // its switch's to write
 		}
-		if res.Target == "" && current != "" {
+		res := p.Result
+		if res.Target == "" && p.Current != "" {
 			poolstatus.EnsureClass(&pool.Status, entry.Name).ConfigRef = nil
 		}
 		poolstatus.SetClassCondition(&pool.Status, entry.Name,
@@ -277,13 +270,6 @@ func selector(d *appsv1.Deployment) string {
 		return ""
 	}
 	return sel.String()
-}
-
-func refName(r *v1alpha1.SandboxConfigReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Name
 }
 
 // reportedSet remembers the event names this process has recorded, so that

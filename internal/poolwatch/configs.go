@@ -2,6 +2,7 @@ package poolwatch
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -82,15 +83,15 @@ func (r ConfigEvents) enqueueUsers(ctx context.Context, q workqueueRL, old, cur 
 // resolution sees them; nil when the cache cannot say, which wakes as if the
 // config were the newest default.
 func (r ConfigEvents) otherConfigs(ctx context.Context, name string) []resolve.Config {
-	var list v1alpha1.SandboxConfigList
-	if err := r.Cache.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing SandboxConfigs from the cache; waking every unpinned pool of the class", "config", name)
+	all, err := ListConfigs(ctx, r.Cache)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "waking every unpinned pool of the class", "config", name)
 		return nil
 	}
-	others := make([]resolve.Config, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Name != name {
-			others = append(others, resolve.ConfigFrom(&list.Items[i]))
+	others := make([]resolve.Config, 0, len(all))
+	for _, c := range all {
+		if c.Name != name {
+			others = append(others, c)
 		}
 	}
 	return others
@@ -151,3 +152,12 @@ func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 }
 
 func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass { return c.Class() }
+
+// ListConfigs lists every SandboxConfig from r, as resolution sees them.
+func ListConfigs(ctx context.Context, r ctrlclient.Reader) ([]resolve.Config, error) {
+	var list v1alpha1.SandboxConfigList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing SandboxConfigs: %w", err)
+	}
+	return resolve.ConfigsFrom(list.Items), nil
+}

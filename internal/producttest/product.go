@@ -188,12 +188,7 @@ func (p *Product) WaitForConfig(t testing.TB, ns, name, want string, resolved me
 }
 
 // RefName is the name a reference holds, or "".
-func RefName(r *v1alpha1.SandboxConfigReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Name
-}
+func RefName(r *v1alpha1.SandboxConfigReference) string { return r.NameOf() }
 
 // WaitForEvents polls until the pool's events are exactly want: an event is
 // recorded just after the status write it reports.

@@ -21,39 +21,55 @@ type Move struct {
 	Pending string
 }
 
+// ClassPlan is one class of a pool as resolution sees it: the config its
+// status names, its pending claim, and what it resolves to.
+type ClassPlan struct {
+	Class            v1alpha1.SandboxClass
+	Current, Pending string
+	Result           Result
+}
+
+// PlanClass resolves one entry of a pool's spec against its status.
+func PlanClass(entry v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) ClassPlan {
+	p := ClassPlan{Class: entry.Name}
+	if st := status.ClassStatus(entry.Name); st != nil {
+		p.Current, p.Pending = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf()
+	}
+	p.Result = Class(entry, p.Current, configs)
+	return p
+}
+
+// Moves reports whether the class resolves to another config than its
+// status names.
+func (p ClassPlan) Moves() bool { return p.Result.Target != "" && p.Result.Target != p.Current }
+
+// NeedsSwitch reports whether the class is a switch's to write: it must
+// move, or it holds a claim.
+func (p ClassPlan) NeedsSwitch() bool { return p.Moves() || p.Pending != "" }
+
 // NextMove returns the first class, in spec order, that needs config work,
 // and false when every class is where resolution puts it. Classes that do
 // not resolve but keep their config need no move: their condition is plain
 // status, written without a switch.
 func NextMove(spec []v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) (Move, bool) {
 	for _, entry := range spec {
-		current, pending := "", ""
-		if st := status.ClassStatus(entry.Name); st != nil {
-			current, pending = refName(st.ConfigRef), refName(st.PendingConfigRef)
-		}
-		res := Class(entry, current, configs)
+		p := PlanClass(entry, status, configs)
 		switch {
-		case res.Target != "" && res.Target != current:
-			return Move{Class: entry.Name, From: current, To: res.Target, FromDeleting: deleting(configs, current), Pending: pending}, true
-		case pending != "":
-			return Move{Class: entry.Name, From: current, Abandon: pending, Pending: pending}, true
+		case p.Moves():
+			return Move{Class: p.Class, From: p.Current, To: p.Result.Target, FromDeleting: Deleting(configs, p.Current), Pending: p.Pending}, true
+		case p.Pending != "":
+			return Move{Class: p.Class, From: p.Current, Abandon: p.Pending, Pending: p.Pending}, true
 		}
 	}
 	return Move{}, false
 }
 
-func deleting(configs []Config, name string) bool {
+// Deleting reports whether the named config is in deletion.
+func Deleting(configs []Config, name string) bool {
 	for _, c := range configs {
 		if c.Name == name {
 			return c.Deleting
 		}
 	}
 	return false
-}
-
-func refName(r *v1alpha1.SandboxConfigReference) string {
-	if r == nil {
-		return ""
-	}
-	return r.Name
 }

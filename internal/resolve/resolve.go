@@ -40,6 +40,15 @@ func ConfigFrom(c *v1alpha1.SandboxConfig) Config {
 	}
 }
 
+// ConfigsFrom reduces SandboxConfigs to what resolution needs.
+func ConfigsFrom(items []v1alpha1.SandboxConfig) []Config {
+	configs := make([]Config, 0, len(items))
+	for i := range items {
+		configs = append(configs, ConfigFrom(&items[i]))
+	}
+	return configs
+}
+
 // Result is the resolution of one sandbox class.
 type Result struct {
 	Class v1alpha1.SandboxClass `json:"class"`

@@ -3,7 +3,6 @@ package starterapp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -88,7 +87,7 @@ func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*
 		// until the pool is gone; the release then lets it go.
 		return nil, resolve.Move{}, nil
 	}
-	configs, err := listConfigs(ctx, r)
+	configs, err := poolwatch.ListConfigs(ctx, r)
 	if err != nil {
 		return nil, resolve.Move{}, err
 	}
@@ -117,19 +116,6 @@ func StartNext(ctx context.Context, r ctrlclient.Reader, tc client.Client, taskQ
 		return false, err
 	}
 	return true, nil
-}
-
-// listConfigs lists every SandboxConfig from r, as resolution sees them.
-func listConfigs(ctx context.Context, r ctrlclient.Reader) ([]resolve.Config, error) {
-	var list v1alpha1.SandboxConfigList
-	if err := r.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing SandboxConfigs from the cache: %w", err)
-	}
-	configs := make([]resolve.Config, 0, len(list.Items))
-	for i := range list.Items {
-		configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
-	}
-	return configs, nil
 }
 
 func (r *switchStarter) setup(mgr ctrl.Manager, concurrency int) error {
