@@ -42,10 +42,12 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
 	$(BIN)/controller-gen rbac:roleName=ate-orchestrator $(foreach d,$(RBAC_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac
 
 .PHONY: verify
-verify: ## Check formatting, vet, generated files and workflow determinism.
+verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow determinism.
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt -l lists files to format (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags benchtune ./worker
+	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	go vet -tags record,crashtest ./replay/... ./internal/crashhook/...
 	$(MAKE) --no-print-directory generate
 	@if ! git diff --exit-code -- $(GENERATED) || [[ -n "$$(git ls-files --others --exclude-standard -- $(GENERATED))" ]]; then \
@@ -55,7 +57,7 @@ verify: ## Check formatting, vet, generated files and workflow determinism.
 	$(BIN)/workflowcheck ./workflows/...
 
 .PHONY: test
-# Every package, the crash tests (internal/crashtest: kills after every
+# Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
 test: tools ## Run every test against real servers (the README's test command), crash tests and the short soak included.
@@ -66,7 +68,7 @@ test: tools ## Run every test against real servers (the README's test command), 
 .PHONY: test-crash
 # SOAK=10m runs a longer soak; SEED=n replays one.
 test-crash: tools ## Run only the crash tests, verbosely (SOAK=10m for a longer soak, SEED=n to replay one).
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./internal/crashtest -count=1 -timeout 60m -v $(if $(SOAK),-soak=$(SOAK)) $(if $(SEED),-seed=$(SEED))
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./test/crashtest -count=1 -timeout 60m -v $(if $(SOAK),-soak=$(SOAK)) $(if $(SEED),-seed=$(SEED))
 
 .PHONY: record-histories
 record-histories: tools ## Record the missing replay fixtures of replay.Version (SCENARIO=walk: one); never overwrites.

@@ -46,8 +46,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/testenv/servers"
 )
 
 type config struct {
@@ -83,8 +83,8 @@ func main() {
 	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed), child (the pool workflow with a child switch, before the lean switch), merged, local-child")
 	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
 	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
-	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./worker, or ./bench/worker with -worker-options)")
-	flag.StringVar(&cfg.workerOptions, "worker-options", "", `Temporal worker options as JSON, e.g. {"MaxConcurrentWorkflowTaskPollers":8}, for the product's worker (built from ./bench/worker) and the floor's`)
+	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./worker, built with -tags benchtune)")
+	flag.StringVar(&cfg.workerOptions, "worker-options", "", `Temporal worker options as JSON, e.g. {"MaxConcurrentWorkflowTaskPollers":8}, for the product's worker (its -tags benchtune build reads them) and the floor's`)
 	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
 	flag.StringVar(&cfg.starterMain, "starter-main", "./starter", "package of the starter binary")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
@@ -105,9 +105,6 @@ func main() {
 	}
 	if cfg.workerMain == "" {
 		cfg.workerMain = "./worker"
-		if cfg.workerOptions != "" {
-			cfg.workerMain = "./bench/worker"
-		}
 	}
 	var err error
 	if cfg.sizes, err = positiveInts(sizes); err != nil {

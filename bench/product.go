@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"ate.dev/orchestrator/internal/testenv/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // buildProduct builds the product's worker and starter from ./worker and
@@ -29,7 +29,9 @@ func buildProduct(ctx context.Context, root, dir string, mains map[string]string
 			pkg = "./" + name
 		}
 		out := filepath.Join(dir, name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		// The benchtune tag lets the worker take -worker-options
+		// (worker/tune_bench.go); without them it is the product's worker.
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "benchtune", "-o", out, pkg)
 		cmd.Dir = root
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf

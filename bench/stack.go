@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/internal/testenv/servers"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // stack is one run's servers, started as `make dev` starts them (Temporal
@@ -43,7 +43,7 @@ type stack struct {
 }
 
 // serverTuning is the dev server's configuration for the bench: by
-// default the one `make dev` and the tests run (internal/testenv/servers:
+// default the one `make dev` and the tests run (internal/localstack/servers:
 // DevServerPragmas, DevServerDynamicConfig; BENCHMARKS.md tells what each
 // value is worth).
 type serverTuning struct {

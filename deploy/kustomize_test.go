@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/testenv"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 const systemNamespace = "ate-system"

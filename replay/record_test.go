@@ -34,9 +34,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/producttest"
-	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -199,7 +199,7 @@ func requireMove(t testing.TB, h *historypb.History, from, to string) {
 	require.Equal(t, to, in.To, "the switch's To")
 }
 
-// recordWalk is the start of spec 001's walk (internal/e2e's TestWalk): an
+// recordWalk is the start of spec 001's walk (test/e2e's TestWalk): an
 // unpinned pool takes the class default, then follows a newer default.
 // Each switch is a run of the pool's switch workflow.
 func recordWalk(t *testing.T, rec *recording) {
@@ -246,7 +246,7 @@ func racer(t *testing.T, p *product, gate *producttest.Gate, name string) (ns st
 	return ns, next
 }
 
-// recordClaimRace is the race the claim exists for (internal/e2e's
+// recordClaimRace is the race the claim exists for (test/e2e's
 // TestClaimRace): the target is deleted between the switch's claim and its
 // live read. The switch is held once its claim's write landed, before the
 // claim's completion reaches it: at rest, waiting for its one regular
@@ -279,7 +279,7 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	rec.save("release-waited-for-claim", release, releaseRun)
 }
 
-// recordRecreatedTarget (internal/e2e's TestRecreatedBeforeClaim): the
+// recordRecreatedTarget (test/e2e's TestRecreatedBeforeClaim): the
 // target is deleted after the switch protected it and before its claim,
 // released (nothing names it yet) and created again under the same name,
 // without the finalizer. The live read after the claim finds it

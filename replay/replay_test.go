@@ -1,16 +1,15 @@
 package replay
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/workerapp"
 	"github.com/stretchr/testify/require"
-
-	"ate.dev/orchestrator/internal/crashhook"
 )
 
 // TestReplay replays every recorded history with the current workflow code,
@@ -145,31 +144,28 @@ func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 	require.ErrorContains(t, err, "newer code version")
 }
 
-// TestReplayerMatchesWorker is a tripwire: ReplayerOptions must give the
-// replayer the worker's data converter and interceptors. It reads the
-// worker's source and fails when it configures one of them in a way this
-// test does not know to be shared with ReplayerOptions.
+// TestReplayerMatchesWorker: the replayer reads histories with what the
+// worker writes them with. Both come from one builder; this checks the
+// values, so a setting added to one side only fails here.
 func TestReplayerMatchesWorker(t *testing.T) {
-	configures := regexp.MustCompile(`\b(DataConverter|FailureConverter|PayloadCodec|ContextPropagators|Interceptors|Plugins)\b`)
-	// What the worker configures that ReplayerOptions shares.
-	shared := []string{"Interceptors: crashhook.Interceptors()"}
-	for _, dir := range []string{"../worker", "../internal/workerapp", "../internal/options"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		require.NoError(t, err)
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			src, err := os.ReadFile(f)
-			require.NoError(t, err)
-			text := string(src)
-			for _, s := range shared {
-				text = strings.ReplaceAll(text, s, "")
-			}
-			if m := configures.FindString(text); m != "" {
-				t.Errorf("%s configures %s: make replay.ReplayerOptions use the same value (shared with the worker), then list it in this test", f, m)
-			}
-		}
+	w := workerapp.TemporalWorkerOptions()
+	r := ReplayerOptions()
+	require.Len(t, r.Interceptors, len(w.Interceptors))
+	for i := range w.Interceptors {
+		require.IsType(t, w.Interceptors[i], r.Interceptors[i], "interceptor %d", i)
 	}
-	require.Len(t, ReplayerOptions().Interceptors, len(crashhook.Interceptors()))
+	// The client the worker dials leaves the converters and propagators at
+	// the SDK's defaults, which is what the replayer uses without them.
+	var o options.Options
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	o.BindFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	co, err := o.TemporalClientOptions()
+	require.NoError(t, err)
+	require.Nil(t, co.DataConverter)
+	require.Nil(t, co.FailureConverter)
+	require.Empty(t, co.ContextPropagators)
+	require.Nil(t, r.DataConverter)
+	require.Nil(t, r.FailureConverter)
+	require.Empty(t, r.ContextPropagators)
 }

@@ -8,28 +8,16 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"ate.dev/orchestrator/internal/crashhook"
+	"ate.dev/orchestrator/internal/workerapp"
 	"ate.dev/orchestrator/workflows"
 )
 
-// ReplayerOptions are the options of every replayer of this repository. They
-// must match what the worker runs the workflows with, or a replay checks
-// other code than production runs:
-//
-//   - the data converter and failure converter: the worker takes them from
-//     its Temporal client, which internal/options leaves at the SDK
-//     defaults, so they are left at the defaults here too;
-//   - the interceptors: the worker's main passes crashhook.Interceptors()
-//     (none outside crash-test builds), and so does this;
-//   - context propagators and plugins: none.
-//
-// When the worker gains a data converter, codec, interceptor, context
-// propagator or plugin, make it a function both the worker and this call
-// (as crashhook.Interceptors is); TestReplayerMatchesWorker fails until then.
+// ReplayerOptions are the options of every replayer of this repository:
+// the worker's (workerapp.ReplayerOptions, built beside the worker's own
+// Temporal options), or a replay would check other code than production
+// runs. TestReplayerMatchesWorker compares the two.
 func ReplayerOptions() worker.WorkflowReplayerOptions {
-	return worker.WorkflowReplayerOptions{
-		Interceptors: crashhook.Interceptors(),
-	}
+	return workerapp.ReplayerOptions()
 }
 
 // NewReplayer returns a replayer with every workflow registered exactly as

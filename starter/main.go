@@ -1,5 +1,7 @@
 // Command starter is the watch bridge: it watches WorkerPools,
-// SandboxConfigs and the pools' Deployments and signals the workflows.
+// SandboxConfigs and the pools' Deployments and starts the switch and release
+// workflows. Its shape is the worker's: flags, probes, the Temporal
+// connection, then internal/starterapp.Run.
 package main
 
 import (
@@ -16,19 +18,19 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "starter:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(args []string) error {
 	var opts options.Options
 	fs := flag.NewFlagSet("starter", flag.ExitOnError)
 	opts.BindFlags(fs)
 	var leader options.LeaderElection
 	leader.BindFlags(fs)
-	_ = fs.Parse(os.Args[1:])
+	_ = fs.Parse(args)
 	if err := opts.Validate(); err != nil {
 		return err
 	}

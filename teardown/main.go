@@ -18,19 +18,19 @@ import (
 )
 
 func main() {
-	var opts options.Options
-	fs := flag.NewFlagSet("teardown", flag.ExitOnError)
-	opts.BindFlags(fs)
-	_ = fs.Parse(os.Args[1:])
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, &opts); err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "teardown:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, opts *options.Options) error {
+func run(args []string) error {
+	var opts options.Options
+	fs := flag.NewFlagSet("teardown", flag.ExitOnError)
+	opts.BindFlags(fs)
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	cfg, err := opts.RestConfig()
 	if err != nil {
 		return err

@@ -78,16 +78,56 @@ func retired(ctx workflow.Context) bool {
 }
 
 // pass resolves the pool once, switches the classes that must move, and
-// writes what changed. It reports whether the pool is gone.
+// writes what changed. It reports whether the pool is gone. Its phases run
+// in this order, each on what the previous ones learnt: observe, plan each
+// class (switching those that must move), keep the Deployment, write the
+// status, notify (events follow the write they report).
 func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gone bool, err error) {
 	state.Passes++
+	p, gone, err := observePool(ctx, in, state)
+	if err != nil || gone {
+		return gone, err
+	}
+	for _, step := range []func(workflow.Context) (bool, error){
+		func(ctx workflow.Context) (bool, error) { return p.planClasses(ctx, state) },
+		p.keepDeployment,
+		p.writeStatus,
+		p.notify,
+	} {
+		if gone, err := step(ctx); err != nil || gone {
+			return gone, err
+		}
+	}
+	return false, nil
+}
+
+// poolPass is what one pass has learnt and what it will write.
+type poolPass struct {
+	ref activities.PoolRef
+	obs activities.Observation
+	// sync is the status write, built up by the phases.
+	sync activities.SyncInput
+	// unwritten is the observed resourceVersion; it holds until the pass's
+	// first write.
+	unwritten string
+	warnings  []activities.EventInput
+	// wake names the configs whose releases a cleared claim may unblock.
+	wake []string
+	// haveConfig: every class has a config, so a new pool gets its
+	// Deployment.
+	haveConfig bool
+}
+
+// observePool reads the pool and what it resolves against, and resets the
+// state learnt about an earlier incarnation of the pool.
+func observePool(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (*poolPass, bool, error) {
 	var obs activities.Observation
 	ref := activities.PoolRef{Namespace: in.Namespace, Name: in.Name}
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Observe, ref).Get(ctx, &obs); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if !obs.Exists {
-		return true, nil
+		return nil, true, nil
 	}
 	if state.UID != obs.UID {
 		// A new incarnation of the pool (or the first pass): forget what
@@ -96,111 +136,136 @@ func pass(ctx workflow.Context, in wfapi.PoolInput, state *wfapi.PoolState) (gon
 		state.UID, state.Classes = obs.UID, nil
 	}
 	ref.UID = obs.UID
+	return &poolPass{
+		ref: ref, obs: obs, unwritten: obs.ResourceVersion, haveConfig: true,
+		sync: activities.SyncInput{Pool: ref, Generation: obs.Generation},
+	}, false, nil
+}
 
-	sync := activities.SyncInput{Pool: ref, Generation: obs.Generation}
-	// The observed resourceVersion holds until the pass's first write.
-	unwritten := obs.ResourceVersion
-	var warnings []activities.EventInput
-	var wake []string
-	haveConfig := true
-	classes := make([]wfapi.ClassState, 0, len(obs.Spec))
-	for _, entry := range obs.Spec {
+// planClasses resolves each class of the spec: a class whose target differs
+// from its config switches now (a child workflow), the others get their
+// condition, cleared refs and warnings planned for the status write.
+func (p *poolPass) planClasses(ctx workflow.Context, state *wfapi.PoolState) (gone bool, err error) {
+	classes := make([]wfapi.ClassState, 0, len(p.obs.Spec))
+	for _, entry := range p.obs.Spec {
 		cs := classState(state, entry.Name)
-		st := obs.Status.ClassStatus(entry.Name)
 		current, pending := "", ""
 		var conditions []metav1.Condition
-		if st != nil {
+		if st := p.obs.Status.ClassStatus(entry.Name); st != nil {
 			current, pending, conditions = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf(), st.Conditions
 		}
-		res := resolve.Class(entry, current, obs.Configs)
-
+		res := resolve.Class(entry, current, p.obs.Configs)
 		if res.Target != "" && res.Target != current {
 			state.Switches++
 			cs.Switches++
-			out, err := runSwitch(ctx, state.Switches, SwitchInput{
-				Pool: ref, Class: entry.Name, From: current, To: res.Target,
-				FromDeleting: resolve.Deleting(obs.Configs, current), Generation: obs.Generation,
-				PoolResourceVersion: unwritten,
-			})
-			if err != nil {
-				return false, err
+			if gone, err := p.switchClass(ctx, state.Switches, &cs, entry.Name, current, res.Target); err != nil || gone {
+				return gone, err
 			}
-			unwritten = ""
-			if out.Outcome == wfapi.OutcomePoolGone {
-				return true, nil
-			}
-			cs.LastOutcome = out.Outcome
-			if out.Outcome == wfapi.OutcomeConfirmed {
-				current = res.Target
-			}
-			cs.Config, cs.Pending, cs.Resolved, cs.Reason, cs.Message = current, "", out.Outcome == wfapi.OutcomeConfirmed, out.Reason, out.Message
-			haveConfig = haveConfig && current != ""
-			classes = append(classes, cs)
-			continue
+		} else {
+			p.planSync(&cs, entry.Name, res, current, pending, conditions)
 		}
-
-		c := activities.ClassSync{Class: entry.Name, Resolved: res.Resolved, Reason: res.Reason, Message: res.Message}
-		if res.Target == "" && current != "" {
-			// Not keepable: gone, of another class, or in deletion without
-			// the finalizer. Keeping its name would name a config that is
-			// about to vanish.
-			c.ClearConfig, current = true, ""
-		}
-		if pending != "" {
-			// A claim no switch is working on: switches run inside passes,
-			// so this one was left by a switch that was stopped by hand.
-			c.ClearPending = true
-			wake = append(wake, pending)
-		}
-		cond := poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, obs.Generation)
-		if c.ClearConfig || c.ClearPending || !poolstatus.SameCondition(conditions, cond) {
-			sync.Classes = append(sync.Classes, c)
-			if !res.Resolved && !sameFailure(conditions, cond) {
-				warnings = append(warnings, warning(ref, entry.Name, res.Reason, res.Message, obs.Generation))
-			}
-		}
-		cs.Config, cs.Pending, cs.Resolved, cs.Reason, cs.Message = current, "", res.Resolved, res.Reason, res.Message
-		haveConfig = haveConfig && current != ""
+		p.haveConfig = p.haveConfig && cs.Config != ""
 		classes = append(classes, cs)
 	}
 	state.Classes = classes
+	return false, nil
+}
 
-	// A new pool gets its Deployment once every class has a config; once it
-	// exists it is kept as wanted on every pass, resolved or not, so scaling
-	// and template edits keep working while a class does not resolve. It is
-	// applied only when Observe found it not as wanted: a switch changes
-	// nothing in it, and an apply that changes nothing still costs a write,
-	// a read, an activity and its history events.
+// switchClass runs the n-th switch of the pool for one class and records
+// its outcome in cs.
+func (p *poolPass) switchClass(ctx workflow.Context, n int, cs *wfapi.ClassState, class v1alpha1.SandboxClass, current, target string) (gone bool, err error) {
+	out, err := runSwitch(ctx, n, SwitchInput{
+		Pool: p.ref, Class: class, From: current, To: target,
+		FromDeleting: resolve.Deleting(p.obs.Configs, current), Generation: p.obs.Generation,
+		PoolResourceVersion: p.unwritten,
+	})
+	if err != nil {
+		return false, err
+	}
+	p.unwritten = ""
+	if out.Outcome == wfapi.OutcomePoolGone {
+		return true, nil
+	}
+	cs.LastOutcome = out.Outcome
+	if out.Outcome == wfapi.OutcomeConfirmed {
+		current = target
+	}
+	cs.Config, cs.Pending, cs.Resolved, cs.Reason, cs.Message = current, "", out.Outcome == wfapi.OutcomeConfirmed, out.Reason, out.Message
+	return false, nil
+}
+
+// planSync plans the status write of a class that does not switch: its
+// condition, a config that cannot be kept, a claim no switch works on, and
+// the Warning of a failure that appears or changes.
+func (p *poolPass) planSync(cs *wfapi.ClassState, class v1alpha1.SandboxClass, res resolve.Result, current, pending string, conditions []metav1.Condition) {
+	c := activities.ClassSync{Class: class, Resolved: res.Resolved, Reason: res.Reason, Message: res.Message}
+	if res.Target == "" && current != "" {
+		// Not keepable: gone, of another class, or in deletion without
+		// the finalizer. Keeping its name would name a config that is
+		// about to vanish.
+		c.ClearConfig, current = true, ""
+	}
+	if pending != "" {
+		// A claim no switch is working on: switches run inside passes,
+		// so this one was left by a switch that was stopped by hand.
+		c.ClearPending = true
+		p.wake = append(p.wake, pending)
+	}
+	cond := poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, p.obs.Generation)
+	if c.ClearConfig || c.ClearPending || !poolstatus.SameCondition(conditions, cond) {
+		p.sync.Classes = append(p.sync.Classes, c)
+		if !res.Resolved && !sameFailure(conditions, cond) {
+			p.warnings = append(p.warnings, warning(p.ref, class, res.Reason, res.Message, p.obs.Generation))
+		}
+	}
+	cs.Config, cs.Pending, cs.Resolved, cs.Reason, cs.Message = current, "", res.Resolved, res.Reason, res.Message
+}
+
+// keepDeployment: a new pool gets its Deployment once every class has a
+// config; once it exists it is kept as wanted on every pass, resolved or
+// not, so scaling and template edits keep working while a class does not
+// resolve. It is applied only when Observe found it not as wanted: a switch
+// changes nothing in it, and an apply that changes nothing still costs a
+// write, a read, an activity and its history events.
+func (p *poolPass) keepDeployment(ctx workflow.Context) (gone bool, err error) {
+	obs := &p.obs
 	if obs.DeploymentUpToDate && obs.Deployment != nil {
-		sync.Deployment = obs.Deployment
-	} else if obs.Deployment != nil || (haveConfig && len(obs.Spec) > 0) {
-		var applied activities.DeploymentResult
-		if err := workflow.ExecuteActivity(withActivities(ctx), act.ApplyDeployment, ref).Get(ctx, &applied); err != nil {
-			return false, err
-		}
-		if applied.PoolGone {
-			return true, nil
-		}
-		sync.Deployment = applied.Deployment
+		p.sync.Deployment = obs.Deployment
+		return false, nil
 	}
+	if obs.Deployment == nil && (!p.haveConfig || len(obs.Spec) == 0) {
+		return false, nil
+	}
+	var applied activities.DeploymentResult
+	if err := workflow.ExecuteActivity(withActivities(ctx), act.ApplyDeployment, p.ref).Get(ctx, &applied); err != nil {
+		return false, err
+	}
+	p.sync.Deployment = applied.Deployment
+	return applied.PoolGone, nil
+}
 
-	if needsSync(&obs, &sync) {
-		var w activities.PoolWrite
-		if err := workflow.ExecuteActivity(withActivities(ctx), act.SyncStatus, sync).Get(ctx, &w); err != nil {
-			return false, err
-		}
-		if w.PoolGone {
-			return true, nil
-		}
+// writeStatus writes the planned status, when it changes anything.
+func (p *poolPass) writeStatus(ctx workflow.Context) (gone bool, err error) {
+	if !needsSync(&p.obs, &p.sync) {
+		return false, nil
 	}
-	// Events follow the write they report.
-	for _, ev := range warnings {
+	var w activities.PoolWrite
+	if err := workflow.ExecuteActivity(withActivities(ctx), act.SyncStatus, p.sync).Get(ctx, &w); err != nil {
+		return false, err
+	}
+	return w.PoolGone, nil
+}
+
+// notify records the planned Warnings and wakes the releases a cleared
+// claim may unblock.
+func (p *poolPass) notify(ctx workflow.Context) (gone bool, err error) {
+	for _, ev := range p.warnings {
 		if err := workflow.ExecuteActivity(withActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
 			return false, err
 		}
 	}
-	if len(wake) > 0 {
-		if err := workflow.ExecuteActivity(withActivities(ctx), act.WakeReleases, wake).Get(ctx, nil); err != nil {
+	if len(p.wake) > 0 {
+		if err := workflow.ExecuteActivity(withActivities(ctx), act.WakeReleases, p.wake).Get(ctx, nil); err != nil {
 			return false, err
 		}
 	}

@@ -7,7 +7,7 @@
 // Kubernetes objects in etcd. `rm -rf .state` starts afresh.
 //
 // Every process dies with devstack even if it is killed (see
-// internal/testenv/procs). Logs are in .state/logs/.
+// internal/localstack/procs). Logs are in .state/logs/.
 package main
 
 import (
@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/testenv/servers"
 )
 
 type config struct {

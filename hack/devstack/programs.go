@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"ate.dev/orchestrator/internal/testenv/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // program is one of the orchestrator's own binaries (worker, starter).

@@ -194,14 +194,24 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 	if tmpl == nil {
 		tmpl = &v1alpha1.WorkerPoolPodTemplate{}
 	}
-
 	res, err := resources(tmpl.Resources, class)
 	if err != nil {
 		return nil, err
 	}
+	affinity, err := nodeAffinity(tmpl.NodeAffinity)
+	if err != nil {
+		return nil, err
+	}
+	podSpec := workerPodSpec(tmpl, class, workerContainer(pool.Spec.WorkerImage, class, res), affinity)
+	return workerDeployment(pool, tmpl, podSpec), nil
+}
+
+// workerContainer is the worker's one container: its ports, readiness
+// probe, the downward-API environment, security context and mounts.
+func workerContainer(image string, class v1alpha1.SandboxClass, res *corev1ac.ResourceRequirementsApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
 	container := corev1ac.Container().
 		WithName(ContainerName).
-		WithImage(pool.Spec.WorkerImage).
+		WithImage(image).
 		WithPorts(
 			containerPort(portNameHTTPS, PortHTTPS),
 			containerPort(portNameConnect, PortConnect),
@@ -246,7 +256,13 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 	if res != nil {
 		container.WithResources(res)
 	}
+	return container
+}
 
+// workerPodSpec is the pod around the container: service account, grace
+// period, host volumes, tolerations, the microVM devices and the optional
+// scheduling fields.
+func workerPodSpec(tmpl *v1alpha1.WorkerPoolPodTemplate, class v1alpha1.SandboxClass, container *corev1ac.ContainerApplyConfiguration, affinity *corev1ac.NodeAffinityApplyConfiguration) *corev1ac.PodSpecApplyConfiguration {
 	serviceAccount := tmpl.ServiceAccountName
 	if serviceAccount == "" {
 		serviceAccount = v1alpha1.DefaultWorkerServiceAccount
@@ -291,15 +307,17 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 	if tmpl.PriorityClassName != "" {
 		podSpec.WithPriorityClassName(tmpl.PriorityClassName)
 	}
-	affinity, err := nodeAffinity(tmpl.NodeAffinity)
-	if err != nil {
-		return nil, err
-	}
 	if affinity != nil {
 		podSpec.WithAffinity(corev1ac.Affinity().WithNodeAffinity(affinity))
 	}
 	podSpec.WithContainers(container)
+	return podSpec
+}
 
+// workerDeployment wraps the pod spec: labels (the controller's selector
+// label wins over the template's), the controller owner reference, the
+// replicas and the rollout strategy, and the template's annotations.
+func workerDeployment(pool *v1alpha1.WorkerPool, tmpl *v1alpha1.WorkerPoolPodTemplate, podSpec *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	labels := make(map[string]string, len(tmpl.Labels)+1)
 	for k, v := range tmpl.Labels {
 		labels[k] = string(v)
@@ -333,7 +351,7 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 		deployment.WithAnnotations(tmpl.Annotations)
 		pod.WithAnnotations(tmpl.Annotations)
 	}
-	return deployment, nil
+	return deployment
 }
 
 // validate checks what Build relies on and returns the pool's class.

@@ -1,0 +1,67 @@
+package procs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// The launcher passes these to the re-executed binary, whose init (see
+// reexec_linux.go) consumes them before anything else runs.
+const (
+	envExecTarget = "ATE_PROCS_EXEC_TARGET"
+	envExecParent = "ATE_PROCS_EXEC_PARENT"
+)
+
+// ServerGOGC is the GOGC the local servers (etcd, kube-apiserver, the
+// Temporal dev server) run with unless GOGC is set: they trade memory,
+// which this machine has, for less garbage collection, which costs CPU the
+// product's switches need (see BENCHMARKS.md, "The dev server's settings").
+const ServerGOGC = 400
+
+// WriteLauncher writes an executable script dir/name that runs target with
+// the script's arguments, as a child that dies with this process, and
+// records the child's PID in PIDFile(dir, name) (the PID survives the execs).
+// Give the script's path to code that forks target itself.
+func WriteLauncher(dir, name, target string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this executable to re-execute as launcher of %s: %w", name, err)
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+# Written by ate.dev/orchestrator/internal/localstack/procs for process %d:
+# re-executes that program, which sets the parent-death signal and then
+# execs the target, so %s dies with process %d.
+echo $$ > %s
+GOGC="${GOGC:-%d}" %s=%s %s=%d exec %s "$@"
+`, os.Getpid(), name, os.Getpid(),
+		shellQuote(PIDFile(dir, name)), ServerGOGC,
+		envExecTarget, shellQuote(target), envExecParent, os.Getpid(), shellQuote(self))
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("writing launcher for %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// PIDFile is where the launcher dir/name records the PID of its process.
+func PIDFile(dir, name string) string { return filepath.Join(dir, name+".pid") }
+
+// ReadPID reads the PID a launcher recorded.
+func ReadPID(dir, name string) (int, error) {
+	b, err := os.ReadFile(PIDFile(dir, name))
+	if err != nil {
+		return 0, fmt.Errorf("reading PID of %s: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("parsing PID of %s: %w", name, err)
+	}
+	return pid, nil
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,203 @@
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"ate.dev/orchestrator/internal/localstack/procs"
+)
+
+// KubeConfig configures a Kubernetes control plane.
+type KubeConfig struct {
+	// EtcdBinary and APIServerBinary are the real binaries.
+	EtcdBinary, APIServerBinary string
+	// Dir holds the launchers, the API server's certificates and, unless
+	// EtcdDataDir says otherwise, etcd's data. It must exist.
+	Dir string
+	// EtcdDataDir is etcd's data directory; default Dir/etcd. Reusing one
+	// across runs keeps the cluster's objects.
+	EtcdDataDir string
+	// DurableEtcd makes etcd fsync; off (as envtest does) is faster for tests.
+	DurableEtcd bool
+	// APIServerPort is the secure port on 127.0.0.1; 0 picks a free one.
+	APIServerPort int
+	// CRDDirs are directories of CRD manifests to install; each must exist.
+	CRDDirs []string
+	// Scheme converts the CRDs; default client-go's scheme.
+	Scheme *runtime.Scheme
+	// EtcdLog and APIServerLog receive each process's output; nil discards.
+	EtcdLog, APIServerLog io.Writer
+	// StartTimeout bounds the start of each process; default 60s.
+	StartTimeout time.Duration
+}
+
+// Kube is an etcd and a kube-apiserver run by controller-runtime's envtest.
+type Kube struct {
+	cfg         KubeConfig
+	env         *envtest.Environment
+	launcherDir string
+	// RestConfig authenticates as an admin (system:masters).
+	RestConfig *rest.Config
+	// KubeConfig is RestConfig as a kubeconfig file's content.
+	KubeConfig []byte
+}
+
+const (
+	etcdName      = "etcd"
+	apiServerName = "kube-apiserver"
+)
+
+// StartKube starts etcd and kube-apiserver, installs the CRDs and waits
+// until they are established.
+func StartKube(cfg KubeConfig) (*Kube, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("kube: no state directory configured")
+	}
+	if cfg.EtcdDataDir == "" {
+		cfg.EtcdDataDir = filepath.Join(cfg.Dir, "etcd")
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	port := cfg.APIServerPort
+	if port == 0 {
+		var err error
+		if port, err = freePort("127.0.0.1"); err != nil {
+			return nil, err
+		}
+	} else if err := checkPortFree("kube-apiserver", "127.0.0.1", port); err != nil {
+		return nil, err
+	}
+
+	k := &Kube{cfg: cfg, launcherDir: filepath.Join(cfg.Dir, "launchers")}
+	// The serving and client CAs live only in this process's memory, so
+	// certificates from an earlier process are useless: start afresh. Within
+	// this process the directory is kept, so a restarted API server keeps
+	// its certificates and RestConfig stays valid.
+	certDir := filepath.Join(cfg.Dir, "kube-apiserver-certs")
+	if err := os.RemoveAll(certDir); err != nil {
+		return nil, fmt.Errorf("kube: clearing old certificates: %w", err)
+	}
+	for _, d := range []string{k.launcherDir, certDir, cfg.EtcdDataDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("kube: creating %s: %w", d, err)
+		}
+	}
+	etcdPath, err := procs.WriteLauncher(k.launcherDir, etcdName, cfg.EtcdBinary)
+	if err != nil {
+		return nil, err
+	}
+	apiServerPath, err := procs.WriteLauncher(k.launcherDir, apiServerName, cfg.APIServerBinary)
+	if err != nil {
+		return nil, err
+	}
+
+	etcd := &envtest.Etcd{Path: etcdPath, DataDir: cfg.EtcdDataDir, Out: cfg.EtcdLog, Err: cfg.EtcdLog}
+	if cfg.DurableEtcd {
+		etcd.Configure().Set("unsafe-no-fsync", "false")
+	}
+	apiServer := &envtest.APIServer{
+		Path:    apiServerPath,
+		CertDir: certDir,
+		Out:     cfg.APIServerLog, Err: cfg.APIServerLog,
+		SecureServing: envtest.SecureServing{
+			ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)},
+		},
+	}
+	k.env = &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
+		Scheme:                   cfg.Scheme,
+		CRDDirectoryPaths:        cfg.CRDDirs,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: cfg.StartTimeout,
+		ControlPlaneStopTimeout:  20 * time.Second,
+	}
+	// envtest forks both processes inside Start.
+	if err := procs.OnSpawnerThread(func() (err error) {
+		k.RestConfig, err = k.env.Start()
+		return err
+	}); err != nil {
+		_ = k.env.Stop()
+		return nil, fmt.Errorf("kube: starting etcd and kube-apiserver (envtest): %w", err)
+	}
+	k.KubeConfig = k.env.KubeConfig
+	return k, nil
+}
+
+// Stop stops kube-apiserver, then etcd.
+func (k *Kube) Stop() error {
+	if err := k.env.Stop(); err != nil {
+		return fmt.Errorf("kube: stopping the control plane: %w", err)
+	}
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver gracefully; etcd keeps running.
+func (k *Kube) StopAPIServer() error {
+	if err := k.env.ControlPlane.APIServer.Stop(); err != nil {
+		return fmt.Errorf("kube: stopping kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// KillAPIServer kills kube-apiserver at once, as a crash would.
+func (k *Kube) KillAPIServer() error {
+	if err := k.kill(apiServerName); err != nil {
+		return err
+	}
+	return k.StopAPIServer() // lets envtest see the exit, so it can start again
+}
+
+// StartAPIServer starts a stopped kube-apiserver on the same address, with
+// the same certificates, and waits until it is healthy.
+func (k *Kube) StartAPIServer() error {
+	if err := procs.OnSpawnerThread(k.env.ControlPlane.APIServer.Start); err != nil {
+		return fmt.Errorf("kube: starting kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StopEtcd stops etcd gracefully; its data stays.
+func (k *Kube) StopEtcd() error {
+	if err := k.env.ControlPlane.Etcd.Stop(); err != nil {
+		return fmt.Errorf("kube: stopping etcd: %w", err)
+	}
+	return nil
+}
+
+// KillEtcd kills etcd at once, as a crash would.
+func (k *Kube) KillEtcd() error {
+	if err := k.kill(etcdName); err != nil {
+		return err
+	}
+	return k.StopEtcd()
+}
+
+// StartEtcd starts a stopped etcd on the same client address and data.
+func (k *Kube) StartEtcd() error {
+	if err := procs.OnSpawnerThread(k.env.ControlPlane.Etcd.Start); err != nil {
+		return fmt.Errorf("kube: starting etcd: %w", err)
+	}
+	return nil
+}
+
+func (k *Kube) kill(name string) error {
+	pid, err := procs.ReadPID(k.launcherDir, name)
+	if err != nil {
+		return fmt.Errorf("kube: killing %s: %w", name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kube: killing %s (pid %d): %w", name, pid, err)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package crashtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/testenv"
+)
+
+// killCase kills the worker right after one activity's side effect, before
+// its completion reaches Temporal, in one scenario:
+//   - switch: a pool pinned to a config in deletion is re-pinned to another
+//     (Protect, Claim, ReadConfig, Confirm, RecordEvent, WakeReleases);
+//   - rollback: a pool is re-pinned to another config, which is deleted
+//     between the switch's claim and its live read: the worker is first
+//     killed after Claim, the config deleted while it is down, and a worker
+//     killed after the activity under test (RollBack, and RecordEvent of the
+//     Warning) takes over;
+//   - release: the config a pool left is deleted (ReadConfig, CachedUsers,
+//     LiveUsers, Unprotect);
+//   - gone: as switch, killed after Confirm, and the pool is deleted while
+//     the worker is down: the retried Confirm finds no pool, yet the move
+//     happened, so its event is still recorded.
+type killCase struct {
+	scenario, activity string
+}
+
+var killCases = []killCase{
+	// The roll backs first: each waits out two start-to-close timeouts.
+	{"rollback", "RollBack"},
+	{"rollback", "RecordEvent"},
+	{"switch", "Protect"},
+	{"switch", "Claim"},
+	{"switch", "ReadConfig"},
+	{"switch", "Confirm"},
+	{"switch", "RecordEvent"},
+	{"switch", "WakeReleases"},
+	{"release", "ReadConfig"},
+	{"release", "CachedUsers"},
+	{"release", "LiveUsers"},
+	{"release", "Unprotect"},
+	{"gone", "Confirm"},
+}
+
+func TestKillWorkerAfterActivity(t *testing.T) {
+	t.Parallel() // with the other tests that run no starter, after the rest
+	chk := startChecker(t)
+	for _, kc := range killCases {
+		t.Run(kc.scenario+"/"+kc.activity, func(t *testing.T) {
+			t.Parallel()
+			runKillCase(t, chk, kc)
+		})
+	}
+}
+
+func runKillCase(t *testing.T, chk *Checker, kc killCase) {
+	env := testenv.Current()
+	ctx := context.Background()
+	kube := env.Kube
+	ns := env.Namespace(t)
+	tq := testenv.TaskQueue(t)
+	starter := starterStandIn{taskQueue: tq}
+	prefix := fmt.Sprintf("k%s-%s-%s", shortID(), kc.scenario, strings.ToLower(kc.activity))
+	old, target := prefix+"-old", prefix+"-new"
+	cleanScope(t, prefix, ns)
+	const name = "pool"
+	began := time.Now()
+	since := func() time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
+
+	uses := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig %q`, old)
+	switched := fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig %q to %q`, old, target)
+	deleting := fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, old, old)
+
+	// The worker kills itself after the first run of the activity whose
+	// first argument names arg: the operation under test, not the set-up
+	// (which uses other configs), except for the release's ReadConfig,
+	// which the set-up's first switch also runs: that case sets up with a
+	// worker that does not crash and swaps it once idle (stopping a worker
+	// loses the completion of an activity it is reporting).
+	arg := target
+	switch {
+	case kc.scenario == "release" || kc.activity == "WakeReleases":
+		arg = old
+	}
+	w := newProcess(t, "worker", tq, "")
+	swap := kc.scenario == "release" && kc.activity == "ReadConfig"
+	switch {
+	case swap:
+		w.start()
+	case kc.scenario == "rollback":
+		w.startCrashing("Claim", target)
+	default:
+		w.startCrashing(kc.activity, arg)
+	}
+	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
+	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
+	wp := newPool(ns, name, v1alpha1.SandboxClassGVisor, old)
+	require.NoError(t, kube.Create(ctx, wp))
+	starter.pool(t, ns, name)
+	waitPool(t, ns, name, old, metav1.ConditionTrue)
+
+	switch kc.scenario {
+	case "switch":
+		// The config switched away from is in deletion, held by the pool:
+		// the switch ends by waking its release.
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
+		starter.release(t, old)
+		starter.pool(t, ns, name)
+		waitRelease(t, old, wfapi.OutcomeWaiting)
+		waitPool(t, ns, name, old, metav1.ConditionFalse)
+	case "release":
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+		waitPool(t, ns, name, target, metav1.ConditionTrue)
+	}
+	if swap {
+		waitSwitchesDone(t, ns, name)
+		w.stop()
+		w.startCrashing(kc.activity, arg)
+	}
+	t.Logf("%s: set up", since())
+
+	switch kc.scenario {
+	case "switch", "gone":
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+	case "rollback":
+		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
+		starter.pool(t, ns, name)
+		w.waitCrash("Claim", stepBound)
+		t.Logf("%s: the worker crashed after Claim; deleting the claimed config", since())
+		var wp v1alpha1.WorkerPool
+		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
+		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].PendingConfigRef), "the claim is written")
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(target, false)))
+		starter.release(t, target)
+		starter.pool(t, ns, name)
+		w.startCrashing(kc.activity, arg)
+	case "release":
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
+		starter.release(t, old)
+	}
+	w.waitCrash(kc.activity, stepBound)
+	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
+	if kc.scenario == "gone" {
+		var wp v1alpha1.WorkerPool
+		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
+		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].ConfigRef), "the confirm is written")
+		require.NoError(t, kube.Delete(ctx, &wp))
+		starter.pool(t, ns, name)
+	}
+	w.start()
+
+	var want []string
+	switch kc.scenario {
+	case "switch":
+		waitPool(t, ns, name, target, metav1.ConditionTrue)
+		waitReleased(t, old)
+		waitGone(t, gvisorConfig(old, false))
+		want = []string{uses, deleting, switched}
+	case "rollback":
+		got := waitPool(t, ns, name, old, metav1.ConditionFalse)
+		require.Equal(t, v1alpha1.ReasonSandboxConfigDeleting, got.Status.SandboxClasses[0].Conditions[0].Reason)
+		waitEvents(t, ns, name, []string{uses, fmt.Sprintf(
+			`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, target, old)})
+		// The roll back dropped the claim that held the config: the
+		// starter wakes its release, which lets it go; the pool, pinned to
+		// a config now gone, says so.
+		starter.release(t, target)
+		waitReleased(t, target)
+		waitGone(t, gvisorConfig(target, false))
+		starter.pool(t, ns, name)
+		want = []string{uses,
+			fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, target, old),
+			fmt.Sprintf(`Warning SandboxConfigNotFound: SandboxConfig %q not found; keeping %q`, target, old)}
+	case "release":
+		waitReleased(t, old)
+		waitGone(t, gvisorConfig(old, false))
+		want = []string{uses, switched}
+	case "gone":
+		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed' AND Outcome = %q", wfapi.PoolSwitchWorkflowID(ns, name), wfapi.OutcomePoolGone))
+		want = []string{uses, switched}
+	}
+	waitEvents(t, ns, name, want)
+	waitSwitchesDone(t, ns, name)
+	t.Logf("%s: finished", since())
+	crashes := 1
+	if kc.scenario == "rollback" {
+		crashes = 2
+	}
+	require.Equal(t, crashes, w.crashed)
+	requireSound(t, chk, Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{tq}})
+	// Exactly these events, each once, also after the checker's wait.
+	require.Equal(t, want, poolEvents(t, ns, name))
+}
