@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/workerapp"
 	"ate.dev/orchestrator/test/testenv"
 )
 
@@ -268,5 +269,26 @@ func TestKustomizeAppliesToAPIServer(t *testing.T) {
 	t.Logf("applied (dry run) %d objects: %v", len(objs), kinds)
 	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
 		t.Errorf("applied kinds %v, want %v", slices.Sorted(maps.Keys(kinds)), want)
+	}
+}
+
+// The worker pod's grace period covers the worker's graceful stop with a
+// margin for the process's exit, and not much more: a longer one would
+// promise activities time the worker does not give them, and keep a hung
+// pod for longer in a rollout.
+func TestWorkerGracePeriodCoversItsStop(t *testing.T) {
+	const minMargin, maxMargin = 5 * time.Second, 15 * time.Second
+	var d appsv1.Deployment
+	if !find(t, build(t), "Deployment", "ate-orchestrator-worker", &d) {
+		return
+	}
+	g := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if g == nil {
+		t.Fatal("the worker's pod has no terminationGracePeriodSeconds: Kubernetes' 30 s default would be implicit")
+	}
+	grace := time.Duration(*g) * time.Second
+	if margin := grace - workerapp.ShutdownBudget; margin < minMargin || margin > maxMargin {
+		t.Errorf("the worker's terminationGracePeriodSeconds is %v and its graceful stop takes up to %v (workerapp.ShutdownBudget): want a margin between %v and %v, have %v",
+			grace, workerapp.ShutdownBudget, minMargin, maxMargin, margin)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -90,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Worker.WorkerStopTimeout == 0 {
 		// Let activities in flight report their completion on a graceful
 		// stop (SIGTERM), rather than have them retried after their timeout.
-		cfg.Worker.WorkerStopTimeout = 10 * time.Second
+		cfg.Worker.WorkerStopTimeout = StopTimeout
 	}
 	w := worker.New(cfg.Temporal, cfg.TaskQueue, cfg.Worker)
 	workflows.RegisterWorkflows(w)
@@ -134,7 +133,7 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
 			&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
 		}},
-		GracefulShutdownTimeout: ptr(10 * time.Second),
+		GracefulShutdownTimeout: ptr(ManagerShutdownTimeout),
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
 	})
 	if err != nil {
