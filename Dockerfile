@@ -4,7 +4,10 @@
 # command: /usr/local/bin/worker (the default), /usr/local/bin/starter or
 # /usr/local/bin/teardown. deploy/ and docker-compose.yaml use it.
 #
-#   docker build -t ate-orchestrator:dev .
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t ate-orchestrator:$(git describe --tags --always --dirty) .
+#
+# (`make image` runs that.) VERSION is what the binaries print with --version;
+# the build context has no .git (.dockerignore), so it comes as an argument.
 #
 # The default (last) stage is the production image. The `compose` stage adds
 # a tiny HTTP probe for docker-compose.yaml's healthchecks, as the distroless
@@ -21,8 +24,10 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
+ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/ \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+        -ldflags="-s -w -X ate.dev/orchestrator/internal/version.Version=${VERSION}" -o /out/ \
         ./worker ./starter ./teardown ./hack/compose/httpprobe
 
 FROM gcr.io/distroless/static:nonroot AS runtime

@@ -16,6 +16,13 @@ OUT := $(ROOT)/_out/bin
 # The orchestrator's binaries.
 PROGRAMS := worker starter teardown
 
+# The version every binary prints with --version, and the image tag: the
+# nearest tag, commits since and the commit, "-dirty" with local changes
+# (e.g. v0.1.0-3-g848c611-dirty); just the commit where there is no tag.
+# `make build VERSION=v0.2.0` overrides it.
+VERSION ?= $(shell git -C $(ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
+
 # Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443"; see
 # `go run ./hack/devstack -h`.
 DEVSTACK_FLAGS ?=
@@ -75,15 +82,36 @@ record-histories: tools ## Record the missing replay fixtures of replay.Version 
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test -tags record ./replay -run 'TestRecord/$(SCENARIO)' -count=1 -v -timeout 20m
 
 .PHONY: build
-build: ## Compile everything and build the worker and starter into _out/bin/.
+build: ## Compile everything and build the worker, starter and teardown, versioned from git describe, into _out/bin/.
 	go build ./...
 	@mkdir -p $(OUT)
-	@for p in $(PROGRAMS); do echo "go build -o $(OUT)/$$p ./$$p"; go build -o $(OUT)/$$p ./$$p; done
+	@for p in $(PROGRAMS); do echo "go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./$$p"; go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./$$p; done
+
+.PHONY: version
+version: ## Print the version make builds (git describe).
+	@echo $(VERSION)
+
+# The image and the manifests carry the same version as the binaries.
+IMAGE ?= ate-orchestrator
+KUSTOMIZATION ?= $(ROOT)/deploy/kustomization.yaml
+
+.PHONY: image
+image: ## Build the production image IMAGE:VERSION with docker (the binaries print VERSION).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) $(ROOT)
+
+.PHONY: compose
+compose: ## docker compose up --build, the orchestrator's image built and tagged with VERSION.
+	ATE_VERSION=$(VERSION) docker compose -f $(ROOT)/docker-compose.yaml up --build
+
+.PHONY: set-image
+set-image: ## Point deploy/kustomization.yaml's image at IMAGE:VERSION (what `kustomize edit set image` does).
+	@sed -i -E '/^  - name: ate-orchestrator$$/,/^  - /{s|^(    newName:).*|\1 $(IMAGE)|;s|^(    newTag:).*|\1 $(VERSION)|}' $(KUSTOMIZATION)
+	@grep -A2 '^  - name: ate-orchestrator$$' $(KUSTOMIZATION)
 
 .PHONY: dev
 dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
 	@mkdir -p $(OUT)
-	go build -o $(OUT)/devstack ./hack/devstack
+	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
 	$(OUT)/devstack $(DEVSTACK_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see

@@ -209,6 +209,15 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the Dockerfile builds %s, which is not a command (main.go of package main): %v", p, err)
 		}
 	}
+	// The binaries print the version the build argument VERSION names
+	// (`make image` passes git describe), declared in the builder's stage
+	// where the go build reads it.
+	if !regexp.MustCompile(`-X ate\.dev/orchestrator/internal/version\.Version=\$\{?VERSION\}?`).MatchString(env) {
+		t.Error("the Dockerfile's go build does not set internal/version.Version from the VERSION build argument (-ldflags -X)")
+	}
+	if !slices.ContainsFunc(builder.instrs, func(in instruction) bool { return in.cmd == "ARG" && strings.HasPrefix(in.args, "VERSION") }) {
+		t.Error("the Dockerfile's builder stage declares no ARG VERSION")
+	}
 	if !strings.Contains(env, "CGO_ENABLED=0") {
 		t.Error("the Dockerfile does not build with CGO_ENABLED=0: the binaries would not run on distroless/static")
 	}

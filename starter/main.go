@@ -15,6 +15,7 @@ import (
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/starterapp"
+	"ate.dev/orchestrator/internal/version"
 )
 
 func main() {
@@ -30,7 +31,11 @@ func run(args []string) error {
 	opts.BindFlags(fs)
 	var leader options.LeaderElection
 	leader.BindFlags(fs)
+	printVersion := version.Flag(fs, "starter")
 	_ = fs.Parse(args)
+	if printVersion(os.Stdout) {
+		return nil
+	}
 	if err := opts.Validate(); err != nil {
 		return err
 	}

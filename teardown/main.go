@@ -15,6 +15,7 @@ import (
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/teardown"
+	"ate.dev/orchestrator/internal/version"
 )
 
 func main() {
@@ -27,8 +28,14 @@ func main() {
 func run(args []string) error {
 	var opts options.Options
 	fs := flag.NewFlagSet("teardown", flag.ExitOnError)
-	opts.BindFlags(fs)
+	// Only the API server's flags: teardown neither talks to Temporal nor
+	// serves probes, and -h should not offer settings it ignores.
+	opts.BindKubeFlags(fs)
+	printVersion := version.Flag(fs, "teardown")
 	_ = fs.Parse(args)
+	if printVersion(os.Stdout) {
+		return nil
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	cfg, err := opts.RestConfig()

@@ -21,6 +21,7 @@ import (
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/version"
 	"ate.dev/orchestrator/internal/workerapp"
 )
 
@@ -46,7 +47,11 @@ func run(args []string) error {
 	// workflows and activities.
 	var leader options.LeaderElection
 	leader.BindFlags(fs)
+	printVersion := version.Flag(fs, "worker")
 	_ = fs.Parse(args)
+	if printVersion(os.Stdout) {
+		return nil
+	}
 	if err := errors.Join(opts.Validate(), wopts.Validate()); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/version"
 )
 
 type config struct {
@@ -42,15 +43,23 @@ type config struct {
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.stateDir, "state", ".state", "directory of the stack's state and logs")
-	flag.IntVar(&cfg.temporalPort, "temporal-port", 7233, "Temporal gRPC port on 127.0.0.1")
-	flag.IntVar(&cfg.uiPort, "ui-port", 8233, "Temporal Web UI port on 127.0.0.1")
-	flag.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
-	flag.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
-	flag.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
-	flag.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
-	flag.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
-	flag.Parse()
+	// Its own flag set, not flag.CommandLine: controller-runtime's client
+	// config package registers --kubeconfig there in an init, which devstack
+	// does not read (it writes .state/kubeconfig).
+	fs := flag.NewFlagSet("devstack", flag.ExitOnError)
+	fs.StringVar(&cfg.stateDir, "state", ".state", "directory of the stack's state and logs")
+	fs.IntVar(&cfg.temporalPort, "temporal-port", 7233, "Temporal gRPC port on 127.0.0.1")
+	fs.IntVar(&cfg.uiPort, "ui-port", 8233, "Temporal Web UI port on 127.0.0.1")
+	fs.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
+	fs.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
+	fs.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
+	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
+	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
+	printVersion := version.Flag(fs, "devstack")
+	_ = fs.Parse(os.Args[1:])
+	if printVersion(os.Stdout) {
+		return
+	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/internal/version"
 )
 
 // program is one of the orchestrator's own binaries (worker, starter).
@@ -34,7 +35,13 @@ func hasPackage(root, pkg string) bool {
 // build compiles the program into outDir with the go command.
 func (p *program) build(ctx context.Context, root, outDir string) (string, error) {
 	out := filepath.Join(outDir, p.name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./"+p.name)
+	args := []string{"build", "-o", out}
+	if version.Version != "" {
+		// The version make stamped on devstack (git describe), so the
+		// worker and starter it runs print the same.
+		args = append(args, "-ldflags", "-X ate.dev/orchestrator/internal/version.Version="+version.Version)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./"+p.name)...)
 	cmd.Dir = root
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

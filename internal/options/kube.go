@@ -1,6 +1,7 @@
 package options
 
 import (
+	"flag"
 	"fmt"
 	"path/filepath"
 
@@ -37,4 +38,20 @@ func (o *Options) RestConfig() (*rest.Config, error) {
 		cfg.QPS = -1
 	}
 	return cfg, nil
+}
+
+// kubeFlags are the flags of the Kubernetes connection.
+var kubeFlags = []string{"kubeconfig"}
+
+// BindKubeFlags defines only the Kubernetes connection's flags
+// (--kubeconfig), for a process that talks to nothing else (teardown). They
+// are BindFlags' own, so they default and read the environment alike.
+func (o *Options) BindKubeFlags(fs *flag.FlagSet) {
+	all := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	o.BindFlags(all)
+	for _, name := range kubeFlags {
+		f := all.Lookup(name)
+		fs.Var(f.Value, f.Name, f.Usage)
+		fs.Lookup(f.Name).DefValue = f.DefValue
+	}
 }
