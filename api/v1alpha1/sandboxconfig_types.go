@@ -91,11 +91,13 @@ type SandboxAsset struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=sc
-// +kubebuilder:printcolumn:name="CLASS",type=string,JSONPath=`.spec.sandboxClass`
-// +kubebuilder:printcolumn:name="DEFAULT-VERSION",type=string,JSONPath=`.spec.defaultVersion`
-// +kubebuilder:printcolumn:name="CLASS-DEFAULT",type=string,JSONPath=`.metadata.annotations.sandboxconfig\.ate\.dev/is-class-default`
-// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// SandboxConfig's short name is sbc: sc is StorageClass's. The category ate
+// makes `kubectl get ate` list SandboxConfigs and WorkerPools together.
+// +kubebuilder:resource:scope=Cluster,shortName=sbc,categories=ate
+// +kubebuilder:printcolumn:name="CLASS",type=string,JSONPath=`.spec.sandboxClass`,description="The sandbox class the config is for: gvisor or microvm"
+// +kubebuilder:printcolumn:name="DEFAULT-VERSION",type=string,JSONPath=`.spec.defaultVersion`,description="The version that pools running this config use"
+// +kubebuilder:printcolumn:name="CLASS-DEFAULT",type=string,JSONPath=`.metadata.annotations.sandboxconfig\.ate\.dev/is-class-default`,description="true when this config is the default of its class: pools naming no config resolve to it (annotation sandboxconfig.ate.dev/is-class-default)"
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the config was created"
 
 // SandboxConfig is a versioned set of sandbox runtime assets for one sandbox
 // class. WorkerPools resolve to one, either by name or as their class default.

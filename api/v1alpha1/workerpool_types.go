@@ -182,13 +182,15 @@ type WorkerPoolSandboxClassStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
-// +kubebuilder:resource:shortName=wp
-// +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.status.replicas`
-// +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`
-// +kubebuilder:printcolumn:name="SANDBOXCONFIG",type=string,JSONPath=`.status.sandboxClasses[0].configRef.name`
-// +kubebuilder:printcolumn:name="RESOLVED",type=string,JSONPath=`.status.conditions[?(@.type=="SandboxConfigResolved")].status`
-// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// The category ate makes `kubectl get ate` list WorkerPools and
+// SandboxConfigs together.
+// +kubebuilder:resource:shortName=wp,categories=ate
+// +kubebuilder:printcolumn:name="DESIRED",type=integer,JSONPath=`.spec.replicas`,description="The number of worker pods the pool wants (spec.replicas)"
+// +kubebuilder:printcolumn:name="REPLICAS",type=integer,JSONPath=`.status.replicas`,description="Pods of the pool's Deployment (status.replicas)"
+// +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyReplicas`,description="Ready pods of the pool's Deployment (status.readyReplicas)"
+// +kubebuilder:printcolumn:name="SANDBOXCONFIG",type=string,JSONPath=`.status.sandboxClasses[0].configRef.name`,description="The SandboxConfig the pool runs (status.sandboxClasses[0].configRef)"
+// +kubebuilder:printcolumn:name="RESOLVED",type=string,JSONPath=`.status.conditions[?(@.type=="SandboxConfigResolved")].status`,description="Whether every sandbox class of the pool resolved a SandboxConfig (condition SandboxConfigResolved)"
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the pool was created"
 
 // WorkerPool is a pool of worker pods of one sandbox class. Each pool
 // resolves the SandboxConfig it runs, records it in status, protects it from
