@@ -108,8 +108,12 @@ set-image: ## Point deploy/kustomization.yaml's image at IMAGE:VERSION (what `ku
 	@sed -i -E '/^  - name: ate-orchestrator$$/,/^  - /{s|^(    newName:).*|\1 $(IMAGE)|;s|^(    newTag:).*|\1 $(VERSION)|}' $(KUSTOMIZATION)
 	@grep -A2 '^  - name: ate-orchestrator$$' $(KUSTOMIZATION)
 
+# The tools `make dev` runs; on a cold machine it builds only these.
+DEV_TOOLS := etcd kube-apiserver temporal
+
 .PHONY: dev
-dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
+dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
+	hack/tools/install.sh $(DEV_TOOLS)
 	@mkdir -p $(OUT)
 	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
 	$(OUT)/devstack $(DEVSTACK_FLAGS)

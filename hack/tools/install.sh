@@ -23,6 +23,24 @@ module_version() { # dir module
 	(cd "$1" && go list -m -f '{{.Version}}' "$2")
 }
 
+# While a tool builds (kube-apiserver takes about 10 minutes on 2 cores), a
+# line every ATE_TOOLS_PROGRESS_INTERVAL seconds (15) says which tool, the
+# time so far and how many tools are left, so a cold `make dev` is not a
+# silent terminal. A cached tool prints nothing.
+progress_interval=${ATE_TOOLS_PROGRESS_INTERVAL:-15}
+tool_index=0 tool_count=0 # set by the loop at the end: which requested tool this is
+
+# progress prints the running build's line every progress_interval seconds
+# until killed. sleep gets no stdout or stderr, so that an orphaned sleep
+# holds no pipe of the caller open.
+progress() { # tool version started
+	local left=$((tool_count - tool_index)) after=""
+	if ((left > 0)); then after=", $left more to go after it"; fi
+	while sleep "$progress_interval" </dev/null >/dev/null 2>&1; do
+		echo "[$tool_index/$tool_count] still building $1 $2: $(($(date +%s) - $3))s so far$after" >&2
+	done
+}
+
 build() { # tool module package [ldflags]
 	local tool=$1 module=$2 pkg=$3 ldflags=${4:-}
 	local dir="$root/hack/tools/$tool"
@@ -30,12 +48,21 @@ build() { # tool module package [ldflags]
 	version=$(module_version "$dir" "$module")
 	local out="$cache/$tool/$version/$tool"
 	if [[ ! -x "$out" ]]; then
-		echo "building $tool $version into $out (only once per machine)" >&2
-		local started=$SECONDS
+		echo "[$tool_index/$tool_count] building $tool $version into $out (only once per machine)" >&2
+		local started
+		started=$(date +%s)
 		mkdir -p "$(dirname "$out")"
-		(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
+		progress "$tool" "$version" "$started" &
+		local ticker=$! status=0
+		(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg") || status=$?
+		kill "$ticker" 2>/dev/null || true
+		wait "$ticker" 2>/dev/null || true
+		if ((status != 0)); then
+			echo "[$tool_index/$tool_count] building $tool $version failed after $(($(date +%s) - started))s" >&2
+			exit "$status"
+		fi
 		mv "$out.tmp" "$out"
-		echo "built $tool $version in $((SECONDS - started))s" >&2
+		echo "[$tool_index/$tool_count] built $tool $version in $(($(date +%s) - started))s" >&2
 	fi
 	ln -sfn "$out" "$bin/$tool"
 }
@@ -64,4 +91,8 @@ install_tool() {
 if [[ $# -eq 0 ]]; then
 	set -- controller-gen workflowcheck etcd kube-apiserver temporal
 fi
-for t in "$@"; do install_tool "$t"; done
+tool_count=$#
+for t in "$@"; do
+	tool_index=$((tool_index + 1))
+	install_tool "$t"
+done

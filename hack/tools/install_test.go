@@ -1,0 +1,139 @@
+// Package tools_test runs hack/tools/install.sh with a stand-in go command,
+// in a copy of its directory with a cache of its own: the real tools are
+// neither built nor touched.
+package tools_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGo answers `go list -m` with a version and makes `go build -o OUT`
+// take a moment before it writes OUT; a FAIL file makes builds fail.
+const fakeGo = `#!/usr/bin/env bash
+case $1 in
+list) echo v1.2.3 ;;
+build)
+	sleep "$FAKE_BUILD_SECONDS"
+	[[ -e "$FAKE_DIR/FAIL" ]] && { echo "compile error" >&2; exit 3; }
+	while [[ $# -gt 0 && $1 != -o ]]; do shift; done
+	printf '#!/bin/sh\n' >"$2" && chmod +x "$2" ;;
+esac
+`
+
+type rig struct{ root, cache, dir string }
+
+func newRig(t *testing.T) rig {
+	t.Helper()
+	r := rig{root: t.TempDir(), cache: t.TempDir(), dir: t.TempDir()}
+	script, err := os.ReadFile("install.sh")
+	require.NoError(t, err)
+	tools := filepath.Join(r.root, "hack", "tools")
+	for _, tool := range []string{"etcd", "kube-apiserver", "temporal"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(tools, tool), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(tools, "install.sh"), script, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), []byte(fakeGo), 0o755))
+	return r
+}
+
+// install runs the copied install.sh with tools, returning its output.
+func (r rig) install(t *testing.T, buildSeconds string, tools ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(r.root, "hack", "tools", "install.sh"), tools...)
+	cmd.Env = append(os.Environ(),
+		"PATH="+r.dir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"ATE_TOOLS_CACHE="+r.cache, "ATE_TOOLS_PROGRESS_INTERVAL=1",
+		"FAKE_BUILD_SECONDS="+buildSeconds, "FAKE_DIR="+r.dir)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+		}
+	}()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestInstallShowsProgress(t *testing.T) {
+	r := newRig(t)
+	out, err := r.install(t, "2.5", "etcd", "kube-apiserver")
+	require.NoError(t, err, out)
+	t.Logf("install.sh etcd kube-apiserver:\n%s", out)
+	for _, want := range []string{
+		"[1/2] building etcd v1.2.3 into " + filepath.Join(r.cache, "etcd", "v1.2.3", "etcd"),
+		"[1/2] built etcd v1.2.3 in ",
+		"[2/2] building kube-apiserver v1.2.3",
+		"[2/2] built kube-apiserver v1.2.3 in ",
+	} {
+		require.Contains(t, out, want)
+	}
+	// Each 2.5 s build has a progress line a second, the time so far
+	// growing; the last tool has none to go after it.
+	for _, tt := range []struct{ line, tool string }{
+		{`^\[1/2\] still building etcd v1\.2\.3: (\d+)s so far, 1 more to go after it$`, "etcd"},
+		{`^\[2/2\] still building kube-apiserver v1\.2\.3: (\d+)s so far$`, "kube-apiserver"},
+	} {
+		ms := regexp.MustCompile("(?m)"+tt.line).FindAllStringSubmatch(out, -1)
+		require.NotEmpty(t, ms, "no progress line of %s", tt.tool)
+		last := 0
+		for _, m := range ms {
+			n, _ := strconv.Atoi(m[1])
+			require.Greater(t, n, last, "progress of %s: %q", tt.tool, m[0])
+			last = n
+		}
+	}
+	for _, tool := range []string{"etcd", "kube-apiserver"} {
+		link, err := os.Readlink(filepath.Join(r.root, "bin", tool))
+		require.NoError(t, err, "bin/%s", tool)
+		require.Equal(t, filepath.Join(r.cache, tool, "v1.2.3", tool), link)
+	}
+	_, err = os.Lstat(filepath.Join(r.root, "bin", "temporal"))
+	require.True(t, os.IsNotExist(err), "bin/temporal was linked, though not asked for: %v", err)
+
+	// Cached, as on CI's warm runs: nothing is built and nothing printed.
+	out, err = r.install(t, "2.5", "etcd", "kube-apiserver")
+	require.NoError(t, err, out)
+	require.Empty(t, out)
+}
+
+func TestInstallReportsAFailedBuild(t *testing.T) {
+	r := newRig(t)
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "FAIL"), nil, 0o644))
+	out, err := r.install(t, "1.5", "temporal", "etcd")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out)
+	require.Equal(t, 3, exit.ExitCode(), out)
+	require.Contains(t, out, "compile error")
+	require.Contains(t, out, "[1/2] building temporal v1.2.3 failed after ")
+	require.NotContains(t, out, "etcd", "install.sh went on after a failed build")
+	require.NoFileExists(t, filepath.Join(r.cache, "temporal", "v1.2.3", "temporal"))
+	require.False(t, strings.Contains(out, "built temporal"), out)
+}
+
+// `make dev` builds the three tools the local stack runs, not the
+// generators and checkers only `make generate` and `make verify` need.
+func TestMakeDevBuildsOnlyItsTools(t *testing.T) {
+	cmd := exec.Command("make", "-n", "dev")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make -n dev: %s", out)
+	var installs []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "install.sh") {
+			installs = append(installs, strings.TrimSpace(l))
+		}
+	}
+	require.Equal(t, []string{"hack/tools/install.sh etcd kube-apiserver temporal"}, installs, "make -n dev:\n%s", out)
+}
