@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -217,14 +218,16 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 			s.log.Warn("no ./"+name+" package yet; running the stack without it", "package", "./"+name)
 			continue
 		}
-		p := &program{name: name, env: []string{
+		// Distinct ports, since both run on this host: the worker's metrics
+		// and probes on 9090 and 9091, the starter's on 9092 and 9093.
+		metrics, probes := "127.0.0.1:"+strconv.Itoa(9090+2*i), "127.0.0.1:"+strconv.Itoa(9091+2*i)
+		p := &program{name: name, metrics: metrics, probes: probes, env: []string{
 			"KUBECONFIG=" + kubeconfig,
 			"TEMPORAL_ADDRESS=" + s.temporal.Address(),
 			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
 			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
-			// Distinct ports, since both run on this host.
-			"METRICS_BIND_ADDRESS=127.0.0.1:" + strconv.Itoa(9090+2*i),
-			"HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:" + strconv.Itoa(9091+2*i),
+			"METRICS_BIND_ADDRESS=" + metrics,
+			"HEALTH_PROBE_BIND_ADDRESS=" + probes,
 		}}
 		s.log.Info("building ./" + name)
 		bin, err := p.build(ctx, root, outDir)
@@ -236,12 +239,16 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		}
 		s.programs = append(s.programs, p)
 		go p.watch(s.log, s.stopped)
-		s.log.Info("started "+name, "pid", p.proc.Pid(), "metrics", "127.0.0.1:"+strconv.Itoa(9090+2*i))
+		s.log.Info("started "+name, "pid", p.proc.Pid(), "metrics", metrics, "probes", probes)
 	}
 	return nil
 }
 
 func (s *stack) printSummary(kubeconfig, logDir string) {
+	var procs strings.Builder
+	for _, p := range s.programs {
+		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
+	}
 	fmt.Printf(`
 The local stack is running. Ctrl-C stops all of it.
 
@@ -249,11 +256,12 @@ The local stack is running. Ctrl-C stops all of it.
   Temporal gRPC:    %s (namespace %s)
   kube-apiserver:   %s
 
+%s
   export KUBECONFIG=%s
-  kubectl get sandboxconfig,workerpool -A
+  kubectl get ate -A
 
   Logs: %s
-`, s.temporal.UIAddress(), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, kubeconfig, logDir)
+`, s.temporal.UIAddress(), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
 }
 
 // shutdown stops everything that was started, in reverse order of

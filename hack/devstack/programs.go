@@ -18,10 +18,12 @@ import (
 
 // program is one of the orchestrator's own binaries (worker, starter).
 type program struct {
-	name    string // also its package directory
-	env     []string
-	proc    *procs.Process
-	logFile *os.File
+	name string // also its package directory
+	env  []string
+	// metrics and probes are the addresses it serves them on.
+	metrics, probes string
+	proc            *procs.Process
+	logFile         *os.File
 }
 
 // hasPackage reports whether the program's package directory holds Go
