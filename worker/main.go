@@ -47,7 +47,7 @@ func run(args []string) error {
 	var leader options.LeaderElection
 	leader.BindFlags(fs)
 	_ = fs.Parse(args)
-	if err := errors.Join(opts.Validate(), wopts.Validate()); err != nil {
+	if err := errors.Join(opts.Validate(), wopts.Validate(), leader.Validate()); err != nil {
 		return err
 	}
 	proc, err := opts.Process("worker")
@@ -81,5 +81,5 @@ func run(args []string) error {
 	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
 		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: leader.Enabled, LeaderElectionNamespace: leader.Namespace})
+		LeaderElection: leader})
 }
