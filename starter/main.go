@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -36,7 +37,7 @@ func run(args []string) error {
 	if printVersion(os.Stdout) {
 		return nil
 	}
-	if err := opts.Validate(); err != nil {
+	if err := errors.Join(opts.Validate(), leader.Validate()); err != nil {
 		return err
 	}
 	proc, err := opts.Process("starter")
@@ -62,7 +63,7 @@ func run(args []string) error {
 	readiness.Connected(c)
 	return starterapp.Run(ctx, starterapp.Config{
 		Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue,
-		LeaderElection: leader.Enabled, LeaderElectionNamespace: leader.Namespace,
+		LeaderElection:     leader,
 		MetricsBindAddress: opts.MetricsBindAddress, HealthProbeBindAddress: "0",
 	})
 }

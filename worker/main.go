@@ -52,7 +52,7 @@ func run(args []string) error {
 	if printVersion(os.Stdout) {
 		return nil
 	}
-	if err := errors.Join(opts.Validate(), wopts.Validate()); err != nil {
+	if err := errors.Join(opts.Validate(), wopts.Validate(), leader.Validate()); err != nil {
 		return err
 	}
 	proc, err := opts.Process("worker")
@@ -86,5 +86,5 @@ func run(args []string) error {
 	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
 		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: leader.Enabled, LeaderElectionNamespace: leader.Namespace})
+		LeaderElection: leader})
 }

@@ -22,12 +22,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 )
 
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// LeaseName names the starter's leader election Lease.
+const LeaseName = "ate-orchestrator-starter"
 
 type workqueueRL = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
@@ -40,10 +44,9 @@ type Config struct {
 	// controller.
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
-	LeaderElection          bool
-	LeaderElectionNamespace string
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
+	LeaderElection         options.LeaderElection
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
 	// SkipNameValidation lets tests run several starters in one process.
 	SkipNameValidation bool
 }
@@ -56,16 +59,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.MetricsBindAddress == "" {
 		cfg.MetricsBindAddress = "0"
 	}
-	mgr, err := ctrl.NewManager(cfg.Rest, ctrl.Options{
+	mopts := ctrl.Options{
 		Scheme:                  kube.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
 		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
-		LeaderElection:          cfg.LeaderElection,
-		LeaderElectionID:        "ate-orchestrator-starter",
-		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
 		GracefulShutdownTimeout: ptr(10 * time.Second),
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
-	})
+	}
+	cfg.LeaderElection.Apply(&mopts, LeaseName)
+	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolkeeper"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/workflows"
@@ -43,12 +44,15 @@ type Config struct {
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
-	LeaderElection          bool
-	LeaderElectionNamespace string
+	LeaderElection options.LeaderElection
 	// SkipNameValidation lets tests run several workers in one process.
 	SkipNameValidation bool
 	Log                *slog.Logger
 }
+
+// LeaseName names the worker's leader election Lease, held by the replica
+// that runs the pool reconciler.
+const LeaseName = "ate-orchestrator-worker"
 
 // reconcileConcurrency is how many pools the pool reconciler keeps at once.
 const reconcileConcurrency = 4
@@ -121,13 +125,10 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg.Rest, ctrl.Options{
-		Scheme:                  kube.Scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		LeaderElection:          cfg.LeaderElection,
-		LeaderElectionID:        "ate-orchestrator-worker",
-		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+	mopts := ctrl.Options{
+		Scheme:                 kube.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
 		// Only the pools' Deployments are cached, not every Deployment of
 		// the cluster.
 		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
@@ -135,7 +136,9 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 		}},
 		GracefulShutdownTimeout: ptr(ManagerShutdownTimeout),
 		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
-	})
+	}
+	cfg.LeaderElection.Apply(&mopts, LeaseName)
+	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the worker's controller manager: %w", err)
 	}
