@@ -151,7 +151,9 @@ type WorkerPoolStatus struct {
 	SandboxClasses []WorkerPoolSandboxClassStatus `json:"sandboxClasses,omitempty"`
 
 	// conditions holds SandboxConfigResolved, which summarises the per-class
-	// Resolved conditions: True only when every class resolved.
+	// Resolved conditions: True only when every class resolved; and, once
+	// the pool is due a Deployment, DeploymentApplied: whether its worker
+	// Deployment is as the pool asks, or why it cannot be applied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
