@@ -18,8 +18,8 @@ import (
 
 // kept is what a pass did about the pool's Deployment.
 type kept struct {
-	// deployment is the Deployment as it is, nil when there is none or the
-	// pass could not apply it.
+	// deployment is the pool's own Deployment as it is, nil when there is
+	// none.
 	deployment *appsv1.Deployment
 	// condition is the DeploymentApplied condition to set, nil when the
 	// pool is not due a Deployment yet.

@@ -215,7 +215,11 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 		if ctx.Err() != nil {
 			return kept{}, err // stopping: nothing to report
 		}
-		return applyFailed(pool, err), nil
+		res := applyFailed(pool, err)
+		if d != nil && metav1.IsControlledBy(d, pool) {
+			res.deployment = d // its status is still the pool's to mirror
+		}
+		return res, nil
 	}
 	r.upToDate.set(pool, applied)
 	return kept{deployment: applied, condition: appliedCondition(pool)}, nil

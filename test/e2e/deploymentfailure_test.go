@@ -107,6 +107,54 @@ func TestRefusedApplyIsRetried(t *testing.T) {
 	require.Equal(t, []string{uses, warning}, p.Events(t, ns, "workers"))
 }
 
+// TestRefusedUpdateIsRetried: a pool whose Deployment exists, and whose
+// template edit the API server then refuses, reports the refusal while its
+// status keeps following the Deployment it has; the edit lands on the
+// backoff once the refusal is lifted.
+func TestRefusedUpdateIsRetried(t *testing.T) {
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "workers", "")))
+	p.WaitForConfig(t, ns, "workers", "gvisor-default", metav1.ConditionTrue)
+	d := p.WaitForDeployment(t, ns, "workers", 0)
+	waitForDeploymentCondition(t, p, ns, "workers", metav1.ConditionTrue, v1alpha1.ReasonDeploymentApplied)
+
+	const label = "example.com/refuse"
+	lift := refuseLabelledDeployments(t, kube, ns, label)
+	var wp v1alpha1.WorkerPool
+	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "workers"}, &wp))
+	base := wp.DeepCopy()
+	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{Labels: map[string]v1alpha1.LabelValue{label: "yes"}}
+	require.NoError(t, kube.Patch(ctx, &wp, client.MergeFrom(base)))
+	c := waitForDeploymentCondition(t, p, ns, "workers", metav1.ConditionFalse, v1alpha1.ReasonDeploymentApplyFailed)
+	require.Contains(t, c.Message, refusalMessage)
+
+	// The Deployment the pool has is still the one its status mirrors
+	// (envtest runs no Deployment controller, so the test plays it).
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
+	d.Status.Replicas, d.Status.ReadyReplicas = 2, 1
+	require.NoError(t, kube.Status().Update(ctx, d))
+	producttest.Eventually(t, "the pool's status to follow the Deployment it has", func() (bool, string) {
+		got := p.Get(t, ns, "workers")
+		return got.Status.Replicas == 2 && got.Status.ReadyReplicas == 1, fmt.Sprintf("replicas=%d ready=%d", got.Status.Replicas, got.Status.ReadyReplicas)
+	})
+
+	lift()
+	producttest.Eventually(t, "the edit to reach the Deployment", func() (bool, string) {
+		require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(d), d))
+		return d.Labels[label] == "yes", fmt.Sprintf("labels %v", d.Labels)
+	})
+	waitForDeploymentCondition(t, p, ns, "workers", metav1.ConditionTrue, v1alpha1.ReasonDeploymentApplied)
+	require.Equal(t, []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-default"`,
+		"Warning DeploymentApplyFailed: " + c.Message,
+	}, p.Events(t, ns, "workers"))
+}
+
 // foreignDeployment is a minimal valid Deployment controlled by owner.
 func foreignDeployment(ns, name string, owner *corev1.ConfigMap) *appsv1.Deployment {
 	labels := map[string]string{"app": "foreign"}
