@@ -40,6 +40,9 @@ func gvisorDefault(name string) *v1alpha1.SandboxConfig {
 			DefaultVersion: "v1",
 			Versions: []v1alpha1.SandboxConfigVersion{{
 				Name: "v1", PauseImage: "registry.example/pause@sha256:" + strings.Repeat("a", 64),
+				Assets: map[string]map[string]v1alpha1.SandboxAsset{
+					"amd64": {"gvisor": {URL: "https://assets.example/gvisor.tar.zstd", SHA256: strings.Repeat("b", 64)}},
+				},
 			}},
 		},
 	}

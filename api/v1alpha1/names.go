@@ -36,6 +36,30 @@ const (
 	// summarises the per-class ones, so that
 	// `kubectl wait --for=condition=SandboxConfigResolved` works.
 	ConditionSandboxConfigResolved = "SandboxConfigResolved"
+
+	// ConditionDeploymentApplied is a top-level condition this product adds
+	// to the reference controller's API (which reports a failed Deployment
+	// apply only in its logs): True once the pool's worker Deployment is as
+	// the pool asks; False, with one of the DeploymentApplied reasons below,
+	// while it cannot be built or applied. A pool that is not due a
+	// Deployment yet (a class has no config) has none.
+	ConditionDeploymentApplied = "DeploymentApplied"
+)
+
+// Reasons of the DeploymentApplied condition; a False one is also the reason
+// of the Warning event that reports it.
+const (
+	// ReasonDeploymentApplied: the Deployment is as the pool asks.
+	ReasonDeploymentApplied = "Applied"
+	// ReasonDeploymentNotOwned: a Deployment of the pool's name exists and
+	// is not controlled by the pool; it is never applied over.
+	ReasonDeploymentNotOwned = "DeploymentNotOwned"
+	// ReasonDeploymentApplyFailed: the API server refused the apply (an
+	// admission webhook or policy, a quota, RBAC) or could not be reached.
+	ReasonDeploymentApplyFailed = "DeploymentApplyFailed"
+	// ReasonDeploymentInvalid: the pool's spec cannot make a Deployment (a
+	// pool admitted before a validation rule that now refuses it).
+	ReasonDeploymentInvalid = "DeploymentInvalid"
 )
 
 // Condition and event reasons.

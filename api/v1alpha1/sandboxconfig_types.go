@@ -27,6 +27,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.versions.all(v, v.name != self.defaultVersion || !has(v.state) || v.state != 'Disabled')",message="defaultVersion must not name a Disabled version",fieldPath=".defaultVersion"
 // +kubebuilder:validation:XValidation:rule="self.sandboxClass != 'gvisor' || self.versions.all(v, has(v.pauseImage))",message="pauseImage is required on every version of a gvisor SandboxConfig",fieldPath=".versions"
 // +kubebuilder:validation:XValidation:rule="self.sandboxClass == 'gvisor' || self.versions.all(v, !has(v.pauseImage))",message="pauseImage is only allowed for the gvisor sandbox class",fieldPath=".versions"
+// +kubebuilder:validation:XValidation:rule="self.sandboxClass != 'gvisor' || self.versions.all(v, has(v.assets) && size(v.assets) > 0 && v.assets.all(arch, 'gvisor' in v.assets[arch] || 'runsc' in v.assets[arch]))",message="every version of a gvisor SandboxConfig needs assets, and a 'gvisor' (release tarball) or legacy 'runsc' asset for every architecture it lists",fieldPath=".versions"
+// +kubebuilder:validation:XValidation:rule="self.sandboxClass != 'microvm' || self.versions.all(v, has(v.assets) && size(v.assets) > 0 && v.assets.all(arch, ['cloud-hypervisor', 'virtiofsd', 'kata-kernel', 'kata-image'].all(n, n in v.assets[arch])))",message="every version of a microvm SandboxConfig needs assets, and the cloud-hypervisor, virtiofsd, kata-kernel and kata-image assets for every architecture it lists",fieldPath=".versions"
 type SandboxConfigSpec struct {
 	// sandboxClass is the runtime family these assets are for.
 	// +kubebuilder:default=gvisor
@@ -70,7 +72,12 @@ type SandboxConfigVersion struct {
 	// +optional
 	PauseImage string `json:"pauseImage,omitempty"`
 
-	// assets maps a CPU architecture to the named assets of that architecture.
+	// assets maps a CPU architecture (GOARCH: amd64, arm64) to the named
+	// assets of that architecture. Every version needs assets, and for
+	// every architecture it lists the ones its class runs on: gvisor a
+	// "gvisor" asset (the release tarball; a legacy bare "runsc" binary is
+	// accepted too), microvm "cloud-hypervisor", "virtiofsd", "kata-kernel"
+	// and "kata-image". Other names are allowed.
 	// +kubebuilder:validation:MaxProperties=8
 	// +optional
 	Assets map[string]map[string]SandboxAsset `json:"assets,omitempty"`

@@ -22,6 +22,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +71,10 @@ const (
 	celDefaultEnabled  = "defaultVersion must not name a Disabled version"
 	celPauseRequired   = "pauseImage is required on every version of a gvisor SandboxConfig"
 	celPauseGVisorOnly = "pauseImage is only allowed for the gvisor sandbox class"
+	celGVisorAssets    = "every version of a gvisor SandboxConfig needs assets, and a 'gvisor' (release tarball) or legacy 'runsc' asset for every architecture it lists"
+	celMicroVMAssets   = "every version of a microvm SandboxConfig needs assets, and the cloud-hypervisor, virtiofsd, kata-kernel and kata-image assets for every architecture it lists"
+	celClaims          = "spec.template.resources.claims is not supported: a worker pod declares no resource claims"
+	celSelectorTerms   = "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term"
 )
 
 // Fields as the API server names them in its causes.
@@ -347,6 +352,24 @@ func TestWorkerPoolValidation(t *testing.T) {
 			want: []cause{{"spec.template.priorityClassName", msgTooLong}}},
 		{name: "serviceAccountName too long", mutate: func(p *atev1alpha1.WorkerPool) { withTemplate(p).ServiceAccountName = long(254) },
 			want: []cause{{"spec.template.serviceAccountName", msgTooLong}}},
+		// Fields the worker Deployment cannot carry (deployment.Build or the
+		// Deployment's own validation would refuse them).
+		{name: "resources without claims", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).Resources = &corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Claims: []corev1.ResourceClaim{}}
+		}},
+		{name: "resources with claims", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).Resources = &corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}
+		}, want: []cause{{"spec.template.resources.claims", celClaims}}},
+		{name: "nodeAffinity with a required term", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"sandbox"}}}}}}}
+		}},
+		{name: "nodeAffinity with no required term", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{}}}
+		}, want: []cause{{"spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", celSelectorTerms}}},
 		{name: "nodeAffinity without nodeSelectorTerms", mutate: func(p *atev1alpha1.WorkerPool) {
 			withTemplate(p).NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}
 		}, unset: []string{"spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"},
@@ -497,7 +520,7 @@ func validConfig(name string) *atev1alpha1.SandboxConfig {
 				Name:       "v1",
 				PauseImage: pause,
 				Assets: map[string]map[string]atev1alpha1.SandboxAsset{
-					"amd64": {"runsc": {URL: "https://assets.example/runsc", SHA256: assetHash}},
+					"amd64": {"runsc": asset("runsc")},
 				},
 			}},
 		},
@@ -507,15 +530,45 @@ func validConfig(name string) *atev1alpha1.SandboxConfig {
 func versions(n int) []atev1alpha1.SandboxConfigVersion {
 	vs := make([]atev1alpha1.SandboxConfigVersion, n)
 	for i := range vs {
-		vs[i] = atev1alpha1.SandboxConfigVersion{Name: fmt.Sprintf("v%d", i+1), PauseImage: pause}
+		vs[i] = atev1alpha1.SandboxConfigVersion{Name: fmt.Sprintf("v%d", i+1), PauseImage: pause, Assets: gvisorAssets("amd64")}
 	}
 	return vs
+}
+
+// asset is a well-formed asset.
+func asset(name string) atev1alpha1.SandboxAsset {
+	return atev1alpha1.SandboxAsset{URL: "https://assets.example/" + name, SHA256: assetHash}
+}
+
+// gvisorAssets are the assets a gvisor version needs, for each arch.
+func gvisorAssets(arches ...string) map[string]map[string]atev1alpha1.SandboxAsset {
+	out := map[string]map[string]atev1alpha1.SandboxAsset{}
+	for _, a := range arches {
+		out[a] = map[string]atev1alpha1.SandboxAsset{"gvisor": asset("gvisor.tar.zstd")}
+	}
+	return out
+}
+
+// microvmAssetNames are the assets a microvm version needs per arch.
+var microvmAssetNames = []string{"cloud-hypervisor", "virtiofsd", "kata-kernel", "kata-image"}
+
+// microvmAssets are the assets a microvm version needs, for each arch.
+func microvmAssets(arches ...string) map[string]map[string]atev1alpha1.SandboxAsset {
+	out := map[string]map[string]atev1alpha1.SandboxAsset{}
+	for _, a := range arches {
+		out[a] = map[string]atev1alpha1.SandboxAsset{}
+		for _, n := range microvmAssetNames {
+			out[a][n] = asset(n)
+		}
+	}
+	return out
 }
 
 func microvm(c *atev1alpha1.SandboxConfig) {
 	c.Spec.SandboxClass = atev1alpha1.SandboxClassMicroVM
 	for i := range c.Spec.Versions {
 		c.Spec.Versions[i].PauseImage = ""
+		c.Spec.Versions[i].Assets = microvmAssets("amd64")
 	}
 }
 
@@ -523,7 +576,7 @@ func TestSandboxConfigValidation(t *testing.T) {
 	env := testenv.Current()
 	type config = atev1alpha1.SandboxConfig
 	v0 := fieldVersions + "[0]"
-	asset := v0 + ".assets.amd64.runsc"
+	assetField := v0 + ".assets.amd64.runsc"
 	setPause := func(image string) func(*config) {
 		return func(c *config) { c.Spec.Versions[0].PauseImage = image }
 	}
@@ -641,34 +694,81 @@ func TestSandboxConfigValidation(t *testing.T) {
 		{name: "assets of 8 architectures", mutate: func(c *config) {
 			a := c.Spec.Versions[0].Assets
 			for i := range 7 {
-				a[fmt.Sprintf("arch%d", i)] = map[string]atev1alpha1.SandboxAsset{"kernel": {URL: "https://assets.example/k", SHA256: assetHash}}
+				a[fmt.Sprintf("arch%d", i)] = map[string]atev1alpha1.SandboxAsset{"runsc": asset("runsc")}
 			}
 		}},
 		{name: "assets of 9 architectures", mutate: func(c *config) {
 			a := c.Spec.Versions[0].Assets
 			for i := range 8 {
-				a[fmt.Sprintf("arch%d", i)] = map[string]atev1alpha1.SandboxAsset{"kernel": {URL: "https://assets.example/k", SHA256: assetHash}}
+				a[fmt.Sprintf("arch%d", i)] = map[string]atev1alpha1.SandboxAsset{"runsc": asset("runsc")}
 			}
 		}, want: []cause{{v0 + ".assets", msgTooMany}}},
+
+		// The assets of each class, for every architecture a version lists.
+		{name: "gvisor with the gvisor asset on two architectures", mutate: func(c *config) {
+			c.Spec.Versions[0].Assets = gvisorAssets("amd64", "arm64")
+		}},
+		{name: "gvisor with the legacy runsc asset and others", mutate: func(c *config) {
+			c.Spec.Versions[0].Assets["amd64"]["containerd-shim-runsc-v1"] = asset("shim")
+		}},
+		{name: "gvisor with no assets", mutate: func(c *config) { c.Spec.Versions[0].Assets = nil },
+			want: []cause{{fieldVersions, celGVisorAssets}}},
+		{name: "gvisor with an empty assets map", mutate: func(c *config) {
+			c.Spec.Versions[0].Assets = map[string]map[string]atev1alpha1.SandboxAsset{}
+		}, want: []cause{{fieldVersions, celGVisorAssets}}},
+		{name: "gvisor with no assets on one version", mutate: func(c *config) {
+			c.Spec.Versions = versions(2)
+			c.Spec.Versions[1].Assets = nil
+		}, want: []cause{{fieldVersions, celGVisorAssets}}},
+		{name: "gvisor with an architecture lacking the gvisor asset", mutate: func(c *config) {
+			c.Spec.Versions[0].Assets["arm64"] = map[string]atev1alpha1.SandboxAsset{"containerd-shim-runsc-v1": asset("shim")}
+		}, want: []cause{{fieldVersions, celGVisorAssets}}},
+		{name: "defaulted gvisor with no assets", mutate: func(c *config) {
+			c.Spec.SandboxClass = ""
+			c.Spec.Versions[0].Assets = nil
+		}, want: []cause{{fieldVersions, celGVisorAssets}}},
+		{name: "microvm with the four assets on two architectures", mutate: func(c *config) {
+			microvm(c)
+			c.Spec.Versions[0].Assets = microvmAssets("amd64", "arm64")
+			c.Spec.Versions[0].Assets["arm64"]["kata-config"] = asset("kata-config")
+		}},
+		{name: "microvm with no assets", mutate: func(c *config) {
+			microvm(c)
+			c.Spec.Versions[0].Assets = nil
+		}, want: []cause{{fieldVersions, celMicroVMAssets}}},
+		{name: "microvm with the gvisor assets", mutate: func(c *config) {
+			microvm(c)
+			c.Spec.Versions[0].Assets = gvisorAssets("amd64")
+		}, want: []cause{{fieldVersions, celMicroVMAssets}}},
+		{name: "microvm with no assets on one version", mutate: func(c *config) {
+			c.Spec.Versions = versions(2)
+			microvm(c)
+			c.Spec.Versions[1].Assets = nil
+		}, want: []cause{{fieldVersions, celMicroVMAssets}}},
+		{name: "microvm lacking kata-image on one architecture", mutate: func(c *config) {
+			microvm(c)
+			c.Spec.Versions[0].Assets = microvmAssets("amd64", "arm64")
+			delete(c.Spec.Versions[0].Assets["arm64"], "kata-image")
+		}, want: []cause{{fieldVersions, celMicroVMAssets}}},
 		{name: "asset url missing", unset: []string{"spec.versions.0.assets.amd64.runsc.url"},
-			want: []cause{{asset + ".url", msgRequired}}},
+			want: []cause{{assetField + ".url", msgRequired}}},
 		{name: "asset url empty", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{SHA256: assetHash}
-		}, want: []cause{{asset + ".url", msgAtLeast1Char}}},
+		}, want: []cause{{assetField + ".url", msgAtLeast1Char}}},
 		{name: "asset url too long", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{URL: "https://" + strings.Repeat("a", 2041), SHA256: assetHash}
-		}, want: []cause{{asset + ".url", msgTooLong}}},
+		}, want: []cause{{assetField + ".url", msgTooLong}}},
 		{name: "asset sha256 missing", unset: []string{"spec.versions.0.assets.amd64.runsc.sha256"},
-			want: []cause{{asset + ".sha256", msgRequired}}},
+			want: []cause{{assetField + ".sha256", msgRequired}}},
 		{name: "asset sha256 short", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{URL: "https://assets.example/runsc", SHA256: assetHash[:63]}
-		}, want: []cause{{asset + ".sha256", msgPattern}}},
+		}, want: []cause{{assetField + ".sha256", msgPattern}}},
 		{name: "asset sha256 upper case", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{URL: "https://assets.example/runsc", SHA256: strings.ToUpper(assetHash)}
-		}, want: []cause{{asset + ".sha256", msgPattern}}},
+		}, want: []cause{{assetField + ".sha256", msgPattern}}},
 		{name: "asset sha256 with a prefix", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{URL: "https://assets.example/runsc", SHA256: "sha256:" + assetHash}
-		}, want: []cause{{asset + ".sha256", msgPattern}}},
+		}, want: []cause{{assetField + ".sha256", msgPattern}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -101,12 +101,16 @@ type WorkerPoolPodTemplate struct {
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// nodeAffinity is the worker pods' node affinity.
+	// nodeAffinity is the worker pods' node affinity. A required node
+	// selector needs at least one term (the Deployment would be refused).
+	// +kubebuilder:validation:XValidation:rule="!has(self.requiredDuringSchedulingIgnoredDuringExecution) || size(self.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms) > 0",message="spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term",fieldPath=".requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 	// +optional
 	NodeAffinity *corev1.NodeAffinity `json:"nodeAffinity,omitempty"`
 
 	// resources are the worker container's requests and limits. The limits
-	// are each worker's CPU and memory capacity.
+	// are each worker's CPU and memory capacity. claims are not supported: a
+	// worker pod declares no resource claims for them to name.
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || size(self.claims) == 0",message="spec.template.resources.claims is not supported: a worker pod declares no resource claims",fieldPath=".claims"
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -147,7 +151,9 @@ type WorkerPoolStatus struct {
 	SandboxClasses []WorkerPoolSandboxClassStatus `json:"sandboxClasses,omitempty"`
 
 	// conditions holds SandboxConfigResolved, which summarises the per-class
-	// Resolved conditions: True only when every class resolved.
+	// Resolved conditions: True only when every class resolved; and, once
+	// the pool is due a Deployment, DeploymentApplied: whether its worker
+	// Deployment is as the pool asks, or why it cannot be applied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

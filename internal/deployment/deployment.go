@@ -185,10 +185,13 @@ func SelectorLabels(pool *v1alpha1.WorkerPool) map[string]string {
 // of pool: named after the pool, in its namespace, controlled by it. It fails
 // only on a pool the API server would not have admitted (or whose Deployment
 // it would reject), never on a transient condition.
+//
+// Its errors are *InvalidPoolError: retrying cannot help, only a change of
+// the pool's spec can.
 func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	class, err := validate(pool)
 	if err != nil {
-		return nil, err
+		return nil, &InvalidPoolError{err}
 	}
 	tmpl := pool.Spec.Template
 	if tmpl == nil {
@@ -196,15 +199,23 @@ func Build(pool *v1alpha1.WorkerPool) (*appsv1ac.DeploymentApplyConfiguration, e
 	}
 	res, err := resources(tmpl.Resources, class)
 	if err != nil {
-		return nil, err
+		return nil, &InvalidPoolError{err}
 	}
 	affinity, err := nodeAffinity(tmpl.NodeAffinity)
 	if err != nil {
-		return nil, err
+		return nil, &InvalidPoolError{err}
 	}
 	podSpec := workerPodSpec(tmpl, class, workerContainer(pool.Spec.WorkerImage, class, res), affinity)
 	return workerDeployment(pool, tmpl, podSpec), nil
 }
+
+// InvalidPoolError is a pool Build cannot make a Deployment of. The CRD's
+// validation refuses every such spec today; a pool stored before a rule was
+// added can still carry one.
+type InvalidPoolError struct{ Err error }
+
+func (e *InvalidPoolError) Error() string { return e.Err.Error() }
+func (e *InvalidPoolError) Unwrap() error { return e.Err }
 
 // workerContainer is the worker's one container: its ports, readiness
 // probe, the downward-API environment, security context and mounts.

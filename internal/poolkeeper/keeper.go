@@ -1,7 +1,9 @@
 // Package poolkeeper keeps, for every WorkerPool, what needs no durable
 // history: its worker Deployment, the replica fields and observedGeneration
-// of its status, and the Resolved condition of the classes that need no
-// switch, with the Warning of a failure when it appears. It is a plain
+// of its status, the Resolved condition of the classes that need no switch,
+// and the pool's DeploymentApplied condition, with the Warning of a failure
+// when it appears (a Deployment that cannot be applied is also retried on a
+// backoff, since nothing else would wake the pool). It is a plain
 // level-triggered controller in the worker process: a server-side apply and
 // a status write guarded by the resourceVersion are idempotent, so a crash
 // loses nothing a fresh look would not redo, and a scale or template edit
@@ -101,16 +103,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	before := pool.Status.DeepCopy()
 	settleClasses(&pool, configs)
-	d, err := r.keepDeployment(ctx, &pool)
+	k, err := r.keepDeployment(ctx, &pool)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if d != nil {
+	if d := k.deployment; d != nil {
 		pool.Status.Replicas, pool.Status.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		pool.Status.Selector = selector(d)
 	}
 	pool.Status.ObservedGeneration = max(pool.Status.ObservedGeneration, pool.Generation)
 	poolstatus.SetSummary(&pool)
+	if k.condition != nil {
+		// After the summary, so a new pool's status lists the summary first.
+		poolstatus.SetPoolCondition(&pool.Status, *k.condition)
+	}
 	if !equality.Semantic.DeepEqual(before, &pool.Status) {
 		// Guarded by the cached resourceVersion: a switch that wrote since
 		// makes this conflict, and the pool is looked at again.
@@ -125,7 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.reportFailures(ctx, &pool); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, nil
+	// A Deployment not as wanted is retried on the controller's rate
+	// limiter (50 ms doubling to maxRetryBackoff), reported above once.
+	return reconcile.Result{}, k.failure
 }
 
 // reportFailures records the Warning of every failure the pool's status
@@ -142,15 +150,12 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 		if c == nil || c.Status != metav1.ConditionFalse {
 			continue
 		}
-		ev := activities.FailureWarning(ref, st.Name, c.Reason, c.Message, c.LastTransitionTime)
-		name := activities.EventName(ref, ev.Key)
-		if r.reported.has(name) {
-			continue
-		}
-		if err := r.Events.RecordEvent(ctx, ev); err != nil {
+		if err := r.record(ctx, activities.FailureWarning(ref, st.Name, c.Reason, c.Message, c.LastTransitionTime)); err != nil {
 			return err
 		}
-		r.reported.add(name)
+	}
+	if c := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionDeploymentApplied); c != nil && c.Status == metav1.ConditionFalse {
+		return r.record(ctx, deploymentWarning(ref, c))
 	}
 	return nil
 }
@@ -173,41 +178,77 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) {
 }
 
 // keepDeployment applies the pool's Deployment when it is not as wanted,
-// and returns it as it is (nil when the pool has none yet). A new pool gets
-// one once every class has a config; once it exists it is kept as wanted
-// whatever resolution says, so scaling and template edits keep working
-// while a class does not resolve.
-func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPool) (*appsv1.Deployment, error) {
-	var d appsv1.Deployment
-	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pool), &d)
+// and says how it is. A new pool is due one once every class has a config;
+// once it exists it is kept as wanted whatever resolution says, so scaling
+// and template edits keep working while a class does not resolve. A
+// failure to build or apply it, or a Deployment of its name that something
+// else controls, is an outcome (a condition to write and report, and a
+// retry), not an error; an error is a read that failed.
+func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPool) (kept, error) {
+	d, err := r.currentDeployment(ctx, pool)
 	switch {
-	case apierrors.IsNotFound(err):
-		if !hasEveryConfig(pool) {
-			return nil, nil
-		}
 	case err != nil:
-		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
-	case !metav1.IsControlledBy(&d, pool) && !controlledByEarlierPool(&d, pool):
-		ctrl.LoggerFrom(ctx).Info("a Deployment of the pool's name is controlled by something else; not applying over it")
-		return nil, nil
-	case !metav1.IsControlledBy(&d, pool):
+		return kept{}, err
+	case d == nil:
+		if !hasEveryConfig(pool) {
+			return kept{}, nil
+		}
+	case !metav1.IsControlledBy(d, pool) && !controlledByEarlierPool(d, pool):
+		if !hasEveryConfig(pool) {
+			return kept{}, nil // not due one yet: nothing to say
+		}
+		return notOwned(pool, d), nil
+	case !metav1.IsControlledBy(d, pool):
 		// Left by a pool of the same name deleted before (the garbage
 		// collector had not removed it yet): the apply takes it over.
 	default:
-		if r.upToDate.holds(pool, &d) {
-			return &d, nil
+		if r.upToDate.holds(pool, d) {
+			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
-		if upToDate, err := deployment.UpToDate(&d, pool); err == nil && upToDate {
-			r.upToDate.set(pool, &d)
-			return &d, nil
+		if upToDate, err := deployment.UpToDate(d, pool); err == nil && upToDate {
+			r.upToDate.set(pool, d)
+			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
 	}
 	applied, err := deployment.Apply(ctx, r.Deployments, pool)
 	if err != nil {
-		return nil, fmt.Errorf("keeping the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+		if ctx.Err() != nil {
+			return kept{}, err // stopping: nothing to report
+		}
+		res := applyFailed(pool, err)
+		if d != nil && metav1.IsControlledBy(d, pool) {
+			res.deployment = d // its status is still the pool's to mirror
+		}
+		return res, nil
 	}
 	r.upToDate.set(pool, applied)
-	return applied, nil
+	return kept{deployment: applied, condition: appliedCondition(pool)}, nil
+}
+
+// currentDeployment returns the Deployment of the pool's name, or nil. The
+// cache answers, but a miss is confirmed by a live read: a Deployment
+// created by someone else a moment ago may not be in the cache yet, and the
+// forced apply that follows a miss would take it over.
+func (r *Reconciler) currentDeployment(ctx context.Context, pool *v1alpha1.WorkerPool) (*appsv1.Deployment, error) {
+	var d appsv1.Deployment
+	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pool), &d)
+	if err == nil {
+		return &d, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	}
+	if !hasEveryConfig(pool) {
+		return nil, nil // no apply follows
+	}
+	live, err := r.Deployments.Deployments(pool.Namespace).Get(ctx, pool.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	}
+	return live, nil
 }
 
 // upToDateMemo remembers, per pool, the pool generation and Deployment

@@ -1,6 +1,6 @@
 // Package poolstatus computes the conditions of a WorkerPool's status: the
-// per-class Resolved condition and the top-level SandboxConfigResolved that
-// summarises them.
+// per-class Resolved condition, the top-level SandboxConfigResolved that
+// summarises them, and sets the pool's other top-level conditions.
 package poolstatus
 
 import (
@@ -66,14 +66,25 @@ func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPo
 
 // SetClassCondition sets the Resolved condition of a class's status entry,
 // creating the entry if needed, and reports whether anything changed.
+func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass, c metav1.Condition) bool {
+	return setCondition(&EnsureClass(status, class).Conditions, c)
+}
+
+// SetPoolCondition sets a condition of the pool's own status.conditions
+// (such as DeploymentApplied) and reports whether anything changed.
+func SetPoolCondition(status *v1alpha1.WorkerPoolStatus, c metav1.Condition) bool {
+	return setCondition(&status.Conditions, c)
+}
+
+// setCondition sets c in conditions.
 //
 // A transition's lastTransitionTime is always a later second than the one
-// before it, even when the class flaps within a second: the time names the
-// appearance of a failure, which its Warning is keyed by (see
-// activities.FailureWarning), and the API server keeps whole seconds.
-func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass, c metav1.Condition) bool {
-	entry := EnsureClass(status, class)
-	if old := meta.FindStatusCondition(entry.Conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {
+// before it, even when the condition flaps within a second: the time names
+// the appearance of a failure, which its Warning is keyed by (see
+// activities.FailureWarning and the pool keeper's Deployment warnings), and
+// the API server keeps whole seconds.
+func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
+	if old := meta.FindStatusCondition(*conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {
 		at := now().Truncate(time.Second)
 		if old != nil {
 			if next := old.LastTransitionTime.Add(time.Second).Truncate(time.Second); at.Before(next) {
@@ -82,7 +93,7 @@ func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.Sandbox
 		}
 		c.LastTransitionTime = metav1.NewTime(at)
 	}
-	return meta.SetStatusCondition(&entry.Conditions, c)
+	return meta.SetStatusCondition(conditions, c)
 }
 
 // now is the clock of transitions; tests set it.

@@ -25,6 +25,9 @@ func config(name string, finalizers ...string) *v1alpha1.SandboxConfig {
 			DefaultVersion: "v1",
 			Versions: []v1alpha1.SandboxConfigVersion{{
 				Name: "v1", PauseImage: "r.example/pause@sha256:" + strings.Repeat("b", 64),
+				Assets: map[string]map[string]v1alpha1.SandboxAsset{
+					"amd64": {"gvisor": {URL: "https://r.example/gvisor.tar.zstd", SHA256: strings.Repeat("c", 64)}},
+				},
 			}},
 		},
 	}

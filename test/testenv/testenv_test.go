@@ -41,6 +41,9 @@ func gvisorConfig(name string) *atev1alpha1.SandboxConfig {
 			Versions: []atev1alpha1.SandboxConfigVersion{{
 				Name:       "v1",
 				PauseImage: "registry.example/pause@" + digest,
+				Assets: map[string]map[string]atev1alpha1.SandboxAsset{
+					"amd64": {"gvisor": {URL: "https://assets.example/gvisor.tar.zstd", SHA256: strings.Repeat("b", 64)}},
+				},
 			}},
 		},
 	}
