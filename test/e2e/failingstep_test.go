@@ -137,7 +137,6 @@ func liftRefusal(t *testing.T, kube client.Client) {
 	}
 }
 
-
 // countingProtect counts the attempts of Protect on one config, local ones
 // included (the SDK runs local activities through worker interceptors).
 type countingProtect struct {
