@@ -75,3 +75,26 @@ func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseKeepsAConfigTheLiveListFindsInUse: the worker's cache misses a
+// pool that names the config (not synced yet, or behind); the live list
+// finds it, and the release waits with the finalizer in place.
+func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
+	env, order := newEnv(t)
+	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
+		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
+	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return([]string(nil), nil)
+	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return([]string{"ns/late"}, nil)
+	var state wfapi.ReleaseState
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(wfapi.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&state))
+		env.CancelWorkflow()
+	}, firstFallback/2)
+
+	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers"}, *order, "no Unprotect")
+	require.Equal(t, []string{"ns/late"}, state.Users)
+	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome)
+}
