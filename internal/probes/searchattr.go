@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"ate.dev/orchestrator/internal/searchattr"
@@ -76,6 +77,21 @@ func (s *SearchAttributes) check(ctx context.Context, c client.Client) (bool, er
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	problems, err := searchattr.Check(cctx, c, s.Namespace)
+	var denied *serviceerror.PermissionDenied
+	var unimplemented *serviceerror.Unimplemented
+	if errors.As(err, &denied) || errors.As(err, &unimplemented) {
+		// A server or credentials that do not let the process list them
+		// (an API key without operator rights): it cannot tell, and a
+		// check that can never pass must not keep it out of rotation.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.checked {
+			s.logger().Warn("cannot check the Temporal namespace's search attributes; assuming they are registered",
+				"namespace", s.Namespace, "error", err)
+		}
+		s.checked, s.problems = true, nil
+		return true, nil
+	}
 	if err != nil {
 		s.logger().Debug("could not check the Temporal namespace's search attributes", "namespace", s.Namespace, "error", err)
 		return false, err

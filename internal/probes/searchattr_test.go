@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
 )
 
 // Before its first check the namespace's search attributes are unknown:
@@ -37,6 +41,53 @@ func TestAllSaysWhyTheFirstFailingCheckFails(t *testing.T) {
 				return
 			}
 			require.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+// deniedTemporal is a Temporal client whose credentials may not list the
+// namespace's search attributes.
+type deniedTemporal struct {
+	client.Client
+	err error
+}
+
+func (d deniedTemporal) OperatorService() operatorservice.OperatorServiceClient {
+	return deniedOperator{err: d.err}
+}
+
+type deniedOperator struct {
+	operatorservice.OperatorServiceClient
+	err error
+}
+
+func (d deniedOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	return nil, d.err
+}
+
+// A process that may not list the search attributes cannot tell, and is
+// not kept out of rotation by a check that could never pass; one whose
+// check fails for another reason (Temporal not answering) stays unchecked.
+func TestSearchAttributesThatCannotBeListed(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		wantReady bool
+	}{
+		{name: "permission denied", err: serviceerror.NewPermissionDenied("no operator rights", ""), wantReady: true},
+		{name: "unimplemented", err: serviceerror.NewUnimplemented("no operator service"), wantReady: true},
+		{name: "unavailable", err: serviceerror.NewUnavailable("down")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &SearchAttributes{Namespace: "ns"}
+			_, _ = s.check(context.Background(), deniedTemporal{err: tt.err})
+			err := s.Ready(context.Background())
+			if tt.wantReady {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "have not been checked yet")
 		})
 	}
 }
