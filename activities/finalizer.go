@@ -23,6 +23,10 @@ type ProtectInput struct {
 	// that was behind (a config deleted since rolls back; one recreated
 	// without the finalizer is protected again, live).
 	FromCache bool `json:"fromCache,omitempty"`
+	// Pool is the pool whose switch protects the config, when a lean
+	// switch calls: a Protect that keeps failing reports on its class (see
+	// reportStepFailure). Last, so the printed input keeps its start.
+	Pool PoolRef `json:"pool,omitempty"`
 }
 
 // TargetCheck says whether a config may be used by a class, and if not, why.
@@ -38,7 +42,8 @@ type TargetCheck struct {
 // new finalizer on a config in deletion anyway, and a new user must not take
 // it. The patch carries the resourceVersion, so it cannot land on a config
 // that changed since it was read; a conflict reads again.
-func (a *Activities) Protect(ctx context.Context, in ProtectInput) (*TargetCheck, error) {
+func (a *Activities) Protect(ctx context.Context, in ProtectInput) (_ *TargetCheck, err error) {
+	defer a.reportStepFailure(ctx, StepProtect, in.Pool, in.Class, &err)
 	if in.Config == "" || in.Class == "" {
 		return nil, invalidInput("protecting a SandboxConfig needs its name and the sandbox class, got %+v", in)
 	}
@@ -46,7 +51,7 @@ func (a *Activities) Protect(ctx context.Context, in ProtectInput) (*TargetCheck
 		return checkTarget(in.Config, &resolve.Config{Class: in.Class}, in.Class), nil
 	}
 	var check *TargetCheck
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var c v1alpha1.SandboxConfig
 		if err := a.Live.Get(ctx, ctrlclient.ObjectKey{Name: in.Config}, &c); err != nil {
 			if apierrors.IsNotFound(err) {

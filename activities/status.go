@@ -86,6 +86,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 		}
 		before := pool.Status.DeepCopy()
 		mutate(&pool)
+		clearStepFailures(&pool.Status)
 		poolstatus.SetSummary(&pool)
 		if equality.Semantic.DeepEqual(before, &pool.Status) {
 			res.ResourceVersion = pool.ResourceVersion
@@ -146,7 +147,8 @@ type ClaimInput struct {
 // configRef unchanged. From this write on, the release workflow sees the pool
 // as a user of the config, so the live read that follows can trust what it
 // sees (see the README's "Switching configs").
-func (a *Activities) Claim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
+func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, err error) {
+	defer a.reportStepFailure(ctx, StepClaim, in.Pool, in.Class, &err)
 	var displaced string
 	var superseded bool
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
@@ -201,7 +203,8 @@ type SettleInput struct {
 
 // Confirm moves the class to the claimed config: configRef = the config,
 // pendingConfigRef cleared, Resolved True, in one write.
-func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, error) {
+func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite, err error) {
+	defer a.reportStepFailure(ctx, StepConfirm, in.Pool, in.Class, &err)
 	if in.Config == "" {
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
@@ -231,7 +234,8 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (*PoolWrite, e
 
 // RollBack abandons a claim: pendingConfigRef cleared, configRef unchanged,
 // Resolved False with the reason the config was refused.
-func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, error) {
+func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite, err error) {
+	defer a.reportStepFailure(ctx, StepRollBack, in.Pool, in.Class, &err)
 	if in.Reason == "" {
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
@@ -272,7 +276,8 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (*PoolWrite, 
 // AbandonClaim clears a class's pendingConfigRef when it still names
 // in.Config: a claim no switch works on. Conditions are left to the pool
 // reconciler, which writes those of classes that need no switch.
-func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (*PoolWrite, error) {
+func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (_ *PoolWrite, err error) {
+	defer a.reportStepFailure(ctx, StepAbandonClaim, in.Pool, in.Class, &err)
 	if in.Config == "" {
 		return nil, invalidInput("abandoning a claim needs the claimed config, got %+v", in)
 	}

@@ -54,13 +54,17 @@ func run(args []string) error {
 	// serve them only once connected, leaving the liveness probe unanswered
 	// and the pod restarted while it waits.)
 	var readiness probes.Connecting
-	probes.Serve(ctx, opts.HealthProbeBindAddress, readiness.Ready, nil, log)
+	// Ready also needs the custom search attributes in the namespace: every
+	// start would fail without them (the log says how to register them).
+	attrs := &probes.SearchAttributes{Namespace: proc.Temporal.Namespace, Log: log}
+	probes.Serve(ctx, opts.HealthProbeBindAddress, probes.All(readiness.Ready, attrs.Ready), nil, log)
 	c, err := options.DialTemporal(ctx, proc.Temporal, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	readiness.Connected(c)
+	go attrs.Watch(ctx, c)
 	return starterapp.Run(ctx, starterapp.Config{
 		Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue,
 		LeaderElection:     leader,

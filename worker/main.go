@@ -75,7 +75,10 @@ func run(args []string) error {
 	// Probes come up first: while Temporal is unreachable the worker is
 	// alive but not ready.
 	var readiness probes.Connecting
-	probes.Serve(ctx, opts.HealthProbeBindAddress, readiness.Ready, nil, log)
+	// Ready also needs the custom search attributes in the namespace: every
+	// start would fail without them (the log says how to register them).
+	attrs := &probes.SearchAttributes{Namespace: proc.Temporal.Namespace, Log: log}
+	probes.Serve(ctx, opts.HealthProbeBindAddress, probes.All(readiness.Ready, attrs.Ready), nil, log)
 	probes.Serve(ctx, opts.MetricsBindAddress, func(context.Context) error { return nil }, ctrlmetrics.Registry, log)
 	c, err := options.DialTemporal(ctx, proc.Temporal, log)
 	if err != nil {
@@ -83,6 +86,7 @@ func run(args []string) error {
 	}
 	defer c.Close()
 	readiness.Connected(c)
+	go attrs.Watch(ctx, c)
 	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
 		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,

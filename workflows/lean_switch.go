@@ -116,7 +116,7 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 	state.Step = "Protect"
 	var check activities.TargetCheck
 	if err := workflow.ExecuteLocalActivity(local, act.Protect,
-		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true}).Get(ctx, &check); err != nil {
+		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool}).Get(ctx, &check); err != nil {
 		return nil, err
 	}
 	var release []string
@@ -153,7 +153,7 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 			// between the protection and the claim: protect it again.
 			state.Step = "Protect"
 			if err := workflow.ExecuteLocalActivity(local, act.Protect,
-				activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+				activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
 				return nil, err
 			}
 		}

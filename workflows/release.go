@@ -21,6 +21,14 @@ const (
 	maxFallback   = 10 * time.Minute
 )
 
+// maxConflictLooks is how many looks a release run takes again at once
+// after its finalizer patch met a newer config before it continues as new.
+// The waiting path continues as new when the history grows long; this path
+// never waits, so without a bound a config that keeps changing under the
+// patch (a controller rewriting it, an outage of whatever answers its
+// writes) would grow one history without end. About 20 events a look.
+const maxConflictLooks = 25
+
 // Release lets a SandboxConfig in deletion go once no pool uses it. It
 // removes the protection finalizer only after a live list of WorkerPools,
 // made after the config was marked for deletion, found no pool naming it in
@@ -44,6 +52,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	}); err != nil {
 		return "", err
 	}
+	conflicts := 0
 	for {
 		drain(recheck)
 		in.Checks++
@@ -63,7 +72,17 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			return done, nil
 		}
 		if users == nil {
-			continue // the finalizer patch met a newer config: look again at once
+			// The finalizer patch met a newer config: look again at once,
+			// in a new run once this one has looked often enough. Asked
+			// only here, so a release that never conflicts records no
+			// marker, and histories recorded before it replay as they ran.
+			conflicts++
+			if workflow.GetVersion(ctx, "release-continue-after-conflicts", workflow.DefaultVersion, 1) >= 1 &&
+				(conflicts >= maxConflictLooks || shouldContinueAsNew(ctx)) {
+				log.Info("SandboxConfig changed under every release patch; continuing as new", "config", in.Config, "conflicts", conflicts)
+				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, in)
+			}
+			continue
 		}
 		setOutcome(ctx, &state.Outcome, wfapi.OutcomeWaiting)
 		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users)

@@ -21,3 +21,16 @@ func TestDevServerFlags(t *testing.T) {
 		t.Fatalf("DevServerFlags() = %q, want %q", flags, want)
 	}
 }
+
+// The command an operator is told to run: create for a missing attribute,
+// remove then create for one of the wrong type.
+func TestProblemFix(t *testing.T) {
+	missing := Problem{Definition: Definitions[0], Namespace: "ns"}
+	if got, want := missing.Fix(), "temporal operator search-attribute create --namespace ns --name WorkerPool --type Keyword"; got != want {
+		t.Fatalf("Fix() = %q, want %q", got, want)
+	}
+	wrong := Problem{Definition: Definitions[0], Namespace: "ns", Have: "Text"}
+	if got, want := wrong.Fix(), "temporal operator search-attribute remove --namespace ns --name WorkerPool && temporal operator search-attribute create --namespace ns --name WorkerPool --type Keyword"; got != want {
+		t.Fatalf("Fix() = %q, want %q", got, want)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,14 +130,10 @@ func (r *switchStarter) setup(mgr ctrl.Manager, concurrency int) error {
 			// A failed start (Temporal unreachable) is retried with backoff,
 			// capped so that the changes made during a long outage are
 			// started within seconds of its end.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, maxStartBackoff),
+			RateLimiter: startRateLimiter(),
 		}).
 		Complete(r)
 }
-
-// maxStartBackoff caps the backoff of a pool whose switch could not be
-// started.
-const maxStartBackoff = 10 * time.Second
 
 // movesChanged passes the pool events that can change the pool's next move.
 var movesChanged = predicate.Funcs{

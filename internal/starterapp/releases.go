@@ -57,7 +57,9 @@ func (r *releaseStarter) setup(mgr ctrl.Manager, concurrency int) error {
 		}))).
 		Watches(&v1alpha1.WorkerPool{}, handler.EnqueueRequestsFromMapFunc(r.configsInDeletion),
 			builder.WithPredicates(poolStatusConfigsChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		// A failed signal is retried as a failed switch start is (see
+		// startRateLimiter), not with the default limiter's 17 minutes.
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: startRateLimiter()}).
 		Complete(r)
 }
 

@@ -49,7 +49,7 @@ func TestClaimRace(t *testing.T) {
 // TestDeletedBeforeClaim: a config deleted between resolution and the claim
 // is refused by the finalizer step and rolled back.
 func TestDeletedBeforeClaim(t *testing.T) {
-	held := producttest.NewGate("Protect", "{gvisor-next gvisor true}")
+	held := producttest.NewGateContaining("Protect", "{gvisor-next gvisor true ")
 	p, ns, next := raceToNext(t, held)
 	ctx := context.Background()
 	kube := p.Env.Kube

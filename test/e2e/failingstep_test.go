@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/test/producttest"
+)
+
+// TestAFailingStepShowsOnThePool: an admission policy refuses the protection
+// finalizer on the config a pool must move to. The switch's Protect keeps
+// failing and retrying; meanwhile the pool still scales, its class shows a
+// SwitchStepFailing condition naming the step and the API server's refusal,
+// and exactly one Warning says it however often the step is retried. Once
+// the policy is lifted the switch completes and the condition goes.
+func TestAFailingStepShowsOnThePool(t *testing.T) {
+	attempts := &countingProtect{config: "guarded"}
+	p := producttest.Run(t, attempts)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "held", "")))
+	p.WaitForConfig(t, ns, "held", "gvisor-now", metav1.ConditionTrue)
+	p.WaitForDeployment(t, ns, "held", 0)
+
+	guarded := producttest.GVisorConfig("guarded", false)
+	p.CreateAfterOthers(t, guarded)
+	refuseProtection(t, kube, "guarded")
+	producttest.SetDefault(t, kube, "guarded", true)
+
+	var cond *metav1.Condition
+	producttest.Eventually(t, "the failing step on the pool", func() (bool, string) {
+		st := p.Get(t, ns, "held").Status.ClassStatus(v1alpha1.SandboxClassGVisor)
+		cond = meta.FindStatusCondition(st.Conditions, activities.ConditionSwitchStepFailing)
+		return cond != nil, fmt.Sprintf("conditions %+v", st.Conditions)
+	})
+	require.Equal(t, metav1.ConditionTrue, cond.Status)
+	require.Equal(t, activities.StepProtect, cond.Reason)
+	require.Contains(t, cond.Message, "Protect keeps failing, retrying with backoff: ")
+	require.Contains(t, cond.Message, `SandboxConfig "guarded"`)
+	require.Contains(t, cond.Message, "ValidatingAdmissionPolicy")
+	require.Contains(t, cond.Message, refusal)
+
+	// The config side is stuck; the pool's Deployment is not.
+	producttest.Scale(t, kube, ns, "held", 3)
+	p.WaitForDeployment(t, ns, "held", 3)
+
+	// Retried, not reported again.
+	producttest.Eventually(t, "Protect retried past its report", func() (bool, string) {
+		n := attempts.n.Load()
+		return n >= 7, fmt.Sprintf("%d attempts", n)
+	})
+	uses := `Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`
+	warning := `Warning SwitchStepFailing: sandbox class "gvisor": ` + cond.Message
+	require.Equal(t, []string{uses, warning}, p.Events(t, ns, "held"))
+	got := p.Get(t, ns, "held")
+	require.Equal(t, "gvisor-now", producttest.RefName(got.Status.SandboxClasses[0].ConfigRef))
+
+	liftRefusal(t, kube)
+	got = p.WaitForConfig(t, ns, "held", "guarded", metav1.ConditionTrue)
+	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, activities.ConditionSwitchStepFailing))
+	p.WaitForEvents(t, ns, "held", []string{uses, warning,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "guarded"`})
+}
+
+const refusal = "protection refused by the test policy"
+
+// refuseProtection installs a ValidatingAdmissionPolicy that refuses adding
+// the protection finalizer to the named config, and waits until the API
+// server enforces it (policies load asynchronously).
+func refuseProtection(t *testing.T, kube client.Client, config string) {
+	t.Helper()
+	ctx := context.Background()
+	expr := fmt.Sprintf(`object.metadata.name != %q || !has(object.metadata.finalizers) || !(%q in object.metadata.finalizers)`,
+		config, v1alpha1.ProtectionFinalizer)
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: producttest.Ptr(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group},
+						APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{"sandboxconfigs"}},
+				},
+			}}},
+			Validations: []admissionv1.Validation{{Expression: expr, Message: refusal}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policy.Name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	require.NoError(t, kube.Create(ctx, policy))
+	require.NoError(t, kube.Create(ctx, binding))
+	t.Cleanup(func() { liftRefusal(t, kube) })
+
+	producttest.Eventually(t, "the policy to be enforced", func() (bool, string) {
+		var c v1alpha1.SandboxConfig
+		if err := kube.Get(ctx, client.ObjectKey{Name: config}, &c); err != nil {
+			return false, err.Error()
+		}
+		c.Finalizers = append(c.Finalizers, v1alpha1.ProtectionFinalizer)
+		err := kube.Update(ctx, &c, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), refusal), fmt.Sprintf("dry run: %v", err)
+	})
+}
+
+func liftRefusal(t *testing.T, kube client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{
+		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"}},
+		&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"}},
+	} {
+		if err := kube.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("lifting the refusal: deleting %s: %v", obj.GetName(), err)
+		}
+	}
+}
+
+// countingProtect counts the attempts of Protect on one config, local ones
+// included (the SDK runs local activities through worker interceptors).
+type countingProtect struct {
+	interceptor.WorkerInterceptorBase
+	config string
+	n      atomic.Int32
+}
+
+func (c *countingProtect) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &countingProtectRun{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, c: c}
+}
+
+type countingProtectRun struct {
+	interceptor.ActivityInboundInterceptorBase
+	c *countingProtect
+}
+
+func (r *countingProtectRun) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	if activity.GetInfo(ctx).ActivityType.Name == "Protect" && len(in.Args) > 0 &&
+		strings.HasPrefix(fmt.Sprint(in.Args[0]), "{"+r.c.config+" ") {
+		r.c.n.Add(1)
+	}
+	return r.Next.ExecuteActivity(ctx, in)
+}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	tclient "go.temporal.io/sdk/client"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/starterapp"
+	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
+)
+
+// outageTemporal is the starter's Temporal client through an outage of its
+// release signals that lasts `outage` from the first one; it starts no
+// switch, so this starter never touches other pools.
+type outageTemporal struct {
+	tclient.Client
+	outage time.Duration
+
+	mu    sync.Mutex
+	calls []time.Time
+	ended time.Time // when the outage ended; zero before the first call
+}
+
+func (o *outageTemporal) SignalWithStartWorkflow(ctx context.Context, id, signal string, arg any,
+	opts tclient.StartWorkflowOptions, workflow any, args ...any) (tclient.WorkflowRun, error) {
+	o.mu.Lock()
+	now := time.Now()
+	if o.ended.IsZero() {
+		o.ended = now.Add(o.outage)
+	}
+	o.calls = append(o.calls, now)
+	down := now.Before(o.ended)
+	o.mu.Unlock()
+	if down {
+		return nil, serviceerror.NewUnavailable("Temporal is down (test outage)")
+	}
+	return o.Client.SignalWithStartWorkflow(ctx, id, signal, arg, opts, workflow, args...)
+}
+
+func (o *outageTemporal) ExecuteWorkflow(context.Context, tclient.StartWorkflowOptions, any, ...any) (tclient.WorkflowRun, error) {
+	return nil, errors.New("this test's starter starts no switch")
+}
+
+// TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds: the release
+// signal of a config deleted while Temporal is unreachable fails again and
+// again; once Temporal is back, the signal lands within the starter's
+// backoff cap (10 s), not after a wait that doubled through the outage
+// (controller-runtime's default limiter would wait 20 s at this point, and
+// up to about 17 minutes after a long one).
+func TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds(t *testing.T) {
+	env := testenv.Current()
+	ctx := context.Background()
+	kube := env.Kube
+	tq := testenv.TaskQueue(t)
+	const outage = 25 * time.Second
+	tc := &outageTemporal{Client: env.Temporal, outage: outage}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- starterapp.Run(runCtx, starterapp.Config{Rest: env.RestConfig, Temporal: tc, TaskQueue: tq, SkipNameValidation: true})
+	}()
+	name := testenv.UniqueName(t)
+	cfg := producttest.GVisorConfig(name, false)
+	cfg.Finalizers = []string{v1alpha1.ProtectionFinalizer}
+	require.NoError(t, kube.Create(ctx, cfg))
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+		var c v1alpha1.SandboxConfig
+		if kube.Get(ctx, client.ObjectKey{Name: name}, &c) == nil && controllerutil.RemoveFinalizer(&c, v1alpha1.ProtectionFinalizer) {
+			require.NoError(t, kube.Update(ctx, &c))
+		}
+		_ = env.Temporal.TerminateWorkflow(ctx, wfapi.ReleaseWorkflowID(name), "", "test finished")
+	})
+	require.NoError(t, kube.Delete(ctx, cfg))
+
+	var landed time.Time
+	producttest.EventuallyWithin(t, outage+time.Minute, "the release signal to land", func() (bool, string) {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		if n := len(tc.calls); n > 0 && !tc.calls[n-1].Before(tc.ended) {
+			landed = tc.calls[n-1]
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d signals tried", len(tc.calls))
+	})
+	tc.mu.Lock()
+	ended, tries := tc.ended, len(tc.calls)
+	tc.mu.Unlock()
+	after := landed.Sub(ended)
+	require.Greater(t, tries, 5, "the signal was retried through the outage")
+	require.LessOrEqual(t, after, 10*time.Second+2*time.Second,
+		"signalled %s after the outage ended, after %d tries", after.Round(time.Millisecond), tries)
+	_, err := env.Temporal.DescribeWorkflowExecution(ctx, wfapi.ReleaseWorkflowID(name), "")
+	require.NoError(t, err, "the release workflow runs")
+}

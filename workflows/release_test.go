@@ -1,0 +1,100 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// TestReleaseContinuesAsNewOnItsConflictPath: a config whose finalizer
+// patch conflicts on every look is looked at again at once, and after
+// maxConflictLooks looks the run continues as new with its count of checks,
+// so its history stays bounded however long the conflicts last. A release
+// whose patch lands after a few conflicts ends released in the same run;
+// histories recorded before the change (DefaultVersion) keep looking in one
+// run, as they did.
+func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
+	tests := []struct {
+		name          string
+		version       workflow.Version
+		conflicts     int // before the patch lands; -1: never
+		wantUnprotect int
+		wantContinued bool
+	}{
+		{name: "conflicts without end: continued as new", version: 1, conflicts: -1,
+			wantUnprotect: maxConflictLooks, wantContinued: true},
+		{name: "a few conflicts, then released in the same run", version: 1, conflicts: 3,
+			wantUnprotect: 4},
+		{name: "recorded before the change: one run keeps looking", version: workflow.DefaultVersion, conflicts: 2 * maxConflictLooks,
+			wantUnprotect: 2*maxConflictLooks + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _ := newEnv(t)
+			env.OnGetVersion("release-continue-after-conflicts", workflow.DefaultVersion, 1).Return(tt.version)
+			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
+				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
+			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return([]string(nil), nil)
+			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return([]string(nil), nil)
+			unprotects := 0
+			env.OnActivity(act.Unprotect, mock.Anything, "cfg").Return(func(context.Context, string) (string, error) {
+				unprotects++
+				if tt.conflicts >= 0 && unprotects > tt.conflicts {
+					return activities.ReleaseRemoved, nil
+				}
+				return activities.ReleaseConflict, nil
+			})
+
+			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 7})
+			require.True(t, env.IsWorkflowCompleted())
+			require.Equal(t, tt.wantUnprotect, unprotects)
+			err := env.GetWorkflowError()
+			if !tt.wantContinued {
+				require.NoError(t, err)
+				var outcome string
+				require.NoError(t, env.GetWorkflowResult(&outcome))
+				require.Equal(t, wfapi.OutcomeReleased, outcome)
+				return
+			}
+			var can *workflow.ContinueAsNewError
+			require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+			require.Equal(t, wfapi.ReleaseWorkflow, can.WorkflowType.Name)
+			var next wfapi.ReleaseInput
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			require.Equal(t, "cfg", next.Config)
+			require.Equal(t, 7+maxConflictLooks, next.Checks, "the new run carries the checks taken")
+		})
+	}
+}
+
+// TestReleaseKeepsAConfigTheLiveListFindsInUse: the worker's cache misses a
+// pool that names the config (not synced yet, or behind); the live list
+// finds it, and the release waits with the finalizer in place.
+func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
+	env, order := newEnv(t)
+	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
+		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
+	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return([]string(nil), nil)
+	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return([]string{"ns/late"}, nil)
+	var state wfapi.ReleaseState
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(wfapi.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&state))
+		env.CancelWorkflow()
+	}, firstFallback/2)
+
+	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers"}, *order, "no Unprotect")
+	require.Equal(t, []string{"ns/late"}, state.Users)
+	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome)
+}
