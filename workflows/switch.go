@@ -173,13 +173,15 @@ func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*Sw
 
 // switched reports a confirmed move: its event, then its outcome.
 func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolWrite) (*SwitchResult, error) {
+	// A confirm whose claim another writer took wrote nothing: no move to
+	// report (see supersededEnds).
+	if supersededEnds(ctx, w) {
+		return superseded(), nil
+	}
 	// A confirm that found the pool gone ends the switch, unless an earlier
 	// attempt had moved the class before the pool went (its completion lost
 	// with a worker): that move is recorded like any other. Histories from
 	// before this change never carry Landed, so they never get here.
-	if supersededEnds(ctx, w) {
-		return superseded(), nil
-	}
 	if w.PoolGone && (!w.Landed || !s.eventsLostConfirms(ctx)) {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
