@@ -30,8 +30,11 @@ DEVSTACK_FLAGS ?=
 # Files controller-gen writes; `verify` fails when they are stale.
 GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac
 
-# Packages whose +kubebuilder:rbac markers make deploy/rbac.
-RBAC_DIRS := activities starter worker internal
+# Packages whose +kubebuilder:rbac markers make each process's roles in
+# deploy/rbac/PROCESS: a ClusterRole ate-orchestrator-PROCESS, and a Role of
+# the same name for the markers with a namespace (leader election).
+RBAC_WORKER_DIRS := activities internal/poolkeeper internal/workerapp worker
+RBAC_STARTER_DIRS := internal/starterapp starter
 
 .PHONY: help
 help: ## List the targets.
@@ -46,7 +49,8 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
 	hack/tools/install.sh controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
-	$(BIN)/controller-gen rbac:roleName=ate-orchestrator $(foreach d,$(RBAC_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac
+	$(BIN)/controller-gen rbac:roleName=ate-orchestrator-worker $(foreach d,$(RBAC_WORKER_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac/worker
+	$(BIN)/controller-gen rbac:roleName=ate-orchestrator-starter $(foreach d,$(RBAC_STARTER_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac/starter
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow determinism.

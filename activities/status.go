@@ -37,7 +37,9 @@ type PoolWrite struct {
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 	// Superseded comes from a Claim that expected the class on a config and
 	// found it elsewhere: another switch moved it since the move was
-	// decided. Nothing was written.
+	// decided; or from a Confirm or RollBack of a claim that the class's
+	// pendingConfigRef no longer names (another switch claimed, confirmed
+	// or cleared since). Nothing was written.
 	Superseded bool `json:"superseded,omitempty"`
 	// ResourceVersion is the pool's resourceVersion after this call: the
 	// write's, or the one read when there was nothing to write. The next
@@ -64,6 +66,9 @@ const confirmLanded = "landed"
 // costs less than a write bound to conflict.
 func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
 	if err := validatePool(ref); err != nil {
+		return nil, err
+	}
+	if err := checkCaller(ctx, ref); err != nil {
 		return nil, err
 	}
 	res := &PoolWrite{}
@@ -208,8 +213,18 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	if in.Config == "" {
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
+	var superseded bool
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
+			st := pool.Status.ClassStatus(in.Class)
+			// The claim still stands, or an earlier attempt of this confirm
+			// landed (the same write again changes nothing). Anything else:
+			// another writer took the class since the claim, and this
+			// config may have been released meanwhile.
+			landed := st != nil && st.PendingConfigRef == nil && st.ConfigRef.NameOf() == in.Config
+			if superseded = !landed && (st == nil || st.PendingConfigRef.NameOf() != in.Config); superseded {
+				return
+			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 			entry.PendingConfigRef = nil
@@ -219,6 +234,10 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 		})
 	if err != nil {
 		return res, err
+	}
+	if superseded && !res.PoolGone {
+		res.Superseded = true
+		return res, nil
 	}
 	// If this attempt's completion is lost (the worker dies now) and the
 	// pool is gone by the retry, the retry cannot read the write back: it
@@ -239,7 +258,7 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 	if in.Reason == "" {
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
-	var confirmed bool
+	var confirmed, superseded bool
 	var since *metav1.Time
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
@@ -248,6 +267,9 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 				entry.ConfigRef != nil && entry.ConfigRef.Name == in.Config
 			if confirmed {
 				return // an earlier run of the switch's task confirmed: keep it
+			}
+			if superseded = in.Claimed && entry.PendingConfigRef.NameOf() != in.Config && !rolledBack(entry, in); superseded {
+				return // another writer took the class since the claim
 			}
 			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {
 				entry.PendingConfigRef = nil
@@ -261,6 +283,10 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 	if err != nil {
 		return res, err
 	}
+	if superseded && !res.PoolGone {
+		res.Superseded = true
+		return res, nil
+	}
 	if in.Local {
 		res.FailingSince = since
 	}
@@ -271,6 +297,15 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 		res.Landed = a.landedBeforeGone(ctx, in)
 	}
 	return res, nil
+}
+
+// rolledBack reports whether the class already shows this roll back (an
+// earlier attempt landed, its completion lost): the claim cleared and the
+// Resolved condition False with this reason and message.
+func rolledBack(entry *v1alpha1.WorkerPoolSandboxClassStatus, in SettleInput) bool {
+	c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved)
+	return entry.PendingConfigRef == nil && c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == in.Reason && c.Message == in.Message
 }
 
 // AbandonClaim clears a class's pendingConfigRef when it still names

@@ -156,7 +156,7 @@ func TestComposeOrchestrator(t *testing.T) {
 		if vol == nil || vol.Type != types.VolumeTypeVolume {
 			t.Errorf("service %s: KUBECONFIG %s is not in a named volume", name, env("KUBECONFIG"))
 		} else if w := mountAt(service(t, p, "kube-setup"), "/kube"); w == nil || w.Source != vol.Source || w.ReadOnly {
-			t.Errorf("service %s reads the kubeconfig from volume %s, which kube-setup does not write at /kube (hack/compose/kube-setup.sh's KUBECONFIG_OUT)", name, vol.Source)
+			t.Errorf("service %s reads the kubeconfig from volume %s, which kube-setup does not write at /kube (hack/compose/kube-setup.sh's KUBECONFIG_DIR)", name, vol.Source)
 		}
 
 		// The same Temporal as the setup job prepared.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,8 +20,8 @@ import (
 
 // docker-compose.yaml's kube-setup job, hack/compose/kube-setup.sh, run with
 // the machine's kubectl against the test API server instead of k3s: it
-// installs the CRDs, RBAC and samples, and writes a kubeconfig with which
-// the ServiceAccount can do what the orchestrator does, and no more.
+// installs the CRDs, RBAC and samples, and writes a kubeconfig per process
+// with which its ServiceAccount can do what that process does, and no more.
 func TestKubeSetupScript(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -31,13 +32,13 @@ func TestKubeSetupScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	out := filepath.Join(t.TempDir(), "config")
+	outDir := t.TempDir()
 	cmd := exec.CommandContext(ctx, "sh", filepath.Join(repoRoot(t), "hack", "compose", "kube-setup.sh"))
 	cmd.Env = append(os.Environ(),
 		"ADMIN_KUBECONFIG="+env.KubeconfigPath,
 		"KUBE_SERVER=", // the admin kubeconfig's
 		"DEPLOY_DIR="+filepath.Join(repoRoot(t), "deploy"),
-		"KUBECONFIG_OUT="+out,
+		"KUBECONFIG_DIR="+outDir,
 		"KUBECONFIG=/nonexistent", // the script must name its kubeconfig
 	)
 	output, err := cmd.CombinedOutput()
@@ -45,8 +46,10 @@ func TestKubeSetupScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kube-setup.sh: %v", err)
 	}
-	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm()&0o004 == 0 {
-		t.Fatalf("the kubeconfig is not readable by the worker's uid 65532: %v %v", fi, err)
+	for _, process := range []string{"worker", "starter"} {
+		if fi, err := os.Stat(filepath.Join(outDir, process)); err != nil || fi.Mode().Perm()&0o004 == 0 {
+			t.Fatalf("the %s's kubeconfig is not readable by the processes' uid 65532: %v %v", process, fi, err)
+		}
 	}
 
 	// The samples are in.
@@ -55,25 +58,36 @@ func TestKubeSetupScript(t *testing.T) {
 		t.Errorf("the sample WorkerPool: %v", err)
 	}
 
-	// The kubeconfig is the ServiceAccount's.
-	cfg, err := clientcmd.BuildConfigFromFlags("", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pools atev1alpha1.WorkerPoolList
-	if err := sa.List(ctx, &pools); err != nil {
-		t.Errorf("the ServiceAccount cannot list WorkerPools: %v", err)
-	}
-	var configs atev1alpha1.SandboxConfigList
-	if err := sa.List(ctx, &configs); err != nil {
-		t.Errorf("the ServiceAccount cannot list SandboxConfigs: %v", err)
-	}
-	var secrets corev1.SecretList
-	if err := sa.List(ctx, &secrets, client.InNamespace("ate-system")); !apierrors.IsForbidden(err) {
-		t.Errorf("listing Secrets as the ServiceAccount: got %v, want Forbidden (is it an admin kubeconfig?)", err)
+	// Each kubeconfig is its process's ServiceAccount's: both read pools
+	// and configs, only the worker reads Deployments, neither Secrets.
+	for _, process := range []string{"worker", "starter"} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(outDir, process))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pools atev1alpha1.WorkerPoolList
+		if err := sa.List(ctx, &pools); err != nil {
+			t.Errorf("the %s's ServiceAccount cannot list WorkerPools: %v", process, err)
+		}
+		var configs atev1alpha1.SandboxConfigList
+		if err := sa.List(ctx, &configs); err != nil {
+			t.Errorf("the %s's ServiceAccount cannot list SandboxConfigs: %v", process, err)
+		}
+		var deployments appsv1.DeploymentList
+		err = sa.List(ctx, &deployments)
+		if process == "worker" && err != nil {
+			t.Errorf("the worker's ServiceAccount cannot list Deployments: %v", err)
+		}
+		if process == "starter" && !apierrors.IsForbidden(err) {
+			t.Errorf("listing Deployments as the starter's ServiceAccount: got %v, want Forbidden", err)
+		}
+		var secrets corev1.SecretList
+		if err := sa.List(ctx, &secrets, client.InNamespace("ate-system")); !apierrors.IsForbidden(err) {
+			t.Errorf("listing Secrets as the %s's ServiceAccount: got %v, want Forbidden (is it an admin kubeconfig?)", process, err)
+		}
 	}
 }

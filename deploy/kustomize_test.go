@@ -86,13 +86,44 @@ func TestKustomizeObjects(t *testing.T) {
 	find(t, objs, "Namespace", systemNamespace, nil)
 	find(t, objs, "CustomResourceDefinition", "workerpools.ate.dev", nil)
 	find(t, objs, "CustomResourceDefinition", "sandboxconfigs.ate.dev", nil)
-	find(t, objs, "ServiceAccount", "ate-orchestrator", nil)
-	find(t, objs, "ClusterRole", "ate-orchestrator", nil)
-	var crb rbacv1.ClusterRoleBinding
-	if find(t, objs, "ClusterRoleBinding", "ate-orchestrator", &crb) {
-		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ate-orchestrator", Namespace: systemNamespace}}
-		if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != "ate-orchestrator" || !slices.Equal(crb.Subjects, want) {
-			t.Errorf("the ClusterRoleBinding binds %+v to %+v, want ClusterRole ate-orchestrator to %+v", crb.RoleRef, crb.Subjects, want)
+	// Each process its own identity, bound to its own generated roles: a
+	// ClusterRole, and a Role in ate-system for its leader election.
+	for _, process := range []string{"worker", "starter"} {
+		name := "ate-orchestrator-" + process
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: systemNamespace}}
+		find(t, objs, "ServiceAccount", name, nil)
+		find(t, objs, "ClusterRole", name, nil)
+		var crb rbacv1.ClusterRoleBinding
+		if find(t, objs, "ClusterRoleBinding", name, &crb) {
+			if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != name || !slices.Equal(crb.Subjects, want) {
+				t.Errorf("ClusterRoleBinding %s binds %+v to %+v, want ClusterRole %s to %+v", name, crb.RoleRef, crb.Subjects, name, want)
+			}
+		}
+		var role rbacv1.Role
+		if find(t, objs, "Role", name, &role) {
+			for _, r := range role.Rules {
+				if slices.Contains(r.APIGroups, "coordination.k8s.io") && !slices.Equal(r.Resources, []string{"leases"}) {
+					t.Errorf("Role %s grants %v in coordination.k8s.io, want leases only", name, r.Resources)
+				}
+			}
+		}
+		var rb rbacv1.RoleBinding
+		if find(t, objs, "RoleBinding", name, &rb) {
+			if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != name || !slices.Equal(rb.Subjects, want) {
+				t.Errorf("RoleBinding %s binds %+v to %+v, want Role %s to %+v", name, rb.RoleRef, rb.Subjects, name, want)
+			}
+		}
+	}
+	// No ClusterRole grants Leases: they are granted in ate-system only.
+	for _, o := range objs {
+		var cr rbacv1.ClusterRole
+		if o.GetKind() != "ClusterRole" || runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cr) != nil {
+			continue
+		}
+		for _, r := range cr.Rules {
+			if slices.Contains(r.APIGroups, "coordination.k8s.io") {
+				t.Errorf("ClusterRole %s grants %v in coordination.k8s.io in every namespace", cr.Name, r.Resources)
+			}
 		}
 	}
 
@@ -145,8 +176,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, command, configName str
 		errorf("replicas %v, want 2", d.Spec.Replicas)
 	}
 	pod := d.Spec.Template.Spec
-	if pod.ServiceAccountName != "ate-orchestrator" {
-		errorf("serviceAccountName %q, want ate-orchestrator", pod.ServiceAccountName)
+	if want := "ate-orchestrator-" + command; pod.ServiceAccountName != want {
+		errorf("serviceAccountName %q, want %s", pod.ServiceAccountName, want)
 	}
 	if len(pod.Containers) != 1 {
 		errorf("%d containers, want 1", len(pod.Containers))
@@ -267,7 +298,7 @@ func TestKustomizeAppliesToAPIServer(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("applied (dry run) %d objects: %v", len(objs), kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
 		t.Errorf("applied kinds %v, want %v", slices.Sorted(maps.Keys(kinds)), want)
 	}
 }

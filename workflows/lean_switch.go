@@ -211,6 +211,11 @@ func rollBackLean(ctx workflow.Context, s steps, in SwitchInput, check activitie
 	if w.PoolGone {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
+	if supersededEnds(ctx, &w) {
+		// Another writer took the class since the claim: its state is not
+		// this switch's to report.
+		return superseded(), nil
+	}
 	// The Warning of this appearance of the failure: the pool reconciler
 	// reports the same one under the same name, so it is recorded once.
 	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)

@@ -47,7 +47,7 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 				env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
 				env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 
-				env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+				executeSwitch(env, in)
 				require.NoError(t, env.GetWorkflowError())
 				require.Equal(t, want, *order)
 				env.AssertExpectations(t)

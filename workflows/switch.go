@@ -53,6 +53,9 @@ func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
 		}
 		return leanSwitch(ctx, wfapi.PoolRef{Namespace: ns, Name: name}, in)
 	}
+	if err := ownPool(ctx, in.Pool); err != nil {
+		return nil, err
+	}
 	ctx = withActivities(ctx)
 	log := workflow.GetLogger(ctx)
 	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To)
@@ -170,6 +173,11 @@ func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*Sw
 
 // switched reports a confirmed move: its event, then its outcome.
 func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolWrite) (*SwitchResult, error) {
+	// A confirm whose claim another writer took wrote nothing: no move to
+	// report (see supersededEnds).
+	if supersededEnds(ctx, w) {
+		return superseded(), nil
+	}
 	// A confirm that found the pool gone ends the switch, unless an earlier
 	// attempt had moved the class before the pool went (its completion lost
 	// with a worker): that move is recorded like any other. Histories from
@@ -202,12 +210,15 @@ func rollBack(ctx workflow.Context, s steps, in SwitchInput, check activities.Ta
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message, ResourceVersion: claimed,
+		Reason: check.Reason, Message: message, ResourceVersion: claimed, Claimed: claimed != "",
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
 	if w.PoolGone {
 		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if supersededEnds(ctx, &w) {
+		return superseded(), nil
 	}
 	if err := s.run(ctx, act.RecordEvent,
 		warning(in.Pool, in.Class, check.Reason, message, in.Generation)).Get(ctx, nil); err != nil {

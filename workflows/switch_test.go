@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -51,6 +52,13 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 		*all = append(*all, local(info.ActivityType.Name))
 	})
 	return env, regular, all
+}
+
+// executeSwitch runs a switch of the older shape under the ID its pool
+// workflow gives it: such a switch acts only on the pool its ID names.
+func executeSwitch(env *testsuite.TestWorkflowEnvironment, in SwitchInput) {
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name, 1)})
+	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
 }
 
 func local(activity string) string { return activity + " (local)" }
@@ -154,7 +162,7 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 					return nil
 				})
 
-				env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+				executeSwitch(env, switchIn)
 				require.True(t, env.IsWorkflowCompleted())
 				require.NoError(t, env.GetWorkflowError())
 				var res SwitchResult
@@ -179,7 +187,7 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
-	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+	executeSwitch(env, in)
 	require.NoError(t, env.GetWorkflowError())
 	env.AssertExpectations(t)
 }
@@ -197,7 +205,7 @@ func TestSwitchRunsOnlyThePoolWritesAsRegularActivities(t *testing.T) {
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil)
-	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+	executeSwitch(env, in)
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"Protect (local)", "Claim", "ReadConfig (local)", "Confirm", "RecordEvent (local)", "WakeReleases (local)"}, *order)
 }
@@ -214,7 +222,7 @@ func TestSwitchRetriesAFailedClaim(t *testing.T) {
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
 			require.Equal(t, want, *order)
 			env.AssertExpectations(t)
@@ -246,7 +254,7 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
 			want := []string{local("Protect"), "Claim"}
 			for range tt.failures + 1 {
@@ -271,7 +279,7 @@ func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+			executeSwitch(env, in)
 			require.NoError(t, env.GetWorkflowError())
 			require.Equal(t, want, *order)
 			env.AssertExpectations(t)
@@ -286,7 +294,7 @@ func TestSwitchEndsQuietlyWhenThePoolIsGone(t *testing.T) {
 			want := atVersion(env, v, "Protect", "Claim")
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true}, nil)
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
 			var res SwitchResult
 			require.NoError(t, env.GetWorkflowResult(&res))
@@ -321,7 +329,7 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 				env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
 					return in.Reason == "SandboxConfigSwitched"
 				})).Return(nil).Maybe()
-				env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+				executeSwitch(env, switchIn)
 				require.NoError(t, env.GetWorkflowError())
 				var res SwitchResult
 				require.NoError(t, env.GetWorkflowResult(&res))

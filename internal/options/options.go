@@ -11,7 +11,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -51,6 +53,11 @@ type setting struct {
 	dst                   func(*Options) *string
 }
 
+// secretFlags never show their value: a flag's default is its environment
+// variable's value, and the flag package prints defaults in the usage that
+// -h and every mistyped flag show (and a Deployment's logs keep).
+var secretFlags = map[string]bool{"temporal-api-key": true}
+
 var settings = []setting{
 	{"kubeconfig", "KUBECONFIG", "", "path to a kubeconfig; empty: in-cluster config, then ~/.kube/config",
 		func(o *Options) *string { return &o.Kubeconfig }},
@@ -68,7 +75,7 @@ var settings = []setting{
 		func(o *Options) *string { return &o.TLSKeyFile }},
 	{"temporal-tls-server-name", "TEMPORAL_TLS_SERVER_NAME", "", "server name to verify the Temporal server's certificate against; enables TLS",
 		func(o *Options) *string { return &o.TLSServerName }},
-	{"temporal-api-key", "TEMPORAL_API_KEY", "", "API key for Temporal (e.g. Temporal Cloud); implies TLS",
+	{"temporal-api-key", "TEMPORAL_API_KEY", "", "API key for Temporal (e.g. Temporal Cloud); implies TLS; its value is never shown",
 		func(o *Options) *string { return &o.APIKey }},
 	{"metrics-bind-address", "METRICS_BIND_ADDRESS", DefaultMetricsBindAddress, `address of the Prometheus metrics endpoint; "0" disables it`,
 		func(o *Options) *string { return &o.MetricsBindAddress }},
@@ -95,10 +102,48 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			existing.DefValue = def
 			existing.Usage = usage
 			existing.Value = teeValue{Value: existing.Value, dst: dst}
-			continue
+		} else {
+			fs.StringVar(dst, s.flag, def, usage)
 		}
-		fs.StringVar(dst, s.flag, def, usage)
+		if secretFlags[s.flag] || LooksLikeKeyMaterial(def) {
+			// An empty DefValue is the zero value: the usage prints no
+			// default at all, so it does not even tell that one is set.
+			fs.Lookup(s.flag).DefValue = ""
+		}
 	}
+}
+
+// LooksLikeKeyMaterial reports whether a setting that should hold a path
+// holds PEM or other multi-line content instead (TEMPORAL_TLS_KEY set to
+// the key itself, a common slip): such a value is never printed.
+func LooksLikeKeyMaterial(v string) bool {
+	return strings.Contains(v, "-----BEGIN") || strings.ContainsAny(v, "\n\r")
+}
+
+// String keeps secrets out of anything that prints Options with %v or %+v.
+func (o Options) String() string {
+	return fmt.Sprintf("{Kubeconfig:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s HealthProbeBindAddress:%s}",
+		o.Kubeconfig, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, o.TLSCAFile, o.TLSCertFile,
+		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.HealthProbeBindAddress)
+}
+
+// LogValue keeps secrets out of slog lines that log Options.
+func (o Options) LogValue() slog.Value { return slog.StringValue(o.String()) }
+
+// redacted says whether a secret is set, never what it is.
+func redacted(v string) string {
+	if v == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// redactPath prints a path, unless it is key material itself.
+func redactPath(v string) string {
+	if LooksLikeKeyMaterial(v) {
+		return redacted(v)
+	}
+	return v
 }
 
 // teeValue sets a flag's original value and one of ours.
@@ -126,6 +171,12 @@ func (o *Options) Validate() error {
 	}
 	if o.TaskQueue == "" {
 		errs = append(errs, errors.New("--task-queue (TEMPORAL_TASK_QUEUE) must not be empty"))
+	}
+	if LooksLikeKeyMaterial(o.TLSKeyFile) {
+		errs = append(errs, errors.New("--temporal-tls-key (TEMPORAL_TLS_KEY) holds key material, not a path: mount the key as a file and give its path"))
+	}
+	if LooksLikeKeyMaterial(o.TLSCertFile) || LooksLikeKeyMaterial(o.TLSCAFile) {
+		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-ca (TEMPORAL_TLS_CERT, TEMPORAL_TLS_CA) take paths, not PEM content"))
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert (TEMPORAL_TLS_CERT) and --temporal-tls-key (TEMPORAL_TLS_KEY) must be set together"))

@@ -26,9 +26,15 @@ import (
 	"ate.dev/orchestrator/internal/poolwatch"
 )
 
+// The starter's rights (`make generate` writes them into deploy/rbac/starter):
+// it reads WorkerPools and SandboxConfigs through its cache, cluster-wide,
+// and writes nothing to Kubernetes but its leader election Lease and the
+// core/v1 events controller-runtime records about it, in its own namespace
+// only (a Role). It does not watch Deployments.
+//
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system
 
 // LeaseName names the starter's leader election Lease.
 const LeaseName = "ate-orchestrator-starter"

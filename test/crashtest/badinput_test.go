@@ -126,14 +126,30 @@ func TestBadInput(t *testing.T) {
 		ref := activities.PoolRef{Namespace: ns, Name: "real"}
 		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, workflows.SwitchInput{}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
-		expectClosed(t, start("switch-no-config", wfapi.SwitchWorkflow, workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}),
+		// A switch of the older shape (a pool workflow's child) runs only
+		// under an ID of its pool's: these carry one.
+		child := func(pool string, n int) client.WorkflowRun {
+			t.Helper()
+			in := workflows.SwitchInput{Pool: activities.PoolRef{Namespace: ns, Name: pool}, Class: v1alpha1.SandboxClassGVisor}
+			switch n {
+			case 101:
+			case 102:
+				in.Class, in.To = "kata", cfg("spare")
+			default:
+				in.To = cfg("no-such-config")
+			}
+			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(ns, pool, n), TaskQueue: tq}, wfapi.SwitchWorkflow, in)
+			require.NoError(t, err)
+			return run
+		}
+		expectClosed(t, child("real", 101),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "protecting a SandboxConfig needs its name and the sandbox class")
-		expectClosed(t, start("switch-ghost-pool", wfapi.SwitchWorkflow, workflows.SwitchInput{
-			Pool: activities.PoolRef{Namespace: ns, Name: "ghost"}, Class: v1alpha1.SandboxClassGVisor, To: cfg("no-such-config"),
-		}), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
-		expectClosed(t, start("switch-unknown-class", wfapi.SwitchWorkflow, workflows.SwitchInput{
-			Pool: ref, Class: "kata", To: cfg("spare"),
-		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `Unsupported value: "kata"`)
+		expectClosed(t, child("ghost", 1), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
+		expectClosed(t, child("real", 102), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `Unsupported value: "kata"`)
+		// Under any other ID it does nothing at all.
+		expectClosed(t, start("switch-someone-elses", wfapi.SwitchWorkflow, workflows.SwitchInput{
+			Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare"),
+		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch acts only on the pool its ID names")
 		// A pool's switch acts on the pool its ID names, whatever its input.
 		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
 			wfapi.SwitchWorkflow, workflows.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})

@@ -27,10 +27,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/workerapp"
 	"ate.dev/orchestrator/test/testenv"
@@ -53,6 +55,12 @@ type Product struct {
 	// NoStarter makes Start run the worker alone: a test then plays the
 	// starter, or an operator, by hand.
 	NoStarter bool
+	// Optional: the worker's and the starter's API server identities
+	// (default Env.RestConfig, an admin), e.g. impersonating their
+	// ServiceAccounts, and the namespace of their leader election Leases
+	// (default: no leader election).
+	WorkerRest, StarterRest *rest.Config
+	LeaderElectionNamespace string
 }
 
 // QuietLog logs warnings and errors only, so test output stays readable.
@@ -124,10 +132,19 @@ func (p *Product) Start(t testing.TB) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(2)
+	workerRest, starterRest := p.Env.RestConfig, p.Env.RestConfig
+	if p.WorkerRest != nil {
+		workerRest = p.WorkerRest
+	}
+	if p.StarterRest != nil {
+		starterRest = p.StarterRest
+	}
+	elect := options.LeaderElection{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
 	go func() {
 		defer wg.Done()
-		errs <- workerapp.Run(ctx, workerapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
-			Worker: worker.Options{Interceptors: p.Interceptors}})
+		errs <- workerapp.Run(ctx, workerapp.Config{Rest: workerRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
+			Worker:         worker.Options{Interceptors: p.Interceptors},
+			LeaderElection: elect})
 	}()
 	go func() {
 		defer wg.Done()
@@ -135,8 +152,9 @@ func (p *Product) Start(t testing.TB) {
 			<-ctx.Done()
 			return
 		}
-		errs <- starterapp.Run(ctx, starterapp.Config{Rest: p.Env.RestConfig, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
-			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr})
+		errs <- starterapp.Run(ctx, starterapp.Config{Rest: starterRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
+			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr,
+			LeaderElection: elect})
 	}()
 	p.halt = func() {
 		cancel()

@@ -1,0 +1,122 @@
+package activities
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Confirm and RollBack write only while the class's pendingConfigRef names
+// their config: a claim another writer displaced, confirmed or cleared is
+// superseded, and nothing is written. Their own retries still land once.
+func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
+	ctx := context.Background()
+	claim := func(config string) func(t *testing.T, f *statusFixture) {
+		return func(t *testing.T, f *statusFixture) {
+			_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: config})
+			require.NoError(t, err)
+		}
+	}
+	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
+	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Local: true, Claimed: true}
+	tests := []struct {
+		name       string
+		before     []func(t *testing.T, f *statusFixture)
+		confirm    bool
+		in         SettleInput
+		superseded bool
+		wantConfig string
+		wantPend   string
+	}{
+		{name: "confirm of a standing claim", before: nil, confirm: true, in: confirm, wantConfig: "new"},
+		{name: "confirm of a claim another switch displaced", before: nil, confirm: true, in: confirm,
+			superseded: true, wantConfig: "old", wantPend: "other"},
+		{name: "confirm of a claim another switch cleared", confirm: true, in: confirm,
+			superseded: true, wantConfig: "old"},
+		{name: "roll back of a standing claim", in: rollBack, wantConfig: "old"},
+		{name: "roll back of a claim another switch displaced", in: rollBack,
+			superseded: true, wantConfig: "old", wantPend: "other"},
+		{name: "roll back with no claim (protection refused) writes its condition", in: func() SettleInput { r := rollBack; r.Claimed = false; return r }(),
+			wantConfig: "old", wantPend: "other"},
+	}
+	// The state before each settle: "new" claimed, then changed by the
+	// case's other writer.
+	tests[0].before = []func(*testing.T, *statusFixture){claim("new")}
+	tests[1].before = []func(*testing.T, *statusFixture){claim("new"), claim("other")}
+	tests[2].before = []func(*testing.T, *statusFixture){claim("new"), func(t *testing.T, f *statusFixture) {
+		_, err := f.acts.AbandonClaim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"})
+		require.NoError(t, err)
+	}}
+	tests[3].before = []func(*testing.T, *statusFixture){claim("new")}
+	tests[4].before = []func(*testing.T, *statusFixture){claim("new"), claim("other")}
+	tests[5].before = []func(*testing.T, *statusFixture){claim("other")}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newStatusFixture(t)
+			for _, b := range tt.before {
+				b(t, f)
+			}
+			in := tt.in
+			in.Pool = f.ref
+			settle := f.acts.RollBack
+			if tt.confirm {
+				settle = f.acts.Confirm
+			}
+			before := f.pool(t)
+			res, err := settle(ctx, in)
+			require.NoError(t, err)
+			require.Equal(t, tt.superseded, res.Superseded)
+			got := f.pool(t)
+			if tt.superseded {
+				require.False(t, res.Wrote)
+				require.Equal(t, before.ResourceVersion, got.ResourceVersion, "a superseded settle writes nothing")
+			} else {
+				require.True(t, res.Wrote)
+				// A retry (the completion lost) writes nothing more and is
+				// not taken for a takeover.
+				again, err := settle(ctx, in)
+				require.NoError(t, err)
+				require.False(t, again.Wrote)
+				require.False(t, again.Superseded, "a retry of a landed settle is not superseded")
+			}
+			st := got.Status.ClassStatus(gvisor)
+			require.Equal(t, tt.wantConfig, st.ConfigRef.NameOf())
+			require.Equal(t, tt.wantPend, st.PendingConfigRef.NameOf())
+			if !tt.superseded && !tt.confirm {
+				c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+				require.NotNil(t, c)
+				require.Equal(t, metav1.ConditionFalse, c.Status)
+			}
+		})
+	}
+}
+
+func TestCallerNamesPool(t *testing.T) {
+	ref := PoolRef{Namespace: "ns", Name: "pool"}
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{wfapi.PoolSwitchWorkflowID("ns", "pool"), true},
+		{wfapi.SwitchWorkflowID("ns", "pool", 3), true},
+		{wfapi.PoolWorkflowID("ns", "pool"), true},
+		{wfapi.PoolSwitchWorkflowID("ns", "other"), false},
+		{wfapi.PoolSwitchWorkflowID("other", "pool"), false},
+		{wfapi.PoolSwitchWorkflowID("ns", "pool-2"), false},
+		{wfapi.PoolWorkflowID("ns", "poo"), false},
+		{wfapi.ReleaseWorkflowID("pool"), false},
+		{"my-switch", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			require.Equal(t, tt.want, callerNamesPool(tt.id, ref))
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package options
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The secrets every test below plants; none may appear in what the
+// processes print.
+const (
+	apiKeySecret = "tk_live_8f3a9c-API-KEY-SECRET"
+	// A key given as content instead of a path (TEMPORAL_TLS_KEY set to the
+	// PEM itself).
+	inlineKeySecret = "-----BEGIN EC PRIVATE KEY-----\nINLINE-KEY-SECRET\n-----END EC PRIVATE KEY-----\n"
+	// The content of a key file that is not a valid key.
+	keyFileSecret = "KEY-FILE-CONTENT-SECRET"
+)
+
+// processFlags binds every flag a process binds, as the worker's main does.
+func processFlags(out *bytes.Buffer) (*flag.FlagSet, *Options) {
+	var o Options
+	var w WorkerOptions
+	var l LeaderElection
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(out)
+	o.BindFlags(fs)
+	w.BindFlags(fs)
+	l.BindFlags(fs)
+	return fs, &o
+}
+
+func TestSecretsNeverInUsage(t *testing.T) {
+	tests := []struct {
+		name, env, value, secret string
+	}{
+		{name: "API key", env: "TEMPORAL_API_KEY", value: apiKeySecret, secret: apiKeySecret},
+		{name: "TLS key given as content", env: "TEMPORAL_TLS_KEY", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
+	}
+	for _, tt := range tests {
+		for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-temporal-address"}} {
+			t.Run(tt.name+" "+strings.Join(args, " "), func(t *testing.T) {
+				t.Setenv(tt.env, tt.value)
+				var out bytes.Buffer
+				fs, o := processFlags(&out)
+				require.Error(t, fs.Parse(args), "the usage is printed on a parse error or -h")
+				require.Contains(t, out.String(), "-temporal-api-key", "the usage lists the flags")
+				require.NotContains(t, out.String(), tt.secret)
+				// The value is still taken from the environment.
+				require.Contains(t, []string{o.APIKey, o.TLSKeyFile}, tt.value)
+			})
+		}
+	}
+}
+
+// A flag that is not secret keeps its environment default in the usage:
+// hiding is for secrets only.
+func TestUsageShowsPlainDefaults(t *testing.T) {
+	t.Setenv("TEMPORAL_TLS_KEY", "/etc/ate/temporal-tls/tls.key")
+	var out bytes.Buffer
+	fs, _ := processFlags(&out)
+	require.Error(t, fs.Parse([]string{"-h"}))
+	require.Contains(t, out.String(), "/etc/ate/temporal-tls/tls.key")
+}
+
+func TestSecretsNeverInErrors(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, _ := writeCertificates(t, dir)
+	badKey := filepath.Join(dir, "bad-key.pem")
+	require.NoError(t, os.WriteFile(badKey, []byte(keyFileSecret), 0o600))
+	pemBadKey := filepath.Join(dir, "pem-bad-key.pem")
+	require.NoError(t, os.WriteFile(pemBadKey,
+		[]byte("-----BEGIN EC PRIVATE KEY-----\n"+keyFileSecret+"\n-----END EC PRIVATE KEY-----\n"), 0o600))
+	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: apiKeySecret}
+
+	tests := []struct {
+		name    string
+		mutate  func(*Options)
+		secret  string
+		wantErr string
+	}{
+		{name: "key file that is no PEM", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, badKey },
+			secret: keyFileSecret, wantErr: "loading the Temporal client certificate"},
+		{name: "key file with a broken PEM block", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, pemBadKey },
+			secret: keyFileSecret, wantErr: "loading the Temporal client certificate"},
+		{name: "certificate given as the key", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, ca },
+			secret: apiKeySecret, wantErr: "loading the Temporal client certificate"},
+		{name: "key content given as the path", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, inlineKeySecret },
+			secret: "INLINE-KEY-SECRET", wantErr: "holds key material, not a path"},
+		{name: "API key with an invalid option", mutate: func(o *Options) { o.TemporalNamespace = "" },
+			secret: apiKeySecret, wantErr: "--temporal-namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			tt.mutate(&o)
+			_, err := o.TemporalClientOptions()
+			require.ErrorContains(t, err, tt.wantErr)
+			require.NotContains(t, err.Error(), tt.secret)
+			require.NotContains(t, err.Error(), apiKeySecret)
+		})
+	}
+}
+
+func TestOptionsPrintWithoutSecrets(t *testing.T) {
+	o := Options{TemporalAddress: "temporal:7233", APIKey: apiKeySecret, TLSKeyFile: inlineKeySecret}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("options", "options", o)
+	for _, printed := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%v", &o), logged.String()} {
+		require.Contains(t, printed, "temporal:7233")
+		require.Contains(t, printed, "[redacted]", "a set secret shows as set")
+		require.NotContains(t, printed, apiKeySecret)
+		require.NotContains(t, printed, "INLINE-KEY-SECRET")
+	}
+}

@@ -1,0 +1,12 @@
+package workerapp
+
+// The worker's rights beyond those of its activities (activities/) and its
+// pool reconciler (internal/poolkeeper): the Lease its replicas elect the
+// pool reconciler's leader with, and the core/v1 events controller-runtime's
+// leader election records about it, both in the worker's own namespace
+// only (a Role; `make generate` writes it with the ClusterRole into
+// deploy/rbac/worker). A LEADER_ELECTION_NAMESPACE other than ate-system
+// needs the Role bound there instead.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system

@@ -1,0 +1,10 @@
+package rbac
+
+import (
+	"os"
+	"testing"
+
+	"ate.dev/orchestrator/test/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{})) }

@@ -1,0 +1,69 @@
+package rbac
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
+)
+
+// TestProductRunsUnderItsRoles runs the product's end-to-end path with the
+// worker and the starter authenticated as their ServiceAccounts, each
+// electing its leader through its Lease in ate-system: a pool resolves (its
+// Deployment applied), follows a new class default (claim, confirm, event)
+// and its old config, deleted, is released. Any request a role refuses
+// stalls that path and fails a wait.
+func TestProductRunsUnderItsRoles(t *testing.T) {
+	installRBAC(t)
+	env := testenv.Current()
+	cs, err := kubernetes.NewForConfig(env.RestConfig)
+	require.NoError(t, err)
+	p := &producttest.Product{
+		Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs,
+		WorkerRest: as(workerSA), StarterRest: as(starterSA),
+		LeaderElectionNamespace: systemNamespace,
+	}
+	p.Run(t)
+	ctx := context.Background()
+	kube := env.Kube
+	ns := env.Namespace(t)
+
+	// Both processes hold their Lease: only the leaders reconcile pools
+	// and start switches.
+	for _, lease := range []string{"ate-orchestrator-worker", "ate-orchestrator-starter"} {
+		producttest.Eventually(t, "Lease "+systemNamespace+"/"+lease+" held", func() (bool, string) {
+			var l coordinationv1.Lease
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: lease}, &l); err != nil {
+				return false, err.Error()
+			}
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", fmt.Sprintf("holder %v", l.Spec.HolderIdentity)
+		})
+	}
+
+	first := producttest.GVisorConfig("rbac-first", true)
+	require.NoError(t, kube.Create(ctx, first))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "pool", "")))
+	p.WaitForConfig(t, ns, "pool", "rbac-first", metav1.ConditionTrue)
+	p.WaitForDeployment(t, ns, "pool", 0)
+
+	// A newer class default: the starter starts a switch, the worker claims,
+	// confirms and records the event.
+	p.CreateAfterOthers(t, producttest.GVisorConfig("rbac-second", true))
+	p.WaitForConfig(t, ns, "pool", "rbac-second", metav1.ConditionTrue)
+	producttest.Eventually(t, "the switch's event", func() (bool, string) {
+		events := p.Events(t, ns, "pool")
+		return len(events) > 0, fmt.Sprintf("%q", events)
+	})
+
+	// The old config, deleted, is released: its finalizer removed.
+	require.NoError(t, kube.Delete(ctx, first))
+	p.WaitGone(t, first)
+}

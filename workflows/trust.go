@@ -1,0 +1,47 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Anyone who can start workflows on the task queue can start a switch, with
+// any input (docs/security.md). A switch therefore acts only on the pool its
+// workflow ID names: the lean switch takes its pool from the ID (see
+// leanSwitch), a switch of the older shape must carry an ID of its pool's
+// (ownPool), and the activities check the same again before any pool write.
+// And a switch whose claim was taken over by another writer ends as
+// superseded, without a write or an event (supersededEnds).
+
+// ownPool refuses a switch of the older shape, a pool workflow's child
+// "workerpool/<ns>/<name>/switch/<n>", whose ID names another pool than its
+// input. Histories recorded before the check replay without it (a
+// replayer need not know their IDs).
+func ownPool(ctx workflow.Context, pool wfapi.PoolRef) error {
+	if workflow.GetVersion(ctx, "switch-owns-its-pool", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	if !strings.HasPrefix(id, wfapi.PoolWorkflowID(pool.Namespace, pool.Name)+"/switch/") {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("switch workflow %q was given WorkerPool %s: a switch acts only on the pool its ID names", id, pool),
+			activities.ErrInvalidInput, nil)
+	}
+	return nil
+}
+
+// supersededEnds reports whether a Confirm or RollBack that found its claim
+// taken over ends the switch as superseded. It is asked only when the write
+// reports Superseded, which no history recorded before this change holds,
+// so those replay as they ran and others record the decision.
+func supersededEnds(ctx workflow.Context, w *activities.PoolWrite) bool {
+	return w.Superseded && workflow.GetVersion(ctx, "settle-superseded", workflow.DefaultVersion, 1) >= 1
+}
+
+func superseded() *SwitchResult { return &SwitchResult{Outcome: wfapi.OutcomeSuperseded} }
