@@ -70,6 +70,14 @@ func sdkMetricNames(t *testing.T) map[string]bool {
 		}
 	}
 	require.Greater(t, len(names), 40, "metric names found in %s", file)
+	// Names the SDK builds elsewhere: its gRPC interceptor's per-attempt
+	// request metrics (grpc_dialer.go, attemptSuffix) and its resource
+	// tuner's gauges (resource_tuner.go).
+	for _, n := range []string{"request", "request_failure", "request_latency", "long_request", "long_request_failure", "long_request_latency"} {
+		names["temporal_"+n+"_attempt"] = true
+	}
+	names["temporal_resource_slots_cpu_usage"] = true
+	names["temporal_resource_slots_mem_usage"] = true
 	return names
 }
 

@@ -12,4 +12,10 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{TemporalUI: true})) }
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{TemporalUI: true, TemporalDynamicConfig: map[string]string{
+		// Idle long polls return after 5 s instead of a minute, so that the
+		// empty-poll counter the alert ATEWorkerNotPolling reads exists soon.
+		"matching.longPollExpirationInterval": `"5s"`,
+	}}))
+}

@@ -82,6 +82,10 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
+	// The browser starts with the first action, and ends with the context
+	// of that action: start it on the browser's own context, so that the
+	// bounded contexts of the steps below do not take it down.
+	require.NoError(t, chromedp.Do(bctx), "starting %s", browser)
 	shot := func(name string) {
 		sctx, cancel := context.WithTimeout(bctx, 20*time.Second)
 		defer cancel()
@@ -112,7 +116,7 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	step("2-switch-history",
 		chromedp.Click(link),
 		chromedp.WaitVisible(`//*[normalize-space(text())="Claim"]`),
-		chromedp.WaitVisible(`//*[contains(text(), "Confirm")]`),
+		chromedp.WaitVisible(`//*[normalize-space(text())="Confirm"]`),
 	)
 	body, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
 	require.NoError(t, err)
