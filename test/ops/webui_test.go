@@ -40,6 +40,27 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// readmeQuery is the list query of the README's "Trace a pool in the Web
+// UI": the first code block of that section naming the pool ate-demo/counter.
+func readmeQuery(t *testing.T) string {
+	t.Helper()
+	root, err := servers.RepoRoot()
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Trace a pool in the Web UI\n")
+	require.True(t, ok, "README.md has no section Trace a pool in the Web UI")
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := strings.Split(section, "```")
+	for i := 1; i < len(blocks); i += 2 {
+		if q := strings.TrimSpace(blocks[i]); strings.Contains(q, `WorkerPool = "ate-demo/counter"`) {
+			return q
+		}
+	}
+	t.Fatalf("no query naming ate-demo/counter in the README's Trace a pool in the Web UI:\n%s", section)
+	return ""
+}
+
 // screenshots is where the pages are kept: _out/ is what CI keeps.
 func screenshots(t *testing.T) string {
 	t.Helper()
@@ -64,7 +85,7 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	p.WaitForConfig(t, ns, "counter", "gvisor-default", metav1.ConditionTrue)
 
 	// The README's query, for this test's pool.
-	query := fmt.Sprintf(`WorkerPool = "%s/counter" AND WorkflowType = "SandboxConfigSwitch"`, ns)
+	query := strings.ReplaceAll(readmeQuery(t), `"ate-demo/counter"`, fmt.Sprintf("%q", ns+"/counter"))
 	id := wfapi.PoolSwitchWorkflowID(ns, "counter")
 	// Visibility is eventually consistent: wait until the server lists the
 	// switch, so that the page is loaded once it can show it.
