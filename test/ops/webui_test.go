@@ -67,6 +67,8 @@ func screenshots(t *testing.T) string {
 	root, err := servers.RepoRoot()
 	require.NoError(t, err)
 	dir := filepath.Join(root, "_out", "webui")
+	// Only this run's pages: a failed page of an earlier run would mislead.
+	require.NoError(t, os.RemoveAll(dir))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	return dir
 }
