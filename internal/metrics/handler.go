@@ -18,10 +18,6 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// timerBuckets are the histogram buckets of timers, in seconds: task and
-// request latencies from a millisecond to a switch of a minute or more.
-var timerBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
-
 type kind int
 
 const (
@@ -61,20 +57,20 @@ func (h *Handler) WithTags(tags map[string]string) client.MetricsHandler {
 
 // Counter returns a counter; exported as <name>_total.
 func (h *Handler) Counter(name string) client.MetricsCounter {
-	s := h.store.series(name, counter, h.tags)
+	_, s := h.store.series(name, counter, h.tags)
 	return counterFunc(func(d int64) { h.store.add(s, float64(d)) })
 }
 
 // Gauge returns a gauge.
 func (h *Handler) Gauge(name string) client.MetricsGauge {
-	s := h.store.series(name, gauge, h.tags)
+	_, s := h.store.series(name, gauge, h.tags)
 	return gaugeFunc(func(v float64) { h.store.set(s, v) })
 }
 
 // Timer returns a timer; exported as a histogram <name>_seconds.
 func (h *Handler) Timer(name string) client.MetricsTimer {
-	s := h.store.series(name, timer, h.tags)
-	return timerFunc(func(d time.Duration) { h.store.observe(s, d.Seconds()) })
+	f, s := h.store.series(name, timer, h.tags)
+	return timerFunc(func(d time.Duration) { h.store.observe(f, s, d.Seconds()) })
 }
 
 type counterFunc func(int64)
@@ -95,9 +91,10 @@ type store struct {
 }
 
 type family struct {
-	name   string
-	kind   kind
-	series map[string]*series
+	name    string
+	kind    kind
+	buckets []float64 // upper bounds of a timer's histogram
+	series  map[string]*series
 }
 
 type series struct {
@@ -107,13 +104,16 @@ type series struct {
 	buckets []uint64
 }
 
-func (s *store) series(name string, k kind, tags map[string]string) *series {
+func (s *store) series(name string, k kind, tags map[string]string) (*family, *series) {
 	name = exportName(name, k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.families[name]
 	if f == nil {
 		f = &family{name: name, kind: k, series: map[string]*series{}}
+		if k == timer {
+			f.buckets = bucketsOf(name)
+		}
 		s.families[name] = f
 	}
 	key := seriesKey(tags)
@@ -125,11 +125,11 @@ func (s *store) series(name string, k kind, tags map[string]string) *series {
 		}
 		sr = &series{labels: labels}
 		if k == timer {
-			sr.buckets = make([]uint64, len(timerBuckets))
+			sr.buckets = make([]uint64, len(f.buckets))
 		}
 		f.series[key] = sr
 	}
-	return sr
+	return f, sr
 }
 
 func (s *store) add(sr *series, d float64) {
@@ -144,11 +144,11 @@ func (s *store) set(sr *series, v float64) {
 	s.mu.Unlock()
 }
 
-func (s *store) observe(sr *series, v float64) {
+func (s *store) observe(f *family, sr *series, v float64) {
 	s.mu.Lock()
 	sr.value += v
 	sr.count++
-	for i, b := range timerBuckets {
+	for i, b := range f.buckets {
 		if v <= b {
 			sr.buckets[i]++
 		}
@@ -166,7 +166,7 @@ func (s *store) Collect(ch chan<- prometheus.Metric) {
 	defer s.mu.Unlock()
 	for _, f := range s.families {
 		names := labelNames(f)
-		desc := prometheus.NewDesc(f.name, "Temporal SDK metric "+f.name+", or a product metric recorded through the SDK.", names, nil)
+		desc := prometheus.NewDesc(f.name, helpOf(f.name), names, nil)
 		for _, sr := range f.series {
 			values := make([]string, len(names))
 			for i, n := range names {
@@ -180,8 +180,8 @@ func (s *store) Collect(ch chan<- prometheus.Metric) {
 			case gauge:
 				m, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, sr.value, values...)
 			case timer:
-				buckets := make(map[float64]uint64, len(timerBuckets))
-				for i, b := range timerBuckets {
+				buckets := make(map[float64]uint64, len(f.buckets))
+				for i, b := range f.buckets {
 					buckets[b] = sr.buckets[i]
 				}
 				m, err = prometheus.NewConstHistogram(desc, sr.count, sr.value, buckets, values...)

@@ -22,11 +22,11 @@ func TestHandlerExportsCountersGaugesAndTimers(t *testing.T) {
 	switches.Timer("ate_switch_duration").Record(300 * time.Millisecond)
 
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ate_switches_total Temporal SDK metric ate_switches_total, or a product metric recorded through the SDK.
+# HELP ate_switches_total Switch workflows ended, by outcome (confirmed, rolled back, superseded, pool gone, up to date) and sandbox_class.
 # TYPE ate_switches_total counter
 ate_switches_total{class="",outcome="confirmed"} 2
 ate_switches_total{class="gvisor",outcome="rolled back"} 1
-# HELP temporal_worker_slots Temporal SDK metric temporal_worker_slots, or a product metric recorded through the SDK.
+# HELP temporal_worker_slots Temporal SDK metric not documented by this version of the orchestrator: temporal_worker_slots.
 # TYPE temporal_worker_slots gauge
 temporal_worker_slots 7
 `), "ate_switches_total", "temporal_worker_slots"))

@@ -81,6 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	metrics := newMetrics()
+	defer releasesWaiting.add(mgr.GetClient())()
 	pools := &switchStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics, inFlight: newClaims()}
 	if err := pools.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the switch starter: %w", err)

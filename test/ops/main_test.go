@@ -1,0 +1,21 @@
+// Package ops tests the operator's kit against the real product: the
+// README's Web UI story in a real browser (headless Chromium), and the
+// Grafana dashboard and alert rules of deploy/monitoring against the
+// metrics the worker and the starter export. Its servers run the Temporal
+// Web UI, which the other packages do not start.
+package ops
+
+import (
+	"os"
+	"testing"
+
+	"ate.dev/orchestrator/test/testenv"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{TemporalUI: true, TemporalDynamicConfig: map[string]string{
+		// Idle long polls return after 5 s instead of a minute, so that the
+		// empty-poll counter the alert ATEWorkerNotPolling reads exists soon.
+		"matching.longPollExpirationInterval": `"5s"`,
+	}}))
+}

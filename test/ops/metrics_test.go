@@ -1,0 +1,233 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+	tclient "go.temporal.io/sdk/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/deploy/monitoring"
+	"ate.dev/orchestrator/internal/metrics"
+	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/workflows"
+)
+
+// TestMonitoringMatchesWhatTheProcessesExport runs the product wired as
+// worker/main.go and starter/main.go wire it (the Temporal SDK's and the
+// product's metrics in controller-runtime's registry, which both processes
+// serve on /metrics), makes happen what the dashboard and the alerts watch
+// (a switch; a release that waits, then ends; a switch step that fails; a
+// workflow task that fails), scrapes /metrics, and checks:
+//   - every metric the dashboard and the rules name is exported;
+//   - every exported family has its own HELP text;
+//   - the release wait's buckets reach days.
+func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
+	env := testenv.Current()
+	ctx := context.Background()
+	handler, err := metrics.NewHandler(ctrlmetrics.Registry)
+	require.NoError(t, err)
+	opts := env.TemporalClientOptions()
+	opts.MetricsHandler = handler
+	tc, err := tclient.Dial(opts)
+	require.NoError(t, err)
+	t.Cleanup(tc.Close)
+	cs, err := kubernetes.NewForConfig(env.RestConfig)
+	require.NoError(t, err)
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
+	kube := env.Kube
+	ns := env.Namespace(t)
+
+	// A switch, then a release that waits for the pool.
+	held := producttest.GVisorConfig("held", true)
+	require.NoError(t, kube.Create(ctx, held))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "watched", "")))
+	p.WaitForConfig(t, ns, "watched", "held", metav1.ConditionTrue)
+	require.NoError(t, kube.Delete(ctx, held))
+	p.WaitForRelease(t, "held", wfapi.OutcomeWaiting)
+	// A family exported only while there is something to report (a waiting
+	// release) counts as exported: the names of every scrape are kept.
+	exported := map[string]bool{}
+	producttest.Eventually(t, "the starter to export the waiting release", func() (bool, string) {
+		fams, err := scrape(p.StarterMetricsAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		for n := range names(fams) {
+			exported[n] = true
+		}
+		return gauge(fams, "ate_releases_waiting", "") == 1 && gauge(fams, "ate_release_waiting_seconds", "held") > 0,
+			fmt.Sprintf("waiting=%v age=%v", gauge(fams, "ate_releases_waiting", ""), gauge(fams, "ate_release_waiting_seconds", "held"))
+	})
+	// The pool moves on: the release ends.
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("next", false)))
+	producttest.Repin(t, kube, ns, "watched", "next")
+	p.WaitGone(t, held)
+
+	// Failures, started by hand as a mistaken operator would: a switch whose
+	// local step fails (no target), one whose Claim fails (a class the API
+	// server refuses), and a workflow type no worker knows (its workflow
+	// task fails until it is terminated).
+	ref := activities.PoolRef{Namespace: ns, Name: "watched"}
+	for _, tc := range []struct {
+		id string
+		in workflows.SwitchInput
+	}{
+		{"no-target", workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}},
+		{"unknown-class", workflows.SwitchInput{Pool: ref, Class: "kata", To: "next"}},
+	} {
+		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: "ops-" + tc.id + "-" + p.TaskQueue, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)
+		require.NoError(t, err)
+		require.Error(t, run.Get(ctx, nil), "switch %s", tc.id)
+	}
+	unknown := tclient.StartWorkflowOptions{ID: "ops-unknown-type-" + p.TaskQueue, TaskQueue: p.TaskQueue,
+		WorkflowExecutionErrorWhenAlreadyStarted: true}
+	_, err = p.TemporalClient().ExecuteWorkflow(ctx, unknown, "NoSuchWorkflow")
+	require.NoError(t, err)
+	// A request the frontend refuses, as it refuses the starter's start of a
+	// switch while the pool's runs.
+	_, err = p.TemporalClient().ExecuteWorkflow(ctx, unknown, "NoSuchWorkflow")
+	require.Error(t, err)
+
+	used, err := monitoring.MetricNames()
+	require.NoError(t, err)
+	var fams map[string]*dto.MetricFamily
+	producttest.Eventually(t, "every metric of the dashboard and the alerts exported", func() (bool, string) {
+		if fams, err = scrape(p.StarterMetricsAddr); err != nil {
+			return false, err.Error()
+		}
+		for n := range names(fams) {
+			exported[n] = true
+		}
+		var missing []string
+		for name, where := range used {
+			if !exported[name] {
+				missing = append(missing, fmt.Sprintf("%s (%s)", name, strings.Join(where, ", ")))
+			}
+		}
+		sort.Strings(missing)
+		return len(missing) == 0, "not exported: " + strings.Join(missing, "; ")
+	})
+	// The failures above are what made some of them exist.
+	require.Positive(t, counter(fams, "temporal_workflow_task_execution_failed_total"))
+	require.Positive(t, counter(fams, "temporal_activity_execution_failed_total"))
+	require.Positive(t, counter(fams, "temporal_local_activity_execution_failed_total"))
+
+	t.Run("every family has its own HELP", func(t *testing.T) {
+		seen := map[string]string{}
+		for name, f := range fams {
+			help := f.GetHelp()
+			require.NotEmpty(t, help, name)
+			require.NotContains(t, help, "not documented", "%s: add its HELP to internal/metrics/help.go", name)
+			if strings.HasPrefix(name, "ate_") || strings.HasPrefix(name, "temporal_") {
+				require.NotContains(t, seen, help, "%s shares its HELP with %s", name, seen[help])
+				seen[help] = name
+			}
+		}
+	})
+	t.Run("release wait buckets reach days", func(t *testing.T) {
+		f := fams["ate_release_wait_seconds"]
+		require.NotNil(t, f, "ate_release_wait_seconds not exported")
+		require.Equal(t, dto.MetricType_HISTOGRAM, f.GetType())
+		var top float64
+		for _, b := range f.GetMetric()[0].GetHistogram().GetBucket() {
+			top = max(top, b.GetUpperBound())
+		}
+		require.GreaterOrEqual(t, top, 7*86400.0, "the largest finite bucket")
+	})
+	t.Run("the worker's pool reconciler is in controller-runtime's metrics", func(t *testing.T) {
+		require.Positive(t, counterWith(fams, "controller_runtime_reconcile_total", "controller", "pool-keeper"))
+		require.Contains(t, fams, "workqueue_depth")
+		require.Contains(t, fams, "rest_client_requests_total")
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape reads /metrics as Prometheus does.
+func scrape(addr string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// names are the series names a query can select: a histogram's
+// _bucket, _sum and _count, the others' own.
+func names(fams map[string]*dto.MetricFamily) map[string]bool {
+	out := map[string]bool{}
+	for name, f := range fams {
+		out[name] = true
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				out[name+s] = true
+			}
+		}
+	}
+	return out
+}
+
+// gauge is the value of a gauge's series whose sandbox_config label is
+// config ("" for a family without labels), or -1.
+func gauge(fams map[string]*dto.MetricFamily, name, config string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		if labelValue(m, "sandbox_config") == config {
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+func counter(fams map[string]*dto.MetricFamily, name string) float64 {
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
+}
+
+func counterWith(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		if labelValue(m, label) == value {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
