@@ -16,7 +16,8 @@ OUT := $(ROOT)/_out/bin
 # The orchestrator's binaries.
 PROGRAMS := worker starter teardown
 
-# Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443"; see
+# Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443", or
+# TEMPORAL=postgres for temporal-server on PostgreSQL instead of the dev server; see
 # `go run ./hack/devstack -h`.
 DEVSTACK_FLAGS ?=
 
@@ -64,6 +65,20 @@ test: tools ## Run every test against real servers (the README's test command), 
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
+	$(MAKE) --no-print-directory test-postgres
+
+# The end-to-end subset that runs on the production-shaped server as well:
+# the same tests, with testenv on ATE_TEMPORAL_STACK=postgres
+# (temporal-server from hack/tools/temporal-server on Debian's PostgreSQL,
+# SQL visibility, 4 history shards). The README's "Production Temporal"
+# says what it covers.
+POSTGRES_E2E := ^(TestWalk|TestClaimRace|TestSharedConfigIsReleasedByItsLastUser|TestOperatorSurface)$$
+POSTGRES_CRASH := ^TestKillWorkerAfterActivity$$/^(switch|gone)$$/^Confirm$$
+
+.PHONY: test-postgres
+test-postgres: tools ## Run the end-to-end subset on temporal-server + PostgreSQL (apt-get install postgresql first).
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/e2e -run '$(POSTGRES_E2E)' -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/crashtest -run '$(POSTGRES_CRASH)' -count=1 -timeout 20m
 
 .PHONY: test-crash
 # SOAK=10m runs a longer soak; SEED=n replays one.
@@ -84,7 +99,7 @@ build: ## Compile everything and build the worker and starter into _out/bin/.
 dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/devstack ./hack/devstack
-	$(OUT)/devstack $(DEVSTACK_FLAGS)
+	$(OUT)/devstack $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(DEVSTACK_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go run ./bench -h`. By default the runs are added to BENCHMARKS.md.

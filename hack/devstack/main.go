@@ -6,6 +6,11 @@
 // stops all of it. State survives a restart: workflow histories in SQLite,
 // Kubernetes objects in etcd. `rm -rf .state` starts afresh.
 //
+// With -temporal postgres it runs temporal-server (hack/tools/temporal-server)
+// on a PostgreSQL of Debian's packages instead, with SQL visibility and 4
+// history shards, as production does: no Web UI, and its database is
+// temporary, gone when devstack stops (etcd's state still survives).
+//
 // Every process dies with devstack even if it is killed (see
 // internal/localstack/procs). Logs are in .state/logs/.
 package main
@@ -37,6 +42,7 @@ type config struct {
 	apiServerPort int
 	namespace     string
 	taskQueue     string
+	temporalStack string
 	crds, samples string
 }
 
@@ -48,6 +54,7 @@ func main() {
 	flag.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
 	flag.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
 	flag.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
+	flag.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server with the Web UI) or "postgres" (temporal-server on PostgreSQL, as production runs it)`)
 	flag.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
 	flag.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
 	flag.Parse()
@@ -75,7 +82,7 @@ func main() {
 type stack struct {
 	cfg      config
 	log      *slog.Logger
-	temporal *servers.Temporal
+	temporal temporalServer
 	kube     *servers.Kube
 	programs []*program
 	stopped  chan struct{}
@@ -109,21 +116,10 @@ func (s *stack) run(ctx context.Context) error {
 	}
 
 	// Temporal: launch, and wait for it while the control plane starts.
-	s.temporal, err = servers.NewTemporal(servers.TemporalConfig{
-		Binary: temporalBin, Port: s.cfg.temporalPort, UI: true, UIPort: s.cfg.uiPort,
-		DBFile: filepath.Join(state, "temporal.db"),
-		// WAL: the UI's reads do not block the server's writes; NORMAL sync
-		// is durable across process crashes (not power loss), and fast.
-		// The dynamic config is what `make bench` measures the product on.
-		SQLitePragmas: servers.DevServerPragmas,
-		DynamicConfig: servers.DevServerDynamicConfig(),
-		Namespace:     s.cfg.namespace,
-		LogFile:       filepath.Join(logDir, "temporal.log"),
-	})
-	if err != nil {
+	if s.temporal, err = s.newTemporal(root, state, logDir, temporalBin); err != nil {
 		return err
 	}
-	s.log.Info("starting the Temporal dev server", "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
+	s.log.Info("starting the Temporal server", "stack", s.cfg.temporalStack, "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
 	if err := s.temporal.Launch(); err != nil {
 		return err
 	}
@@ -263,6 +259,9 @@ func (s *stack) shutdown() error {
 	if s.temporal != nil {
 		s.log.Info("stopping the Temporal server")
 		errs = append(errs, s.temporal.Stop())
+		if c, ok := s.temporal.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
 	}
 	if s.kube != nil {
 		s.log.Info("stopping kube-apiserver and etcd")

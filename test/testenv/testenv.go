@@ -207,13 +207,19 @@ func (e *Env) launchTemporal(root string, opts Options) error {
 	if e.TemporalStack, err = stackOf(opts); err != nil {
 		return err
 	}
+	// Assigned only on success: a typed nil in e.temporal would be stopped.
 	if e.TemporalStack == StackPostgres {
-		e.temporal, err = newPostgresTemporal(root, e.logDir(), opts)
+		t, err := newPostgresTemporal(root, e.logDir(), opts)
+		if err != nil {
+			return err
+		}
+		e.temporal = t
 	} else {
-		e.temporal, err = e.newDevTemporal(bin, opts)
-	}
-	if err != nil {
-		return err
+		t, err := e.newDevTemporal(bin, opts)
+		if err != nil {
+			return err
+		}
+		e.temporal = t
 	}
 	e.TemporalAddress = e.temporal.Address()
 	e.TemporalNamespace = e.temporal.Namespace()
