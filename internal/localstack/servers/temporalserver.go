@@ -103,7 +103,11 @@ func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
 	for _, name := range []string{"frontend.http", "frontend.membership",
 		"history.grpc", "history.membership", "matching.grpc", "matching.membership",
 		"worker.grpc", "worker.membership"} {
-		if t.ports[name], err = freePort(cfg.IP); err != nil {
+		pick := freePort
+		if strings.HasSuffix(name, ".membership") {
+			pick = freeLowPort // stored as a smallint
+		}
+		if t.ports[name], err = pick(cfg.IP); err != nil {
 			return nil, err
 		}
 	}
