@@ -103,10 +103,12 @@ dev: tools ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, sa
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go run ./bench -h`. By default the runs are added to BENCHMARKS.md.
+# TEMPORAL=postgres runs them on temporal-server + PostgreSQL instead of the
+# dev server (rows noted as such).
 BENCH_FLAGS ?= -record BENCHMARKS.md
 
 .PHONY: bench
 bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in bench/results/latest.json.
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/bench ./bench
-	$(OUT)/bench $(BENCH_FLAGS)
+	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)
