@@ -61,7 +61,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 # Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
-test: tools ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+test: tools postgresql ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
@@ -73,10 +73,18 @@ test: tools ## Run every test against real servers (the README's test command), 
 # SQL visibility, 4 history shards). The README's "Production Temporal"
 # says what it covers.
 POSTGRES_E2E := ^(TestWalk|TestClaimRace|TestSharedConfigIsReleasedByItsLastUser|TestOperatorSurface)$$
-POSTGRES_CRASH := ^TestKillWorkerAfterActivity$$/^(switch|gone)$$/^Confirm$$
+POSTGRES_CRASH := ^(TestKillWorkerAfterActivity|TestTemporalRestartMidSwitch)$$/^(switch|gone)$$/^Confirm$$
+
+.PHONY: postgresql
+# Debian's PostgreSQL, which the harness starts itself (no service runs);
+# installed only when missing, with sudo when not root.
+postgresql: ## Install Debian's PostgreSQL when missing (the PostgreSQL stack's tests need it).
+	@compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || { \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing postgresql (apt-get)"; \
+		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends postgresql </dev/null; }
 
 .PHONY: test-postgres
-test-postgres: tools ## Run the end-to-end subset on temporal-server + PostgreSQL (apt-get install postgresql first).
+test-postgres: tools postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/e2e -run '$(POSTGRES_E2E)' -count=1 -timeout 20m
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/crashtest -run '$(POSTGRES_CRASH)' -count=1 -timeout 20m
 
