@@ -240,7 +240,14 @@ The local stack is running. Ctrl-C stops all of it.
   kubectl get sandboxconfig,workerpool -A
 
   Logs: %s
-`, s.temporal.UIAddress(), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, kubeconfig, logDir)
+`, uiLine(s.temporal.UIAddress()), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, kubeconfig, logDir)
+}
+
+func uiLine(addr string) string {
+	if addr == "" {
+		return "none (temporal-server has none; use the temporal CLI)"
+	}
+	return addr
 }
 
 // shutdown stops everything that was started, in reverse order of
