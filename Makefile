@@ -23,7 +23,8 @@ PROGRAMS := worker starter teardown
 VERSION ?= $(shell git -C $(ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
 
-# Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443"; see
+# Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443", or
+# TEMPORAL=postgres for temporal-server on PostgreSQL instead of the dev server; see
 # `go run ./hack/devstack -h`.
 DEVSTACK_FLAGS ?=
 
@@ -71,10 +72,32 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 # Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
-test: tools ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+test: tools postgresql ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
+	$(MAKE) --no-print-directory test-postgres
+
+# The end-to-end subset that runs on the production-shaped server as well:
+# the same tests, with testenv on ATE_TEMPORAL_STACK=postgres
+# (temporal-server from hack/tools/temporal-server on Debian's PostgreSQL,
+# SQL visibility, 4 history shards). The README's "Production Temporal"
+# says what it covers.
+POSTGRES_E2E := ^(TestWalk|TestClaimRace|TestSharedConfigIsReleasedByItsLastUser|TestOperatorSurface)$$
+POSTGRES_CRASH := ^(TestKillWorkerAfterActivity|TestTemporalRestartMidSwitch)$$/^(switch|gone)$$/^Confirm$$
+
+.PHONY: postgresql
+# Debian's PostgreSQL, which the harness starts itself (no service runs);
+# installed only when missing, with sudo when not root.
+postgresql: ## Install Debian's PostgreSQL when missing (the PostgreSQL stack's tests need it).
+	@compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || { \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing postgresql (apt-get)"; \
+		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends postgresql </dev/null; }
+
+.PHONY: test-postgres
+test-postgres: tools postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/e2e -run '$(POSTGRES_E2E)' -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/crashtest -run '$(POSTGRES_CRASH)' -count=1 -timeout 20m
 
 .PHONY: test-crash
 # SOAK=10m runs a longer soak; SEED=n replays one.
@@ -120,14 +143,16 @@ dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples,
 	hack/tools/install.sh $(DEV_TOOLS)
 	@mkdir -p $(OUT)
 	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
-	$(OUT)/devstack $(DEVSTACK_FLAGS)
+	$(OUT)/devstack $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(DEVSTACK_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go run ./bench -h`. By default the runs are added to BENCHMARKS.md.
+# TEMPORAL=postgres runs them on temporal-server + PostgreSQL instead of the
+# dev server (rows noted as such).
 BENCH_FLAGS ?= -record BENCHMARKS.md
 
 .PHONY: bench
 bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in bench/results/latest.json.
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/bench ./bench
-	$(OUT)/bench $(BENCH_FLAGS)
+	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)

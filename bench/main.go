@@ -68,6 +68,7 @@ type config struct {
 	reps           int
 	floorTries     int
 	temporalBinary string
+	temporalStack  string
 	pragmas        string
 	plainMCR       []int
 }
@@ -92,6 +93,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
 	flag.IntVar(&cfg.floorTries, "floor-tries", 2, "runs of the Temporal floor per size; the best one is the floor")
 	flag.StringVar(&cfg.pragmas, "sqlite-pragmas", "", "extra SQLite pragmas of the dev server, name=value[,name=value...]")
+	flag.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server, as make dev runs it) or "postgres" (temporal-server on PostgreSQL with SQL visibility and 4 history shards, at its defaults plus -dynamic-config; its rows are noted as such)`)
 	flag.StringVar(&cfg.temporalBinary, "temporal-binary", "", "the temporal CLI to run the dev server from (default bin/temporal; an unstripped build helps perf)")
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()
@@ -199,7 +201,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(root, path)
 		}
-		if err := recordRuns(path, results, cfg.note); err != nil {
+		note := cfg.note
+		if cfg.temporalStack == stackPostgres {
+			note = strings.TrimSpace(postgresNote + " " + note)
+		}
+		if err := recordRuns(path, results, note); err != nil {
 			return err
 		}
 		log.Info("recorded the runs in " + path)
@@ -305,6 +311,15 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 // -dynamic-config and -sqlite-pragmas.
 func benchTuning(cfg config) (serverTuning, error) {
 	tuning := defaultTuning(cfg.tuned)
+	switch cfg.temporalStack {
+	case stackDev:
+	case stackPostgres:
+		// A production server at its defaults: none of the dev server's
+		// tuning, no SQLite.
+		tuning = serverTuning{Stack: stackPostgres}
+	default:
+		return tuning, fmt.Errorf("-temporal %q: want %s or %s", cfg.temporalStack, stackDev, stackPostgres)
+	}
 	if cfg.dynamicConfig != "" {
 		if tuning.DynamicConfig == nil {
 			tuning.DynamicConfig = map[string]string{}

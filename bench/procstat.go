@@ -69,7 +69,11 @@ func children() map[string]int {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(d))
-		out[s[open+1:close]] = pid
+		name := s[open+1 : close]
+		if name == "temporal-server" {
+			name = "temporal" // either stack's server is "temporal" in the results
+		}
+		out[name] = pid
 	}
 	return out
 }

@@ -27,7 +27,7 @@ import (
 // bench's clients of them.
 type stack struct {
 	dir        string
-	temporal   *servers.Temporal
+	temporal   benchTemporal
 	kube       *servers.Kube
 	kubeconfig string
 	logs       []*os.File
@@ -47,6 +47,7 @@ type stack struct {
 // DevServerPragmas, DevServerDynamicConfig; BENCHMARKS.md tells what each
 // value is worth).
 type serverTuning struct {
+	Stack         string // stackDev (default) or stackPostgres
 	Binary        string // the temporal CLI; default bin/temporal
 	Pragmas       []string
 	DynamicConfig map[string]string
@@ -90,15 +91,24 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 	if err != nil {
 		return nil, err
 	}
-	s.temporal, err = servers.NewTemporal(servers.TemporalConfig{
-		Binary:        temporalBin,
-		DBFile:        filepath.Join(dir, "temporal.db"),
-		SQLitePragmas: tuning.Pragmas,
-		DynamicConfig: tuning.DynamicConfig,
-		LogFile:       filepath.Join(logDir, "temporal.log"),
-	})
-	if err != nil {
-		return nil, err
+	if tuning.Stack == stackPostgres {
+		t, err := newPostgresTemporal(root, logDir, tuning)
+		if err != nil {
+			return nil, err
+		}
+		s.temporal = t
+	} else {
+		t, err := servers.NewTemporal(servers.TemporalConfig{
+			Binary:        temporalBin,
+			DBFile:        filepath.Join(dir, "temporal.db"),
+			SQLitePragmas: tuning.Pragmas,
+			DynamicConfig: tuning.DynamicConfig,
+			LogFile:       filepath.Join(logDir, "temporal.log"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.temporal = t
 	}
 	if err := s.temporal.Launch(); err != nil {
 		return nil, err
@@ -162,7 +172,7 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 		Logger: quietLogger(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the Temporal dev server: %w", err)
+		return nil, fmt.Errorf("connecting to the Temporal server: %w", err)
 	}
 	log.Info("servers up", "temporal", s.temporal.Address(), "apiserver", s.kube.RestConfig.Host, "dir", dir,
 		"temporalFlags", strings.Join(append(tuning.Pragmas, mapPairs(tuning.DynamicConfig)...), " "))
@@ -177,6 +187,9 @@ func (s *stack) stop() error {
 	}
 	if s.temporal != nil {
 		errs = append(errs, s.temporal.Stop())
+		if c, ok := s.temporal.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
 	}
 	if s.kube != nil {
 		errs = append(errs, s.kube.Stop())

@@ -6,6 +6,11 @@
 // stops all of it. State survives a restart: workflow histories in SQLite,
 // Kubernetes objects in etcd. `rm -rf .state` starts afresh.
 //
+// With -temporal postgres it runs temporal-server (hack/tools/temporal-server)
+// on a PostgreSQL of Debian's packages instead, with SQL visibility and 4
+// history shards, as production does: no Web UI, and its database is
+// temporary, gone when devstack stops (etcd's state still survives).
+//
 // Every process dies with devstack even if it is killed (see
 // internal/localstack/procs). Logs are in .state/logs/.
 package main
@@ -39,6 +44,7 @@ type config struct {
 	apiServerPort int
 	namespace     string
 	taskQueue     string
+	temporalStack string
 	crds, samples string
 }
 
@@ -54,6 +60,7 @@ func main() {
 	fs.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
 	fs.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
 	fs.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
+	fs.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server with the Web UI) or "postgres" (temporal-server on PostgreSQL, as production runs it)`)
 	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
 	printVersion := version.Flag(fs, "devstack")
@@ -85,7 +92,7 @@ func main() {
 type stack struct {
 	cfg      config
 	log      *slog.Logger
-	temporal *servers.Temporal
+	temporal temporalServer
 	kube     *servers.Kube
 	programs []*program
 	stopped  chan struct{}
@@ -119,21 +126,10 @@ func (s *stack) run(ctx context.Context) error {
 	}
 
 	// Temporal: launch, and wait for it while the control plane starts.
-	s.temporal, err = servers.NewTemporal(servers.TemporalConfig{
-		Binary: temporalBin, Port: s.cfg.temporalPort, UI: true, UIPort: s.cfg.uiPort,
-		DBFile: filepath.Join(state, "temporal.db"),
-		// WAL: the UI's reads do not block the server's writes; NORMAL sync
-		// is durable across process crashes (not power loss), and fast.
-		// The dynamic config is what `make bench` measures the product on.
-		SQLitePragmas: servers.DevServerPragmas,
-		DynamicConfig: servers.DevServerDynamicConfig(),
-		Namespace:     s.cfg.namespace,
-		LogFile:       filepath.Join(logDir, "temporal.log"),
-	})
-	if err != nil {
+	if s.temporal, err = s.newTemporal(root, state, logDir, temporalBin); err != nil {
 		return err
 	}
-	s.log.Info("starting the Temporal dev server", "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
+	s.log.Info("starting the Temporal server", "stack", s.cfg.temporalStack, "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
 	if err := s.temporal.Launch(); err != nil {
 		return err
 	}
@@ -261,7 +257,14 @@ The local stack is running. Ctrl-C stops all of it.
   kubectl get ate -A
 
   Logs: %s
-`, s.temporal.UIAddress(), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+`, uiLine(s.temporal.UIAddress()), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+}
+
+func uiLine(addr string) string {
+	if addr == "" {
+		return "none (temporal-server has none; use the temporal CLI)"
+	}
+	return addr
 }
 
 // shutdown stops everything that was started, in reverse order of
@@ -280,6 +283,9 @@ func (s *stack) shutdown() error {
 	if s.temporal != nil {
 		s.log.Info("stopping the Temporal server")
 		errs = append(errs, s.temporal.Stop())
+		if c, ok := s.temporal.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
 	}
 	if s.kube != nil {
 		s.log.Info("stopping kube-apiserver and etcd")

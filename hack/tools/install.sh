@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tools this project runs (Temporal CLI, kube-apiserver, etcd,
-# controller-gen, workflowcheck) from their Go modules, each pinned in its own
+# controller-gen, workflowcheck, and the Temporal server with its SQL schema
+# tool for the PostgreSQL stack) from their Go modules, each pinned in its own
 # module under hack/tools/<tool>/, into a cache keyed by tool and version:
 #
 #   ${ATE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ate-orchestrator/tools}/<tool>/<version>/<tool>
@@ -11,6 +12,7 @@
 # stack look for it.
 #
 # Usage: hack/tools/install.sh [tool ...]   (default: all)
+# temporal-server also builds temporal-sql-tool from the same pinned module.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,9 +43,9 @@ progress() { # tool version started
 	done
 }
 
-build() { # tool module package [ldflags]
+build() { # tool module package [ldflags [module-dir]]
 	local tool=$1 module=$2 pkg=$3 ldflags=${4:-}
-	local dir="$root/hack/tools/$tool"
+	local dir="$root/hack/tools/${5:-$tool}"
 	local version
 	version=$(module_version "$dir" "$module")
 	local out="$cache/$tool/$version/$tool"
@@ -83,13 +85,17 @@ install_tool() {
 	kube-apiserver) build kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)" ;;
 	etcd) build etcd go.etcd.io/etcd/server/v3 . ;;
 	controller-gen) build controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+	temporal-server)
+		build temporal-server go.temporal.io/server go.temporal.io/server/cmd/server "" temporal-server
+		build temporal-sql-tool go.temporal.io/server go.temporal.io/server/cmd/tools/sql "" temporal-server
+		;;
 	workflowcheck) build workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck ;;
 	*) echo "unknown tool $1" >&2; exit 2 ;;
 	esac
 }
 
 if [[ $# -eq 0 ]]; then
-	set -- controller-gen workflowcheck etcd kube-apiserver temporal
+	set -- controller-gen workflowcheck etcd kube-apiserver temporal temporal-server
 fi
 tool_count=$#
 for t in "$@"; do

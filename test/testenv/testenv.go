@@ -35,8 +35,14 @@ type Options struct {
 	// TemporalDynamicConfig adds dynamic config values, key to JSON value,
 	// e.g. {"limit.maxIDLength": "1000"}.
 	TemporalDynamicConfig map[string]string
-	// TemporalUI starts the Web UI too (Env.TemporalUIAddress).
+	// TemporalUI starts the Web UI too (Env.TemporalUIAddress); the dev
+	// server stack only.
 	TemporalUI bool
+	// TemporalStack chooses the Temporal server: StackDev (the temporal
+	// CLI's dev server, the default) or StackPostgres (temporal-server on
+	// PostgreSQL with SQL visibility and 4 history shards, as production
+	// runs it). Empty takes $ATE_TEMPORAL_STACK, then StackDev.
+	TemporalStack string
 
 	// NoKube and NoTemporal skip a server a package does not need.
 	NoKube, NoTemporal bool
@@ -65,12 +71,14 @@ type Env struct {
 	TemporalUIAddress string
 	// Temporal is a client of TemporalNamespace.
 	Temporal tclient.Client
-	// TemporalCLI is the path of the temporal binary the server runs from,
-	// for tests that drive it as an operator would.
+	// TemporalCLI is the path of the temporal CLI (the dev server's binary),
+	// for tests that drive the server as an operator would.
 	TemporalCLI string
+	// TemporalStack is the stack Temporal runs on (StackDev or StackPostgres).
+	TemporalStack string
 
 	kube     *servers.Kube
-	temporal *servers.Temporal
+	temporal temporalServer
 	logs     []*os.File // closed by Stop
 	launched bool       // a server process was started, so its logs matter
 	keep     bool
@@ -196,11 +204,36 @@ func (e *Env) launchTemporal(root string, opts Options) error {
 		return err
 	}
 	e.TemporalCLI = bin
+	if e.TemporalStack, err = stackOf(opts); err != nil {
+		return err
+	}
+	// Assigned only on success: a typed nil in e.temporal would be stopped.
+	if e.TemporalStack == StackPostgres {
+		t, err := newPostgresTemporal(root, e.logDir(), opts)
+		if err != nil {
+			return err
+		}
+		e.temporal = t
+	} else {
+		t, err := e.newDevTemporal(bin, opts)
+		if err != nil {
+			return err
+		}
+		e.temporal = t
+	}
+	e.TemporalAddress = e.temporal.Address()
+	e.TemporalNamespace = e.temporal.Namespace()
+	e.TemporalUIAddress = e.temporal.UIAddress()
+	e.launched = true
+	return e.temporal.Launch()
+}
+
+func (e *Env) newDevTemporal(bin string, opts Options) (*servers.Temporal, error) {
 	db := opts.TemporalDBFile
 	if db == "" && opts.PersistTemporal {
 		db = filepath.Join(e.Dir, "temporal.db")
 	}
-	e.temporal, err = servers.NewTemporal(servers.TemporalConfig{
+	return servers.NewTemporal(servers.TemporalConfig{
 		Binary:        bin,
 		UI:            opts.TemporalUI,
 		DBFile:        db,
@@ -208,14 +241,6 @@ func (e *Env) launchTemporal(root string, opts Options) error {
 		Namespace:     opts.TemporalNamespace,
 		LogFile:       filepath.Join(e.logDir(), "temporal.log"),
 	})
-	if err != nil {
-		return err
-	}
-	e.TemporalAddress = e.temporal.Address()
-	e.TemporalNamespace = e.temporal.Namespace()
-	e.TemporalUIAddress = e.temporal.UIAddress()
-	e.launched = true
-	return e.temporal.Launch()
 }
 
 func (e *Env) dialTemporal() error {
@@ -250,6 +275,9 @@ func (e *Env) Stop() error {
 	}
 	if e.temporal != nil {
 		errs = append(errs, e.temporal.Stop())
+		if c, ok := e.temporal.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
 		e.temporal = nil
 	}
 	if e.kube != nil {

@@ -43,9 +43,10 @@ type Process struct {
 }
 
 // Start starts cmd as a child that dies with this process, in its own
-// process group. name labels errors.
+// process group. name labels errors. Of cmd.SysProcAttr only Credential
+// is kept (on Linux).
 func Start(name string, cmd *exec.Cmd) (*Process, error) {
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = sysProcAttr(cmd.SysProcAttr)
 	if err := OnSpawnerThread(cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, cmd.Path, err)
 	}

@@ -6,6 +6,10 @@ import "syscall"
 
 // sysProcAttr puts the child in its own process group. Outside Linux there
 // is no parent-death signal: children are stopped by Stop only.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+func sysProcAttr(base *syscall.SysProcAttr) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if base != nil {
+		a.Credential = base.Credential
+	}
+	return a
 }

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strconv"
 )
@@ -27,4 +28,22 @@ func checkPortFree(what, ip string, port int) error {
 		return fmt.Errorf("%s port %s is not free (is another instance running?): %w", what, addr, err)
 	}
 	return l.Close()
+}
+
+// freeLowPort finds a free TCP port on ip below the kernel's ephemeral range
+// (32768 and up on Linux), for a server that stores its port in a SQL
+// smallint: temporal-server's cluster membership table does.
+func freeLowPort(ip string) (int, error) {
+	const lo, hi = 20000, 32767
+	start := lo + rand.IntN(hi-lo)
+	for i := 0; i <= hi-lo; i++ {
+		port := lo + (start-lo+i)%(hi-lo+1)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port on %s in [%d, %d]", ip, lo, hi)
 }

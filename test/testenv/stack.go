@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
+)
+
+// The Temporal stacks a test package can run on (Options.TemporalStack,
+// $ATE_TEMPORAL_STACK).
+const (
+	// StackDev is the temporal CLI's dev server: one process, one history
+	// shard, SQLite. Fast to start; what most packages run on.
+	StackDev = "dev"
+	// StackPostgres is temporal-server (hack/tools/temporal-server) on a
+	// PostgreSQL started from Debian's packages, with SQL visibility and 4
+	// history shards: the server docker-compose.yaml runs in production.
+	// Its state is always persistent (it survives KillTemporal); it has no
+	// Web UI.
+	StackPostgres = "postgres"
+)
+
+// temporalServer is what Env needs of either stack's server.
+type temporalServer interface {
+	Launch() error
+	WaitReady(context.Context) error
+	Start(context.Context) error
+	Stop() error
+	Kill() error
+	Address() string
+	Namespace() string
+	UIAddress() string
+}
+
+func stackOf(opts Options) (string, error) {
+	s := opts.TemporalStack
+	if s == "" {
+		s = os.Getenv("ATE_TEMPORAL_STACK")
+	}
+	switch s {
+	case "", StackDev:
+		return StackDev, nil
+	case StackPostgres:
+		if opts.TemporalUI {
+			return "", fmt.Errorf("the %s Temporal stack has no Web UI", s)
+		}
+		return s, nil
+	default:
+		return "", fmt.Errorf("unknown Temporal stack %q (want %q or %q)", s, StackDev, StackPostgres)
+	}
+}
+
+func newPostgresTemporal(root, logDir string, opts Options) (*servers.TemporalServer, error) {
+	bin := filepath.Join(root, "bin")
+	server, err := servers.FindBinary("temporal-server", filepath.Join(bin, "temporal-server"), "from the repository's bin/")
+	if err != nil {
+		return nil, err
+	}
+	sqlTool, err := servers.FindBinary("temporal-sql-tool", filepath.Join(bin, "temporal-sql-tool"), "from the repository's bin/")
+	if err != nil {
+		return nil, err
+	}
+	return servers.NewTemporalServer(servers.TemporalServerConfig{
+		ServerBinary:  server,
+		SQLToolBinary: sqlTool,
+		Namespace:     opts.TemporalNamespace,
+		DynamicConfig: opts.TemporalDynamicConfig,
+		LogFile:       filepath.Join(logDir, "temporal.log"),
+	})
+}
