@@ -72,7 +72,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 # Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
-test: tools postgresql ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+test: tools postgresql chromium ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
@@ -93,6 +93,14 @@ postgresql: ## Install Debian's PostgreSQL when missing (the PostgreSQL stack's 
 	@compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || { \
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing postgresql (apt-get)"; \
 		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends postgresql </dev/null; }
+
+.PHONY: chromium
+# Debian's Chromium, which test/ops drives headless through the Temporal Web
+# UI; installed only when missing, with sudo when not root.
+chromium: ## Install Debian's Chromium when missing (the Web UI browser test needs it).
+	@command -v chromium >/dev/null || { \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing chromium (apt-get)"; \
+		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends chromium </dev/null; }
 
 .PHONY: test-postgres
 test-postgres: tools postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
