@@ -4,14 +4,14 @@ import (
 	"os"
 	"testing"
 
-	"ate.dev/orchestrator/internal/options/optionstest"
+	"ate.dev/orchestrator/test/secrettest"
 )
 
 func TestMain(m *testing.M) {
-	if optionstest.RunMainIfAsked(main) {
+	if secrettest.RunMainIfAsked(main) {
 		return
 	}
 	os.Exit(m.Run())
 }
 
-func TestSecretsNeverPrinted(t *testing.T) { optionstest.CheckSecretsNeverPrinted(t) }
+func TestSecretsNeverPrinted(t *testing.T) { secrettest.CheckSecretsNeverPrinted(t) }

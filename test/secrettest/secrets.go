@@ -1,7 +1,7 @@
-// Package optionstest runs a process's real main with secrets planted in
+// Package secrettest runs a process's real main with secrets planted in
 // its environment and checks that none of them is printed: the usage of -h
 // and of a mistyped flag, and the error of a bad key file.
-package optionstest
+package secrettest
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 
 // mainEnv, set in a test binary's environment, makes it run the process's
 // main instead of its tests (see RunMainIfAsked).
-const mainEnv = "ATE_OPTIONSTEST_RUN_MAIN"
+const mainEnv = "ATE_SECRETTEST_RUN_MAIN"
 
 // RunMainIfAsked runs main and reports true when the test binary was
 // started by CheckSecretsNeverPrinted; a TestMain calls it first.
