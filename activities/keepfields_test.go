@@ -27,6 +27,10 @@ func TestAStatusWriteKeepsWhatItWasNotGiven(t *testing.T) {
 			return err
 		}},
 		{name: "Confirm", wantRef: "new", write: func(f *statusFixture) error {
+			// Confirm writes only over its own claim.
+			if _, err := f.acts.Claim(context.Background(), ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"}); err != nil {
+				return err
+			}
 			_, err := f.acts.Confirm(context.Background(), SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2})
 			return err
 		}},
