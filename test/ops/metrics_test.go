@@ -84,14 +84,17 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	// server refuses), and a workflow type no worker knows (its workflow
 	// task fails until it is terminated).
 	ref := activities.PoolRef{Namespace: ns, Name: "watched"}
-	for _, tc := range []struct {
+	// They carry IDs of the pool's own (a switch acts only on the pool its
+	// ID names), so their steps run and fail.
+	for i, tc := range []struct {
 		id string
 		in workflows.SwitchInput
 	}{
 		{"no-target", workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}},
 		{"unknown-class", workflows.SwitchInput{Pool: ref, Class: "kata", To: "next"}},
 	} {
-		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: "ops-" + tc.id + "-" + p.TaskQueue, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)
+		id := wfapi.SwitchWorkflowID(ns, "watched", 9000+i)
+		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)
 		require.NoError(t, err)
 		require.Error(t, run.Get(ctx, nil), "switch %s", tc.id)
 	}
