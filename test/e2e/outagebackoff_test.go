@@ -31,6 +31,9 @@ type outageTemporal struct {
 	mu    sync.Mutex
 	calls []time.Time
 	ended time.Time // when the outage ended; zero before the first call
+	// landed is when the first call after the outage was made, set once
+	// that call returned without error (so the workflow exists by then).
+	landed time.Time
 }
 
 func (o *outageTemporal) SignalWithStartWorkflow(ctx context.Context, id, signal string, arg any,
@@ -46,7 +49,15 @@ func (o *outageTemporal) SignalWithStartWorkflow(ctx context.Context, id, signal
 	if down {
 		return nil, serviceerror.NewUnavailable("Temporal is down (test outage)")
 	}
-	return o.Client.SignalWithStartWorkflow(ctx, id, signal, arg, opts, workflow, args...)
+	run, err := o.Client.SignalWithStartWorkflow(ctx, id, signal, arg, opts, workflow, args...)
+	if err == nil {
+		o.mu.Lock()
+		if o.landed.IsZero() {
+			o.landed = now
+		}
+		o.mu.Unlock()
+	}
+	return run, err
 }
 
 func (o *outageTemporal) ExecuteWorkflow(context.Context, tclient.StartWorkflowOptions, any, ...any) (tclient.WorkflowRun, error) {
@@ -91,14 +102,20 @@ func TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds(t *testing.T) {
 	producttest.EventuallyWithin(t, outage+time.Minute, "the release signal to land", func() (bool, string) {
 		tc.mu.Lock()
 		defer tc.mu.Unlock()
-		if n := len(tc.calls); n > 0 && !tc.calls[n-1].Before(tc.ended) {
-			landed = tc.calls[n-1]
+		if !tc.landed.IsZero() {
+			landed = tc.landed
 			return true, ""
 		}
 		return false, fmt.Sprintf("%d signals tried", len(tc.calls))
 	})
 	tc.mu.Lock()
-	ended, tries := tc.ended, len(tc.calls)
+	ended := tc.ended
+	tries := 0 // the calls up to the one that landed
+	for _, c := range tc.calls {
+		if !c.After(landed) {
+			tries++
+		}
+	}
 	tc.mu.Unlock()
 	after := landed.Sub(ended)
 	require.Greater(t, tries, 5, "the signal was retried through the outage")
