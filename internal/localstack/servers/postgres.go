@@ -162,21 +162,9 @@ func (p *Postgres) dataDir() string { return filepath.Join(p.dir, "data") }
 // waitReady waits until the postmaster answers a startup request, which
 // it does only once it accepts connections (no libpq client needed).
 func (p *Postgres) waitReady(ctx context.Context) error {
-	for {
-		if p.proc.Exited() {
-			return fmt.Errorf("the server exited: %v", p.proc.Err())
-		}
-		err := probePostgres(ctx, p.Address())
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-p.proc.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return waitServing(ctx, p.proc, 100*time.Millisecond, func(ctx context.Context) error {
+		return probePostgres(ctx, p.Address())
+	})
 }
 
 // probePostgres sends an SSLRequest and expects PostgreSQL's one-byte

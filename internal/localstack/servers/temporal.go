@@ -206,22 +206,7 @@ func (t *Temporal) WaitReady(ctx context.Context) error {
 // search attribute a reused database lacks (the CLI registers them only
 // when it creates the namespace).
 func (t *Temporal) waitReady(ctx context.Context) error {
-	var lastErr error
-	for {
-		if t.proc.Exited() {
-			return fmt.Errorf("the server exited: %v", t.proc.Err())
-		}
-		lastErr = t.probe(ctx)
-		if lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-		case <-t.proc.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return waitServing(ctx, t.proc, 200*time.Millisecond, t.probe)
 }
 
 func (t *Temporal) probe(ctx context.Context) error {
