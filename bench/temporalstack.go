@@ -28,14 +28,7 @@ type benchTemporal interface {
 }
 
 func newPostgresTemporal(root, logDir string, tuning serverTuning) (*servers.TemporalServer, error) {
-	bin := func(name string) (string, error) {
-		return servers.FindBinary(name, filepath.Join(root, "bin", name), "from the repository's bin/")
-	}
-	server, err := bin("temporal-server")
-	if err != nil {
-		return nil, err
-	}
-	sqlTool, err := bin("temporal-sql-tool")
+	server, sqlTool, err := servers.TemporalServerBinaries(filepath.Join(root, "bin"))
 	if err != nil {
 		return nil, err
 	}

@@ -39,14 +39,7 @@ func (s *stack) newTemporal(root, state, logDir, temporalBin string) (temporalSe
 		}
 		return t, nil
 	case "postgres":
-		bin := func(name string) (string, error) {
-			return servers.FindBinary(name, filepath.Join(root, "bin", name), "from the repository's bin/")
-		}
-		server, err := bin("temporal-server")
-		if err != nil {
-			return nil, err
-		}
-		sqlTool, err := bin("temporal-sql-tool")
+		server, sqlTool, err := servers.TemporalServerBinaries(filepath.Join(root, "bin"))
 		if err != nil {
 			return nil, err
 		}

@@ -54,12 +54,7 @@ func stackOf(opts Options) (string, error) {
 }
 
 func newPostgresTemporal(root, logDir string, opts Options) (*servers.TemporalServer, error) {
-	bin := filepath.Join(root, "bin")
-	server, err := servers.FindBinary("temporal-server", filepath.Join(bin, "temporal-server"), "from the repository's bin/")
-	if err != nil {
-		return nil, err
-	}
-	sqlTool, err := servers.FindBinary("temporal-sql-tool", filepath.Join(bin, "temporal-sql-tool"), "from the repository's bin/")
+	server, sqlTool, err := servers.TemporalServerBinaries(filepath.Join(root, "bin"))
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,19 @@ import (
 	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
+// TemporalServerBinaries finds temporal-server and temporal-sql-tool in
+// binDir (the repository's bin/, where `make tools` links them), or says how
+// to build them.
+func TemporalServerBinaries(binDir string) (server, sqlTool string, err error) {
+	if server, err = FindBinary("temporal-server", filepath.Join(binDir, "temporal-server"), "from the repository's bin/"); err != nil {
+		return "", "", err
+	}
+	if sqlTool, err = FindBinary("temporal-sql-tool", filepath.Join(binDir, "temporal-sql-tool"), "from the repository's bin/"); err != nil {
+		return "", "", err
+	}
+	return server, sqlTool, nil
+}
+
 // TemporalServerConfig configures a production-shaped Temporal server: the
 // temporal-server binary (every service in one process), PostgreSQL
 // persistence and SQL visibility, several history shards.
@@ -246,27 +259,12 @@ func (t *TemporalServer) WaitReady(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.StartTimeout)
 	defer cancel()
-	var lastErr error
-	for {
-		if t.proc.Exited() {
-			lastErr = fmt.Errorf("the server exited: %v", t.proc.Err())
-			break
-		}
-		if lastErr = t.probe(ctx); lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			lastErr = fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-		case <-t.proc.Done():
-			continue
-		case <-time.After(250 * time.Millisecond):
-			continue
-		}
-		break
+	err := waitServing(ctx, t.proc, 250*time.Millisecond, t.probe)
+	if err == nil {
+		return nil
 	}
 	_ = t.proc.Kill()
-	return fmt.Errorf("temporal server on %s did not become ready: %w%s", t.Address(), lastErr, logTail(t.cfg.LogFile, 20))
+	return fmt.Errorf("temporal server on %s did not become ready: %w%s", t.Address(), err, logTail(t.cfg.LogFile, 20))
 }
 
 func (t *TemporalServer) probe(ctx context.Context) error {
