@@ -67,8 +67,11 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 					require.NoError(t, f.store.Delete(ctx, tt.config)) // held by its finalizer
 				}
 			}
-			_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"})
-			require.NoError(t, err)
+			// The claim, written as a Claim scheduled by anyone could
+			// have before the config changed.
+			p := f.pool(t)
+			p.Status.SandboxClasses[0].PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: "new"}
+			require.NoError(t, f.store.Status().Update(ctx, p))
 			before := f.pool(t)
 
 			in := SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
@@ -195,4 +198,27 @@ func TestClaimOfAPlanTheSpecNoLongerAsks(t *testing.T) {
 			require.Equal(t, "new", st.PendingConfigRef.NameOf())
 		})
 	}
+}
+
+// TestClaimNamesOnlyAProtectedConfig: a claim for a config that is not
+// protected (a Claim scheduled without the switch's Protect) writes
+// nothing and says why; a retry of a claim already written is not read
+// again.
+func TestClaimNamesOnlyAProtectedConfig(t *testing.T) {
+	ctx := context.Background()
+	f := newStatusFixture(t)
+	require.NoError(t, f.store.Create(ctx, config("bare", gvisor, false)))
+	before := f.pool(t)
+	res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "bare", ExpectFrom: true, From: "old"})
+	require.NoError(t, err)
+	require.NotNil(t, res.Refused)
+	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refused.Reason)
+	require.False(t, res.Wrote)
+	require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "nothing written")
+	require.Nil(t, f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef)
+
+	res, err = f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
+	require.NoError(t, err)
+	require.Nil(t, res.Refused, "a protected config is claimed")
+	require.Equal(t, "new", f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef.NameOf())
 }

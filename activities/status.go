@@ -43,10 +43,11 @@ type PoolWrite struct {
 	// pendingConfigRef no longer names (another switch claimed, confirmed
 	// or cleared since). Nothing was written.
 	Superseded bool `json:"superseded,omitempty"`
-	// Refused comes from a Confirm whose live read of the config found it
-	// not fit to be named: missing, of another class, in deletion, or
-	// without the protection finalizer. Nothing was written; the switch
-	// rolls back with its reason and message.
+	// Refused comes from a Claim or a Confirm that found the config not fit
+	// to be named: missing, of another class, in deletion, or without the
+	// protection finalizer (a Confirm reads it live; a Claim trusts a cache
+	// that shows it protected, and reads live otherwise). Nothing was
+	// written; the switch rolls back with its reason and message.
 	Refused *TargetCheck `json:"refused,omitempty"`
 	// ResourceVersion is the pool's resourceVersion after this call: the
 	// write's, or the one read when there was nothing to write. The next
@@ -190,6 +191,29 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 	defer a.reportStepFailure(ctx, StepClaim, in.Pool, in.Class, &err)
 	var displaced string
 	var superseded bool
+	var refused *TargetCheck
+	// The claim names a config only if it is protected (P1): the switch's
+	// Protect saw to it, so the worker's cache normally says so; a cache
+	// that does not reads live. A claim already on the config (a retry)
+	// was checked when it was written.
+	protected := func(pool *v1alpha1.WorkerPool) error {
+		refused = nil
+		if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef.NameOf() == in.Config {
+			return nil
+		}
+		if a.protectedInCache(ctx, ProtectInput{Config: in.Config, Class: in.Class}) {
+			return nil
+		}
+		check, err := a.liveTarget(ctx, in.Config, in.Class)
+		if err != nil {
+			return err
+		}
+		if !check.OK {
+			refused = check
+			return errNoWrite
+		}
+		return nil
+	}
 	planned := func(pool *v1alpha1.WorkerPool) error {
 		if superseded = in.ExpectSpec && specConfigRef(pool, in.Class) != in.SpecConfigRef; superseded {
 			return errNoWrite // the spec asks for another move since the plan
@@ -214,9 +238,9 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 				displaced = p.Name
 			}
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
-		}, specHas(in.Class), planned)
+		}, specHas(in.Class), planned, protected)
 	if res != nil && !res.PoolGone {
-		res.Displaced, res.Superseded = displaced, superseded
+		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
 	}
 	return res, err
 }

@@ -42,13 +42,15 @@ func newStatusFixture(t *testing.T) *statusFixture {
 			Name: gvisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "old"},
 		}}},
 	}
-	// "new", the config the tests' switches move to, protected (Confirm
-	// checks it live).
+	// "new", the config the tests' switches move to, and "other" and
+	// "stale", protected (Claim and Confirm check them).
 	target := &v1alpha1.SandboxConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "new", Finalizers: []string{v1alpha1.ProtectionFinalizer}},
 		Spec:       v1alpha1.SandboxConfigSpec{SandboxClass: gvisor},
 	}
-	store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool, target).
+	other, stale := target.DeepCopy(), target.DeepCopy()
+	other.Name, stale.Name = "other", "stale"
+	store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool, target, other, stale).
 		WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
 	calls := &apiCalls{}
 	live := interceptor.NewClient(store, interceptor.Funcs{
@@ -90,7 +92,7 @@ type cacheStub struct {
 }
 
 func (c *cacheStub) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-	if c.frozen == nil {
+	if _, pool := obj.(*v1alpha1.WorkerPool); c.frozen == nil || !pool {
 		return c.store.Get(ctx, key, obj, opts...)
 	}
 	c.frozen.DeepCopyInto(obj.(*v1alpha1.WorkerPool))

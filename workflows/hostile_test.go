@@ -228,3 +228,23 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		require.Equal(t, []string{"Observe"}, *order)
 	})
 }
+
+// TestLeanSwitchRollsBackARefusedClaim: a Claim that finds its target not
+// protected writes nothing; the switch rolls back as after a refused
+// Protect, with nothing claimed.
+func TestLeanSwitchRollsBackARefusedClaim(t *testing.T) {
+	env, order := newSwitchEnv(t)
+	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "7",
+		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
+		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
+	})).Return(&activities.PoolWrite{Wrote: true}, nil)
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(liveConfig("new", false), nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
+	res, err := runLean(t, env, leanIn)
+	require.NoError(t, err)
+	require.Equal(t, []string{local("Protect"), "Claim", local("RollBack"), local("RecordEvent")}, *order)
+	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
+}

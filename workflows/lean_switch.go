@@ -139,9 +139,9 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 	}
 	var release []string
 	var claimed string
+	var claim activities.PoolWrite
 	if check.OK {
 		state.Step = "Claim"
-		var claim activities.PoolWrite
 		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
@@ -154,7 +154,15 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 			return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		case claim.Superseded:
 			return &SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+		case refusedEnds(ctx, &claim):
+			// The target is not protected after all (the Claim was
+			// scheduled without this Protect, or the config was made
+			// again since): nothing claimed, roll back as after a
+			// refused Protect.
+			check = *claim.Refused
 		}
+	}
+	if check.OK {
 		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)

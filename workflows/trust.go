@@ -47,11 +47,11 @@ func supersededEnds(ctx workflow.Context, w *activities.PoolWrite) bool {
 
 func superseded() *SwitchResult { return &SwitchResult{Outcome: wfapi.OutcomeSuperseded} }
 
-// refusedEnds reports whether a Confirm that refused its target (its live
-// read found it missing, of another class, in deletion or unprotected:
-// nothing written) makes the switch roll back with the Confirm's reason.
-// Asked only when the Confirm reports Refused, which no history recorded
-// before this change holds.
+// refusedEnds reports whether a Claim or a Confirm that refused its target
+// (found it missing, of another class, in deletion or unprotected: nothing
+// written) makes the switch roll back with the step's reason. Asked only
+// when the step reports Refused, which no history recorded before this
+// change holds.
 func refusedEnds(ctx workflow.Context, w *activities.PoolWrite) bool {
 	return w.Refused != nil && workflow.GetVersion(ctx, "confirm-refused", workflow.DefaultVersion, 1) >= 1
 }
