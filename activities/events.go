@@ -43,6 +43,12 @@ func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
 	if in.Pool.UID == "" || in.Key == "" || in.Reason == "" {
 		return invalidInput("an event needs the pool's UID, a key and a reason, got %+v", in)
 	}
+	// Only the pool's own workflows report on it: an event another
+	// workflow asks for (any worker in the Temporal namespace can schedule
+	// this) could claim a move that never happened.
+	if err := checkCaller(ctx, in.Pool); err != nil {
+		return err
+	}
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      EventName(in.Pool, in.Key),

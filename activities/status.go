@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolstatus"
@@ -41,6 +43,12 @@ type PoolWrite struct {
 	// pendingConfigRef no longer names (another switch claimed, confirmed
 	// or cleared since). Nothing was written.
 	Superseded bool `json:"superseded,omitempty"`
+	// Refused comes from a Claim or a Confirm that found the config not fit
+	// to be named: missing, of another class, in deletion, or without the
+	// protection finalizer (a Confirm reads it live; a Claim trusts a cache
+	// that shows it protected, and reads live otherwise). Nothing was
+	// written; the switch rolls back with its reason and message.
+	Refused *TargetCheck `json:"refused,omitempty"`
 	// ResourceVersion is the pool's resourceVersion after this call: the
 	// write's, or the one read when there was nothing to write. The next
 	// status write of the switch passes it on (see updateStatus).
@@ -64,7 +72,10 @@ const confirmLanded = "landed"
 // since only costs the conflict and the re-read. A cache at another version
 // (behind, or ahead because someone else wrote) is not used: the live read
 // costs less than a write bound to conflict.
-func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool)) (*PoolWrite, error) {
+//
+// guards look at the pool as read, before mutate, and may stop the call
+// with nothing written (see errNoWrite and refusal).
+func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool), guards ...func(*v1alpha1.WorkerPool) error) (*PoolWrite, error) {
 	if err := validatePool(ref); err != nil {
 		return nil, err
 	}
@@ -72,8 +83,9 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 		return nil, err
 	}
 	res := &PoolWrite{}
+	var stopped error
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		*res = PoolWrite{}
+		*res, stopped = PoolWrite{}, nil
 		var pool v1alpha1.WorkerPool
 		if !a.cachedAt(ctx, ref, known, &pool) {
 			if err := a.Live.Get(ctx, poolKey(ref), &pool); err != nil {
@@ -88,6 +100,12 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 		if ref.UID != "" && string(pool.UID) != ref.UID {
 			res.PoolGone = true
 			return nil
+		}
+		for _, guard := range guards {
+			if stopped = guard(&pool); stopped != nil {
+				res.ResourceVersion = pool.ResourceVersion
+				return nil
+			}
 		}
 		before := pool.Status.DeepCopy()
 		mutate(&pool)
@@ -108,6 +126,16 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 		res.Wrote, res.ResourceVersion = true, pool.ResourceVersion
 		return nil
 	})
+	if err == nil && stopped != nil {
+		var r refusal
+		switch {
+		case errors.Is(stopped, errNoWrite):
+			return res, nil
+		case errors.As(stopped, &r):
+			return nil, invalidInput("%s on WorkerPool %s: %s", what, ref, r)
+		}
+		err = stopped
+	}
 	if apierrors.IsInvalid(err) {
 		// The API server refuses the status itself (e.g. a class the CRD
 		// does not know, from a switch started by hand): the same write is
@@ -146,6 +174,13 @@ type ClaimInput struct {
 	// cache, which may be behind another switch of the pool.
 	ExpectFrom bool   `json:"expectFrom,omitempty"`
 	From       string `json:"from,omitempty"`
+	// ExpectSpec makes the claim conditional on the pool's spec too: it is
+	// written only while the class's spec.configRef names SpecConfigRef
+	// ("" for none: the class follows its default), as it did when the
+	// move was planned. A re-pin since then asks for another move; a
+	// scale (another generation, the same class entry) does not.
+	ExpectSpec    bool   `json:"expectSpec,omitempty"`
+	SpecConfigRef string `json:"specConfigRef,omitempty"`
 }
 
 // Claim records the config a class is moving to in pendingConfigRef, with
@@ -156,6 +191,35 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 	defer a.reportStepFailure(ctx, StepClaim, in.Pool, in.Class, &err)
 	var displaced string
 	var superseded bool
+	var refused *TargetCheck
+	// The claim names a config only if it is protected (P1): the switch's
+	// Protect saw to it, so the worker's cache normally says so; a cache
+	// that does not reads live. A claim already on the config (a retry)
+	// was checked when it was written.
+	protected := func(pool *v1alpha1.WorkerPool) error {
+		refused = nil
+		if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef.NameOf() == in.Config {
+			return nil
+		}
+		if a.protectedInCache(ctx, ProtectInput{Config: in.Config, Class: in.Class}) {
+			return nil
+		}
+		check, err := a.liveTarget(ctx, in.Config, in.Class)
+		if err != nil {
+			return err
+		}
+		if !check.OK {
+			refused = check
+			return errNoWrite
+		}
+		return nil
+	}
+	planned := func(pool *v1alpha1.WorkerPool) error {
+		if superseded = in.ExpectSpec && specConfigRef(pool, in.Class) != in.SpecConfigRef; superseded {
+			return errNoWrite // the spec asks for another move since the plan
+		}
+		return nil
+	}
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			displaced, superseded = "", false
@@ -174,9 +238,9 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 				displaced = p.Name
 			}
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
-		})
+		}, specHas(in.Class), planned, protected)
 	if res != nil && !res.PoolGone {
-		res.Displaced, res.Superseded = displaced, superseded
+		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
 	}
 	return res, err
 }
@@ -214,6 +278,28 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
 	var superseded bool
+	var refused *TargetCheck
+	// The target is read live once the pool read shows the claim standing:
+	// a release that could still take its finalizer off must list the
+	// pools after this read, and sees the claim (see the README's
+	// "Switching configs"). Whoever scheduled this confirm, with whatever
+	// claim, the class is never moved to a config that is not there,
+	// protected and usable (P1, P3).
+	target := func(pool *v1alpha1.WorkerPool) error {
+		refused = nil
+		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config); landed || superseded {
+			return nil // nothing to write, or not this confirm's to write
+		}
+		check, err := a.liveTarget(ctx, in.Config, in.Class)
+		if err != nil {
+			return err
+		}
+		if !check.OK {
+			refused = check
+			return errNoWrite
+		}
+		return nil
+	}
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			st := pool.Status.ClassStatus(in.Class)
@@ -221,8 +307,7 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 			// landed (the same write again changes nothing). Anything else:
 			// another writer took the class since the claim, and this
 			// config may have been released meanwhile.
-			landed := st != nil && st.PendingConfigRef == nil && st.ConfigRef.NameOf() == in.Config
-			if superseded = !landed && (st == nil || st.PendingConfigRef.NameOf() != in.Config); superseded {
+			if _, superseded = confirmState(st, in.Config); superseded {
 				return
 			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
@@ -231,9 +316,13 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 			_, reason, msg := resolve.CheckTarget(in.Config, &resolve.Config{Class: in.Class}, in.Class)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(true, reason, msg, in.Generation))
-		})
+		}, specHas(in.Class), target)
 	if err != nil {
 		return res, err
+	}
+	if refused != nil && !res.PoolGone {
+		res.Refused = refused
+		return res, nil
 	}
 	if superseded && !res.PoolGone {
 		res.Superseded = true
@@ -279,7 +368,7 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved); c != nil {
 				since = c.LastTransitionTime.DeepCopy()
 			}
-		})
+		}, specHas(in.Class))
 	if err != nil {
 		return res, err
 	}
@@ -321,5 +410,76 @@ func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (_ *PoolWr
 			if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef != nil && st.PendingConfigRef.Name == in.Config {
 				st.PendingConfigRef = nil
 			}
-		})
+		}, specHas(in.Class))
+}
+
+// ReasonSandboxConfigNotProtected is the reason of a class's Resolved
+// condition False after a Confirm found its target without the protection
+// finalizer (taken off by hand, or a Confirm scheduled without the
+// switch's Protect): the class keeps its config, and the next switch
+// protects the target first. The spec has no reason for this; the name is
+// the product's own.
+const ReasonSandboxConfigNotProtected = "SandboxConfigNotProtected"
+
+// errNoWrite is a guard's (see updateStatus) "nothing to write": the call
+// ends with no write and no error, the guard's verdict in its own result.
+var errNoWrite = errors.New("nothing to write")
+
+// refusal is a guard's verdict that no retry can change: the call fails as
+// invalid input, with nothing written.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// specHas refuses a switch's write for a class the pool's spec does not
+// have: class names are immutable, so only a switch started by hand asks
+// it, and its write would create a status entry nothing clears.
+func specHas(class v1alpha1.SandboxClass) func(*v1alpha1.WorkerPool) error {
+	return func(pool *v1alpha1.WorkerPool) error {
+		for _, entry := range pool.Spec.SandboxClasses {
+			if entry.Name == class {
+				return nil
+			}
+		}
+		return refusal(fmt.Sprintf("WorkerPool %s/%s has no sandbox class %q in its spec: nothing written", pool.Namespace, pool.Name, class))
+	}
+}
+
+// specConfigRef is the config the class's spec entry pins, "" when it
+// follows the class default (or the spec lacks the class).
+func specConfigRef(pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass) string {
+	for _, entry := range pool.Spec.SandboxClasses {
+		if entry.Name == class {
+			return entry.ConfigRef.NameOf()
+		}
+	}
+	return ""
+}
+
+// confirmState says, of a class's status, whether a confirm to config
+// landed already (the class on it, no claim) or is superseded (neither
+// that nor the claim on it: another writer took the class).
+func confirmState(st *v1alpha1.WorkerPoolSandboxClassStatus, config string) (landed, superseded bool) {
+	landed = st != nil && st.PendingConfigRef == nil && st.ConfigRef.NameOf() == config
+	return landed, !landed && (st == nil || st.PendingConfigRef.NameOf() != config)
+}
+
+// liveTarget reads a confirm's target from the API server, never from a
+// cache, and says whether a class may be moved onto it now: it exists, is
+// of the class, is not in deletion and carries the protection finalizer.
+func (a *Activities) liveTarget(ctx context.Context, name string, class v1alpha1.SandboxClass) (*TargetCheck, error) {
+	var c v1alpha1.SandboxConfig
+	if err := a.Live.Get(ctx, ctrlclient.ObjectKey{Name: name}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return checkTarget(name, nil, class), nil
+		}
+		return nil, fmt.Errorf("reading SandboxConfig %q before confirming it: %w", name, err)
+	}
+	view := resolve.ConfigFrom(&c)
+	check := checkTarget(name, &view, class)
+	if check.OK && !c.IsProtected() {
+		check = &TargetCheck{Reason: ReasonSandboxConfigNotProtected,
+			Message: fmt.Sprintf("SandboxConfig %q does not carry the finalizer %s", name, v1alpha1.ProtectionFinalizer)}
+	}
+	return check, nil
 }

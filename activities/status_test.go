@@ -23,7 +23,7 @@ const gvisor = v1alpha1.SandboxClassGVisor
 // apiCalls counts the WorkerPool requests made to the API server.
 type apiCalls struct{ Gets, StatusWrites, Conflicts int }
 
-// statusFixture is a pool on "old" in a fake API server, the worker's cache
+// statusFixture is a pool on "old" and the config "new" in a fake API server, the worker's cache
 // of it, and the activities.
 type statusFixture struct {
 	store ctrlclient.Client
@@ -42,12 +42,22 @@ func newStatusFixture(t *testing.T) *statusFixture {
 			Name: gvisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "old"},
 		}}},
 	}
-	store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool).
+	// "new", the config the tests' switches move to, and "other" and
+	// "stale", protected (Claim and Confirm check them).
+	target := &v1alpha1.SandboxConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "new", Finalizers: []string{v1alpha1.ProtectionFinalizer}},
+		Spec:       v1alpha1.SandboxConfigSpec{SandboxClass: gvisor},
+	}
+	other, stale := target.DeepCopy(), target.DeepCopy()
+	other.Name, stale.Name = "other", "stale"
+	store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool, target, other, stale).
 		WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
 	calls := &apiCalls{}
 	live := interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(ctx context.Context, c ctrlclient.WithWatch, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-			calls.Gets++
+			if _, ok := obj.(*v1alpha1.WorkerPool); ok {
+				calls.Gets++
+			}
 			return c.Get(ctx, key, obj, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrlclient.Client, sub string, obj ctrlclient.Object, opts ...ctrlclient.SubResourceUpdateOption) error {
@@ -82,7 +92,7 @@ type cacheStub struct {
 }
 
 func (c *cacheStub) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-	if c.frozen == nil {
+	if _, pool := obj.(*v1alpha1.WorkerPool); c.frozen == nil || !pool {
 		return c.store.Get(ctx, key, obj, opts...)
 	}
 	c.frozen.DeepCopyInto(obj.(*v1alpha1.WorkerPool))

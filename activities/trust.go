@@ -19,7 +19,13 @@ import (
 //     no write;
 //   - Confirm and RollBack write only while the class's pendingConfigRef
 //     still names their target (see settleAllowed), so a switch started
-//     beside the real one cannot confirm a config that was released since.
+//     beside the real one cannot confirm a config that was released since;
+//   - Claim names only a protected config, and Confirm reads its target
+//     live and names it only if it is there, of the class, not in deletion
+//     and protected (see liveTarget);
+//   - a status write for a class the pool's spec lacks is refused (specHas);
+//   - an event is recorded only for the pool the calling workflow's ID
+//     names (RecordEvent).
 
 // callerNamesPool reports whether a workflow ID is that of the pool's own
 // workflows: its pool workflow "workerpool/<ns>/<name>", or one of its

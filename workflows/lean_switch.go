@@ -40,6 +40,13 @@ func leanSwitch(ctx workflow.Context, pool wfapi.PoolRef, in SwitchInput) (*Swit
 			activities.ErrInvalidInput, nil)
 	}
 	in.Pool.Namespace, in.Pool.Name = pool.Namespace, pool.Name
+	if problem := in.Problem(); problem != "" && refusesInvalidInput(ctx) {
+		// A switch started by hand with what no step could carry out:
+		// fail now, before any step, rather than retry a step forever
+		// while holding the pool's switch ID.
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("switch of WorkerPool %s refused: %s", pool, problem), activities.ErrInvalidInput, nil)
+	}
 	log := workflow.GetLogger(ctx)
 	state := wfapi.SwitchState{Pool: pool.String(), Step: "deciding"}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.SwitchState, error) {
@@ -49,9 +56,13 @@ func leanSwitch(ctx workflow.Context, pool wfapi.PoolRef, in SwitchInput) (*Swit
 	}
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
 	// A re-resolution asked for before this run began (the signal of a
-	// signal-with-start) is what this run does: only one asked for while
-	// it runs calls for another look.
-	drain(reresolve)
+	// signal-with-start) is what a run with no input does: only one asked
+	// for while it runs calls for another look. A run with a move (the
+	// starter's) was planned before the signal came: it keeps it, makes
+	// its move, and continues as new for the look (see finishLean).
+	if !in.IsMove() || reresolve.Len() == 0 || !keepsEarlyReresolve(ctx) {
+		drain(reresolve)
+	}
 	ctx = withActivities(ctx)
 
 	if !in.IsMove() {
@@ -59,7 +70,14 @@ func leanSwitch(ctx workflow.Context, pool wfapi.PoolRef, in SwitchInput) (*Swit
 		// on a live read, recorded by a regular activity before any write.
 		// The CLI sets no search attributes: name the pool for the query
 		// that lists its switches.
-		if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.WorkerPoolKey.ValueSet(pool.String())); err != nil {
+		// A run continued as new for a fresh look carries the previous
+		// run's search attributes (the SDK copies them into the new run):
+		// its move and outcome are not this run's.
+		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(pool.String())}
+		if carried := carriedMove(ctx); len(carried) > 0 && dropsCarriedMove(ctx) {
+			attrs = append(attrs, carried...)
+		}
+		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 			log.Warn("could not record the pool as a search attribute", "error", err)
 		}
 		state.Step = "Observe"
@@ -121,12 +139,13 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 	}
 	var release []string
 	var claimed string
+	var claim activities.PoolWrite
 	if check.OK {
 		state.Step = "Claim"
-		var claim activities.PoolWrite
 		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
+			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptrValue(in.SpecConfigRef),
 		}).Get(ctx, &claim); err != nil {
 			return nil, err
 		}
@@ -135,7 +154,15 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 			return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		case claim.Superseded:
 			return &SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+		case refusedEnds(ctx, &claim):
+			// The target is not protected after all (the Claim was
+			// scheduled without this Protect, or the config was made
+			// again since): nothing claimed, roll back as after a
+			// refused Protect.
+			check = *claim.Refused
 		}
+	}
+	if check.OK {
 		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
@@ -189,6 +216,9 @@ func confirmLean(ctx workflow.Context, s steps, in SwitchInput, claimed string) 
 		Local: true, Claimed: true,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
+	}
+	if refusedEnds(ctx, &w) {
+		return rollBackLean(ctx, s, in, *w.Refused, claimed)
 	}
 	return switched(ctx, s, in, &w)
 }

@@ -168,6 +168,9 @@ func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*Sw
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
+	if refusedEnds(ctx, &w) {
+		return rollBack(ctx, s, in, *w.Refused, claimed)
+	}
 	return switched(ctx, s, in, &w)
 }
 

@@ -19,6 +19,11 @@ type Move struct {
 	// Pending is the claim the class holds now, if any: with To equal to it,
 	// a switch is (or was) under way.
 	Pending string
+	// SpecConfigRef is the config the class's spec entry pins, "" when it
+	// follows the class default: what the move was planned from. The
+	// claim is written only while the spec still says the same (a re-pin
+	// since asks for another move; a scale does not).
+	SpecConfigRef string
 }
 
 // ClassPlan is one class of a pool as resolution sees it: the config its
@@ -56,9 +61,10 @@ func NextMove(spec []v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoo
 		p := PlanClass(entry, status, configs)
 		switch {
 		case p.Moves():
-			return Move{Class: p.Class, From: p.Current, To: p.Result.Target, FromDeleting: Deleting(configs, p.Current), Pending: p.Pending}, true
+			return Move{Class: p.Class, From: p.Current, To: p.Result.Target, FromDeleting: Deleting(configs, p.Current), Pending: p.Pending,
+				SpecConfigRef: entry.ConfigRef.NameOf()}, true
 		case p.Pending != "":
-			return Move{Class: p.Class, From: p.Current, Abandon: p.Pending, Pending: p.Pending}, true
+			return Move{Class: p.Class, From: p.Current, Abandon: p.Pending, Pending: p.Pending, SpecConfigRef: entry.ConfigRef.NameOf()}, true
 		}
 	}
 	return Move{}, false

@@ -58,7 +58,7 @@ func TestNextMove(t *testing.T) {
 			spec:    []v1alpha1.WorkerPoolSandboxClass{pinnedTo(gvisor, "def")},
 			status:  status(on(gvisor, "old", "")),
 			configs: []Config{def, old},
-			want:    &Move{Class: gvisor, From: "old", To: "def", FromDeleting: true},
+			want:    &Move{Class: gvisor, From: "old", To: "def", FromDeleting: true, SpecConfigRef: "def"},
 		},
 		{
 			name:    "a claim of the move under way is reported with it",
@@ -91,7 +91,7 @@ func TestNextMove(t *testing.T) {
 			spec:    []v1alpha1.WorkerPoolSandboxClass{unpinned(gvisor), pinnedTo(microvm, "vm")},
 			status:  status(on(gvisor, "newer", "")),
 			configs: []Config{def, newer, vm},
-			want:    &Move{Class: microvm, To: "vm"},
+			want:    &Move{Class: microvm, To: "vm", SpecConfigRef: "vm"},
 		},
 	}
 	for _, tt := range tests {

@@ -55,6 +55,12 @@ type SwitchInput struct {
 	// on: the claim writes on it when the pool is still at it. "" (also in
 	// switches started before it existed) reads first.
 	PoolResourceVersion string `json:"poolResourceVersion,omitempty"`
+	// SpecConfigRef is the config the class's spec entry pinned when the
+	// move was planned, "" when it followed the class default
+	// (resolve.Move's): the claim is written only while the spec still
+	// says the same. nil in inputs from before it existed, whose claims
+	// expect nothing of the spec.
+	SpecConfigRef *string `json:"specConfigRef,omitempty"`
 }
 
 // IsMove reports whether the input names a move (or a claim to clear), as
@@ -96,6 +102,9 @@ func MoveInput(pool PoolRef, m resolve.Move, generation int64, resourceVersion s
 	}
 	if m.To == "" {
 		in.Abandon = m.Abandon
+	} else {
+		spec := m.SpecConfigRef
+		in.SpecConfigRef = &spec
 	}
 	return in
 }
