@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Deployments: acts.Clientset.AppsV1(), Events: acts}
+	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Deployments: acts.Clientset.AppsV1(), Events: acts}
 	if err := keeper.SetupWithManager(mgr, reconcileConcurrency); err != nil {
 		return fmt.Errorf("setting up the pool reconciler: %w", err)
 	}
