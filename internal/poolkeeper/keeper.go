@@ -253,6 +253,13 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
 	}
+	if c := invalidAtGeneration(pool); c != nil {
+		res := kept{condition: c}
+		if d != nil && metav1.IsControlledBy(d, pool) {
+			res.deployment = d
+		}
+		return res, nil
+	}
 	applied, err := deployment.Apply(ctx, r.Deployments, pool)
 	if err != nil {
 		if ctx.Err() != nil {
