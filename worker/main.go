@@ -4,7 +4,8 @@
 //
 // Every process of the product has this shape: flags and environment, logs,
 // probes, the Temporal connection, then the process's Run (here
-// internal/workerapp.Run) until SIGINT or SIGTERM.
+// internal/workerapp.Run, which dials Temporal beside the pool keeper) until
+// SIGINT or SIGTERM.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -80,15 +82,17 @@ func run(args []string) error {
 	attrs := &probes.SearchAttributes{Namespace: proc.Temporal.Namespace, Log: log}
 	probes.Serve(ctx, opts.HealthProbeBindAddress, probes.All(readiness.Ready, attrs.Ready), nil, log)
 	probes.Serve(ctx, opts.MetricsBindAddress, func(context.Context) error { return nil }, ctrlmetrics.Registry, log)
-	c, err := options.DialTemporal(ctx, proc.Temporal, log)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	readiness.Connected(c)
-	go attrs.Watch(ctx, c)
 	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
 		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
-	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: leader})
+	// The pool keeper starts at once; Temporal is dialled beside it, with
+	// retries, and the Temporal worker starts once it answers: a worker
+	// (re)started during a Temporal outage keeps Deployments scaled and
+	// statuses mirrored, and is not ready until Temporal is reachable.
+	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
+		LeaderElection: leader,
+		Dial:           func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
+		OnConnected: func(c client.Client) {
+			readiness.Connected(c)
+			go attrs.Watch(ctx, c)
+		}})
 }

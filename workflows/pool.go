@@ -310,7 +310,7 @@ func needsSync(obs *activities.Observation, sync *activities.SyncInput) bool {
 		d.ReadyReplicas != obs.Status.ReadyReplicas || d.Selector != obs.Status.Selector) {
 		return true
 	}
-	want := poolstatus.Summary(obs.Spec, obs.Status.SandboxClasses, obs.Generation)
+	want := poolstatus.LegacySummary(obs.Spec, obs.Status.SandboxClasses, obs.Generation)
 	return !poolstatus.SameCondition(obs.Status.Conditions, want)
 }
 

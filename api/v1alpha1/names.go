@@ -70,6 +70,18 @@ const (
 	ReasonSandboxConfigDeleting = "SandboxConfigDeleting"
 	ReasonDefaultConfigNotFound = "DefaultConfigNotFound"
 
+	// ReasonSwitching is the reason of the top-level SandboxConfigResolved
+	// condition, Unknown, while a class has a move to make that has not
+	// been made: its spec pins a config its status does not name, or it
+	// holds a claim (pendingConfigRef). The message names the class and the
+	// move. The pool keeper keeps status.observedGeneration below a
+	// generation whose spec asks for such a move until it is made.
+	ReasonSwitching = "Switching"
+	// ReasonPending is the reason of the top-level condition, Unknown, while
+	// a class has no Resolved condition yet, or only one written for an
+	// earlier generation of the pool.
+	ReasonPending = "Pending"
+
 	// EventReasonSandboxConfigSwitched is the reason of the Normal event
 	// emitted after each change of a class's configRef.
 	EventReasonSandboxConfigSwitched = "SandboxConfigSwitched"

@@ -75,6 +75,8 @@ const (
 	celMicroVMAssets   = "every version of a microvm SandboxConfig needs assets, and the cloud-hypervisor, virtiofsd, kata-kernel and kata-image assets for every architecture it lists"
 	celClaims          = "spec.template.resources.claims is not supported: a worker pod declares no resource claims"
 	celSelectorTerms   = "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term"
+	celNodeSelectorKey = "spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	celPoolName        = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
 )
 
 // Fields as the API server names them in its causes.
@@ -165,6 +167,14 @@ func stringMap(n int, key func(i int) string, value string) map[string]string {
 		m[key(i)] = value
 	}
 	return m
+}
+
+func labelValues(m map[string]string) map[string]atev1alpha1.LabelValue {
+	out := make(map[string]atev1alpha1.LabelValue, len(m))
+	for k, v := range m {
+		out[k] = atev1alpha1.LabelValue(v)
+	}
+	return out
 }
 
 func labelMap(n int) map[string]atev1alpha1.LabelValue {
@@ -283,7 +293,7 @@ func TestWorkerPoolValidation(t *testing.T) {
 			tpl := withTemplate(p)
 			tpl.Labels = labelMap(64)
 			tpl.Annotations = stringMap(64, func(i int) string { return fmt.Sprintf("example.com/a%d", i) }, long(1024))
-			tpl.NodeSelector = stringMap(64, func(i int) string { return fmt.Sprintf("example.com/n%d", i) }, "v")
+			tpl.NodeSelector = labelValues(stringMap(64, func(i int) string { return fmt.Sprintf("example.com/n%d", i) }, "v"))
 			tpl.Tolerations = tolerations(16)
 			tpl.PriorityClassName = long(253)
 			tpl.ServiceAccountName = long(253)
@@ -342,9 +352,32 @@ func TestWorkerPoolValidation(t *testing.T) {
 		{name: "annotation key prefix too long", mutate: setAnnotation(longPrefix+"a/x", "v"),
 			want: []cause{{fieldAnnotations, celAnnotationKey}}},
 
+		// metadata.name: the value of the pods' ate.dev/worker-pool label.
+		{name: "name of 63 characters", mutate: func(p *atev1alpha1.WorkerPool) { p.Name = long(63) }},
+		{name: "name of 64 characters", mutate: func(p *atev1alpha1.WorkerPool) { p.Name = long(64) },
+			want: []cause{{"<nil>", celPoolName}}},
+		{name: "name of 70 characters", mutate: func(p *atev1alpha1.WorkerPool) { p.Name = "pool-" + long(63) + ".x" },
+			want: []cause{{"<nil>", celPoolName}}},
+		// spec.template.nodeSelector: qualified-name keys, label values.
+		{name: "nodeSelector valid", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeSelector = map[string]atev1alpha1.LabelValue{"example.com/zone": atev1alpha1.LabelValue(long(63)), "disk": "ssd_1.a-b", "empty": ""}
+		}},
+		{name: "nodeSelector value too long", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeSelector = map[string]atev1alpha1.LabelValue{"example.com/zone": atev1alpha1.LabelValue(long(64))}
+		}, want: []cause{{"spec.template.nodeSelector.example.com/zone", msgTooLong}}},
+		{name: "nodeSelector value not a label value", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeSelector = map[string]atev1alpha1.LabelValue{"zone": "zone a"}
+		}, want: []cause{{"spec.template.nodeSelector.zone", msgPattern}}},
+		{name: "nodeSelector value ending in a dash", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeSelector = map[string]atev1alpha1.LabelValue{"zone": "a-"}
+		}, want: []cause{{"spec.template.nodeSelector.zone", msgPattern}}},
+		{name: "nodeSelector key invalid", mutate: func(p *atev1alpha1.WorkerPool) {
+			withTemplate(p).NodeSelector = map[string]atev1alpha1.LabelValue{"example.com/a/b": "v"}
+		}, want: []cause{{"spec.template.nodeSelector", celNodeSelectorKey}}},
+
 		// The rest of spec.template.
 		{name: "nodeSelector 65", mutate: func(p *atev1alpha1.WorkerPool) {
-			withTemplate(p).NodeSelector = stringMap(65, func(i int) string { return fmt.Sprintf("example.com/n%d", i) }, "v")
+			withTemplate(p).NodeSelector = labelValues(stringMap(65, func(i int) string { return fmt.Sprintf("example.com/n%d", i) }, "v"))
 		}, want: []cause{{"spec.template.nodeSelector", msgTooMany}}},
 		{name: "tolerations 17", mutate: func(p *atev1alpha1.WorkerPool) { withTemplate(p).Tolerations = tolerations(17) },
 			want: []cause{{"spec.template.tolerations", msgTooMany}}},

@@ -84,10 +84,14 @@ type WorkerPoolPodTemplate struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// nodeSelector constrains the worker pods to matching nodes.
+	// nodeSelector constrains the worker pods to matching nodes. Keys must
+	// be qualified names and values label values (LabelValue: at most 63
+	// characters), as on a pod: the API server would refuse the pool's
+	// Deployment otherwise.
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// tolerations are the worker pods' own tolerations; the sandbox class's
 	// toleration is added after them.
@@ -197,6 +201,9 @@ type WorkerPoolSandboxClassStatus struct {
 // +kubebuilder:printcolumn:name="SANDBOXCONFIG",type=string,JSONPath=`.status.sandboxClasses[0].configRef.name`,description="The SandboxConfig the pool runs (status.sandboxClasses[0].configRef)"
 // +kubebuilder:printcolumn:name="RESOLVED",type=string,JSONPath=`.status.conditions[?(@.type=="SandboxConfigResolved")].status`,description="Whether every sandbox class of the pool resolved a SandboxConfig (condition SandboxConfigResolved)"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the pool was created"
+// The pool's name is the value of its pods' ate.dev/worker-pool label (and
+// of its Deployment's selector): a label value is at most 63 characters.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
 
 // WorkerPool is a pool of worker pods of one sandbox class. Each pool
 // resolves the SandboxConfig it runs, records it in status, protects it from

@@ -314,7 +314,13 @@ func workerPodSpec(tmpl *v1alpha1.WorkerPoolPodTemplate, class v1alpha1.SandboxC
 
 	// Optional scheduling fields: declared only when set (see the package
 	// documentation).
-	podSpec.WithNodeSelector(tmpl.NodeSelector) // no-op when empty
+	if len(tmpl.NodeSelector) > 0 {
+		selector := make(map[string]string, len(tmpl.NodeSelector))
+		for k, v := range tmpl.NodeSelector {
+			selector[k] = string(v)
+		}
+		podSpec.WithNodeSelector(selector)
+	}
 	if tmpl.PriorityClassName != "" {
 		podSpec.WithPriorityClassName(tmpl.PriorityClassName)
 	}

@@ -58,7 +58,7 @@ func fullTemplate() *v1alpha1.WorkerPoolPodTemplate {
 	return &v1alpha1.WorkerPoolPodTemplate{
 		Labels:      map[string]v1alpha1.LabelValue{"team": "infra", "tier": "gpu"},
 		Annotations: map[string]string{"example.com/owner": "infra", "a.example.com/note": "x"},
-		NodeSelector: map[string]string{
+		NodeSelector: map[string]v1alpha1.LabelValue{
 			"example.com/pool": "workers",
 			"disk":             "ssd",
 		},
@@ -589,7 +589,7 @@ func TestEmptyTemplateDeclaresNothing(t *testing.T) {
 			empty := &v1alpha1.WorkerPoolPodTemplate{
 				Labels:       map[string]v1alpha1.LabelValue{},
 				Annotations:  map[string]string{},
-				NodeSelector: map[string]string{},
+				NodeSelector: map[string]v1alpha1.LabelValue{},
 				Tolerations:  []corev1.Toleration{},
 				NodeAffinity: &corev1.NodeAffinity{},
 				Resources:    &corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}},
@@ -612,7 +612,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 		k := string(rune('a' + i))
 		tmpl.Labels["l"+k] = v1alpha1.LabelValue(k)
 		tmpl.Annotations["example.com/"+k] = k
-		tmpl.NodeSelector["n"+k] = k
+		tmpl.NodeSelector["n"+k] = v1alpha1.LabelValue(k)
 	}
 	first, err := json.Marshal(mustBuild(t, newPool(v1alpha1.SandboxClassMicroVM, tmpl)))
 	require.NoError(t, err)

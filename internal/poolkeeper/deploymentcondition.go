@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/activities"
@@ -68,14 +69,22 @@ func notOwned(pool *v1alpha1.WorkerPool, d *appsv1.Deployment) kept {
 }
 
 // applyFailed is the outcome of a Deployment that could not be built or
-// applied.
+// applied. One the pool's spec cannot make (Build refuses it, or the API
+// server calls the apply Invalid) is terminal for the pool's generation:
+// it is reported, not retried (see invalidAtGeneration); a change of the
+// spec tries again.
 func applyFailed(pool *v1alpha1.WorkerPool, err error) kept {
 	reason, msg := v1alpha1.ReasonDeploymentApplyFailed, err.Error()
 	var invalid *deployment.InvalidPoolError
 	var status apierrors.APIStatus
 	switch {
 	case errors.As(err, &invalid):
-		reason, msg = v1alpha1.ReasonDeploymentInvalid, fmt.Sprintf("the Deployment cannot be built: %v", invalid.Err)
+		return kept{condition: failedCondition(pool, v1alpha1.ReasonDeploymentInvalid,
+			fmt.Sprintf("the Deployment cannot be built: %v", invalid.Err))}
+	case refusedAsInvalid(err):
+		errors.As(err, &status)
+		return kept{condition: failedCondition(pool, v1alpha1.ReasonDeploymentInvalid,
+			fmt.Sprintf("applying Deployment %q: %s; not retried until the WorkerPool's spec changes", pool.Name, status.Status().Message))}
 	case errors.As(err, &status):
 		// The API server's own words (an admission policy's message, the
 		// quota exceeded), without the client's wrapping.
@@ -85,6 +94,38 @@ func applyFailed(pool *v1alpha1.WorkerPool, err error) kept {
 		condition: failedCondition(pool, reason, msg),
 		failure:   fmt.Errorf("keeping the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err),
 	}
+}
+
+// refusedAsInvalid reports whether the API server's own validation refused
+// the Deployment: an Invalid error whose causes name a field of it. An
+// admission policy's denial is Invalid too by default (a
+// ValidatingAdmissionPolicy's reason), but names no field: it is the
+// cluster's, may be lifted without a change to the pool, and is retried.
+func refusedAsInvalid(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidAtGeneration returns the pool's DeploymentApplied condition when
+// it says the Deployment of the pool's current generation is invalid: the
+// same spec makes the same Deployment, refused the same way, so it is not
+// built or applied again (no apply every 30 s, forever) until the spec
+// changes. It lives in the status, so a restarted keeper, or another one,
+// knows it too.
+func invalidAtGeneration(pool *v1alpha1.WorkerPool) *metav1.Condition {
+	c := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionDeploymentApplied)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonDeploymentInvalid || c.ObservedGeneration != pool.Generation {
+		return nil
+	}
+	return c.DeepCopy()
 }
 
 // deploymentWarning is the Warning of one appearance of a Deployment

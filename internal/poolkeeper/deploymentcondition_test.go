@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -18,7 +19,8 @@ import (
 )
 
 // TestDeploymentFailures: each way a Deployment cannot be kept gives its
-// reason and a message in the API server's words, and is a failure to retry.
+// reason and a message in the API server's words, and is a failure to retry,
+// but one the pool's spec cannot make: that waits for the spec to change.
 func TestDeploymentFailures(t *testing.T) {
 	p := pool("a", "")
 	owned := func(ref *metav1.OwnerReference) *appsv1.Deployment {
@@ -34,18 +36,28 @@ func TestDeploymentFailures(t *testing.T) {
 		name        string
 		got         kept
 		reason, msg string
+		terminal    bool
 	}{
 		{"controlled by another kind", notOwned(p, owned(&metav1.OwnerReference{Kind: "ConfigMap", Name: "other", Controller: ptr(true)})),
-			v1alpha1.ReasonDeploymentNotOwned, `Deployment "p" exists and is controlled by ConfigMap "other", not by this WorkerPool: it is not applied over; delete it, or give the pool another name`},
+			v1alpha1.ReasonDeploymentNotOwned, `Deployment "p" exists and is controlled by ConfigMap "other", not by this WorkerPool: it is not applied over; delete it, or give the pool another name`, false},
 		{"controlled by nothing", notOwned(p, owned(&metav1.OwnerReference{Kind: "WorkerPool", Name: "p"})),
-			v1alpha1.ReasonDeploymentNotOwned, `Deployment "p" exists and is controlled by nothing, not by this WorkerPool: it is not applied over; delete it, or give the pool another name`},
+			v1alpha1.ReasonDeploymentNotOwned, `Deployment "p" exists and is controlled by nothing, not by this WorkerPool: it is not applied over; delete it, or give the pool another name`, false},
 		{"refused by the API server", applyFailed(p, fmt.Errorf("deployment: applying ns/p: %w",
 			apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "p", errors.New("exceeded quota: q")))),
-			v1alpha1.ReasonDeploymentApplyFailed, `applying Deployment "p": deployments.apps "p" is forbidden: exceeded quota: q`},
+			v1alpha1.ReasonDeploymentApplyFailed, `applying Deployment "p": deployments.apps "p" is forbidden: exceeded quota: q`, false},
+		{"called invalid by the API server", applyFailed(p, fmt.Errorf("deployment: applying ns/p: %w",
+			apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "p", field.ErrorList{
+				field.Invalid(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("resources", "requests"), "2", "must be less than or equal to cpu limit of 1")}))),
+			v1alpha1.ReasonDeploymentInvalid, `applying Deployment "p": Deployment.apps "p" is invalid: spec.template.spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1; not retried until the WorkerPool's spec changes`, true},
+		{"denied by an admission policy (Invalid, no field)", applyFailed(p, fmt.Errorf("deployment: applying ns/p: %w",
+			&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
+				Message: `deployments.apps "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'x' denied request: no`,
+				Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: "no"}}}}})),
+			v1alpha1.ReasonDeploymentApplyFailed, `applying Deployment "p": deployments.apps "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'x' denied request: no`, false},
 		{"not an API error", applyFailed(p, errors.New("connection refused")),
-			v1alpha1.ReasonDeploymentApplyFailed, "connection refused"},
+			v1alpha1.ReasonDeploymentApplyFailed, "connection refused", false},
 		{"the pool cannot make a Deployment", applyFailed(p, err),
-			v1alpha1.ReasonDeploymentInvalid, "the Deployment cannot be built: deployment: WorkerPool ns/p has no UID"},
+			v1alpha1.ReasonDeploymentInvalid, "the Deployment cannot be built: deployment: WorkerPool ns/p has no UID", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +68,16 @@ func TestDeploymentFailures(t *testing.T) {
 			require.Equal(t, tc.reason, c.Reason)
 			require.Equal(t, tc.msg, c.Message)
 			require.Equal(t, p.Generation, c.ObservedGeneration)
-			require.Error(t, tc.got.failure, "a failure is retried")
+			if tc.terminal {
+				require.NoError(t, tc.got.failure, "an invalid Deployment is not retried at the same generation")
+				p := p.DeepCopy()
+				p.Status.Conditions = []metav1.Condition{*c}
+				require.Equal(t, c, invalidAtGeneration(p), "remembered for the generation")
+				p.Generation++
+				require.Nil(t, invalidAtGeneration(p), "a new generation tries again")
+			} else {
+				require.Error(t, tc.got.failure, "a failure is retried")
+			}
 			require.Nil(t, tc.got.deployment)
 		})
 	}

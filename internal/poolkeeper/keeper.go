@@ -20,6 +20,7 @@ package poolkeeper
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,12 @@ type EventRecorder interface {
 // Reconciler keeps pools' Deployments and plain status.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client      ctrlclient.Client
+	Client ctrlclient.Client
+	// Live reads from the API server itself (the manager's API reader): a
+	// config name is dropped only once a live read confirms the config may
+	// not be kept, never on the cache's word alone (the pool and config
+	// informers are independent, so the cache may not have a config yet).
+	Live        ctrlclient.Reader
 	Deployments appsv1client.DeploymentsGetter
 	Events      EventRecorder
 
@@ -101,8 +107,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("resolving WorkerPool %s: %w", req, err)
 	}
 
+	if configs, err = r.confirmDrops(ctx, &pool, configs); err != nil {
+		return reconcile.Result{}, err
+	}
+
 	before := pool.Status.DeepCopy()
-	settleClasses(&pool, configs)
+	switching := settleClasses(&pool, configs)
 	k, err := r.keepDeployment(ctx, &pool)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -111,7 +121,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		pool.Status.Replicas, pool.Status.ReadyReplicas = d.Status.Replicas, d.Status.ReadyReplicas
 		pool.Status.Selector = selector(d)
 	}
-	pool.Status.ObservedGeneration = max(pool.Status.ObservedGeneration, pool.Generation)
+	if !switching {
+		// A generation whose spec asks for a move not made yet is not
+		// acted on: the look after the switch's confirm raises it.
+		pool.Status.ObservedGeneration = max(pool.Status.ObservedGeneration, pool.Generation)
+	}
 	poolstatus.SetSummary(&pool)
 	if k.condition != nil {
 		// After the summary, so a new pool's status lists the summary first.
@@ -161,11 +175,13 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 }
 
 // settleClasses sets the Resolved condition of every class that needs no
-// switch, and drops a config name that may not be kept.
-func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) {
+// switch, and drops a config name that may not be kept (confirmDrops has
+// confirmed it live). It reports whether a class needs a switch.
+func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switching bool) {
 	for _, entry := range pool.Spec.SandboxClasses {
 		p := resolve.PlanClass(entry, &pool.Status, configs)
 		if p.NeedsSwitch() {
+			switching = true
 			continue // its switch's to write
 		}
 		res := p.Result
@@ -175,6 +191,33 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) {
 		poolstatus.SetClassCondition(&pool.Status, entry.Name,
 			poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation))
 	}
+	return switching
+}
+
+// confirmDrops reads live every config that the cached configs would make
+// a class of the pool drop (gone, of another class, or in deletion without
+// the finalizer, as the cache says), and returns configs with the live
+// answer in its place: present and keepable, the class keeps it (and
+// resolves against it); gone, it is dropped. A pool on its config costs no
+// read.
+func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool, configs []resolve.Config) ([]resolve.Config, error) {
+	for _, entry := range pool.Spec.SandboxClasses {
+		p := resolve.PlanClass(entry, &pool.Status, configs)
+		if p.NeedsSwitch() || p.Result.Target != "" || p.Current == "" {
+			continue
+		}
+		configs = slices.DeleteFunc(slices.Clone(configs), func(c resolve.Config) bool { return c.Name == p.Current })
+		var live v1alpha1.SandboxConfig
+		err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: p.Current}, &live)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading SandboxConfig %q of WorkerPool %s/%s live before dropping it: %w", p.Current, pool.Namespace, pool.Name, err)
+		default:
+			configs = append(configs, resolve.ConfigFrom(&live))
+		}
+	}
+	return configs, nil
 }
 
 // keepDeployment applies the pool's Deployment when it is not as wanted,
@@ -209,6 +252,13 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 			r.upToDate.set(pool, d)
 			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
+	}
+	if c := invalidAtGeneration(pool); c != nil {
+		res := kept{condition: c}
+		if d != nil && metav1.IsControlledBy(d, pool) {
+			res.deployment = d
+		}
+		return res, nil
 	}
 	applied, err := deployment.Apply(ctx, r.Deployments, pool)
 	if err != nil {

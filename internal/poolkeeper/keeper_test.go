@@ -2,10 +2,12 @@ package poolkeeper
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,7 +60,7 @@ func reconcileOnce(t *testing.T, objs ...ctrlclient.Object) (*v1alpha1.WorkerPoo
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
 	rec := &recorder{}
-	r := &Reconciler{Client: c, Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+	r := &Reconciler{Client: c, Live: c, Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
 	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
 	require.NoError(t, err)
 	var got v1alpha1.WorkerPool
@@ -74,6 +76,9 @@ func TestReconcilerLeavesMovesToSwitches(t *testing.T) {
 		wantRef    string
 		wantReason string // "" when the class's condition is left alone
 		wantEvents []string
+		// wantObserved is status.observedGeneration: not raised to a
+		// generation whose move is not made yet.
+		wantObserved int64
 	}{
 		{
 			name:    "a class that must move is its switch's: nothing written for it",
@@ -87,18 +92,28 @@ func TestReconcilerLeavesMovesToSwitches(t *testing.T) {
 			wantRef: "def",
 		},
 		{
-			name:       "a failure that keeps the config: condition and one Warning",
-			pool:       pool("old", ""),
-			configs:    []ctrlclient.Object{config("old", false)},
-			wantRef:    "old",
-			wantReason: v1alpha1.ReasonDefaultConfigNotFound,
-			wantEvents: []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"; keeping "old"`},
+			name:         "a class on its config",
+			pool:         pool("def", ""),
+			configs:      []ctrlclient.Object{config("def", true)},
+			wantRef:      "def",
+			wantReason:   v1alpha1.ReasonResolved,
+			wantObserved: 2,
 		},
 		{
-			name:       "a config that may not be kept is dropped",
-			pool:       pool("gone", ""),
-			wantReason: v1alpha1.ReasonDefaultConfigNotFound,
-			wantEvents: []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"`},
+			name:         "a failure that keeps the config: condition and one Warning",
+			pool:         pool("old", ""),
+			configs:      []ctrlclient.Object{config("old", false)},
+			wantRef:      "old",
+			wantReason:   v1alpha1.ReasonDefaultConfigNotFound,
+			wantEvents:   []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"; keeping "old"`},
+			wantObserved: 2,
+		},
+		{
+			name:         "a config that may not be kept is dropped",
+			pool:         pool("gone", ""),
+			wantReason:   v1alpha1.ReasonDefaultConfigNotFound,
+			wantEvents:   []string{`DefaultConfigNotFound: no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"`},
+			wantObserved: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -118,7 +133,72 @@ func TestReconcilerLeavesMovesToSwitches(t *testing.T) {
 				require.Equal(t, int64(2), c.ObservedGeneration)
 			}
 			require.Equal(t, tt.wantEvents, rec.keys)
-			require.Equal(t, int64(2), got.Status.ObservedGeneration)
+			require.Equal(t, tt.wantObserved, got.Status.ObservedGeneration)
+		})
+	}
+}
+
+// lagging is a cache behind the API server: it does not have the configs
+// named in hidden yet.
+type lagging struct {
+	ctrlclient.Client
+	hidden map[string]bool
+}
+
+func (l lagging) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
+	if _, ok := obj.(*v1alpha1.SandboxConfig); ok && l.hidden[key.Name] {
+		return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("sandboxconfigs").GroupResource(), key.Name)
+	}
+	return l.Client.Get(ctx, key, obj, opts...)
+}
+
+func (l lagging) List(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
+	if err := l.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if configs, ok := list.(*v1alpha1.SandboxConfigList); ok {
+		configs.Items = slices.DeleteFunc(configs.Items, func(c v1alpha1.SandboxConfig) bool { return l.hidden[c.Name] })
+	}
+	return nil
+}
+
+// TestReconcilerDropsAConfigOnlyOnALiveRead: the keeper's config cache
+// lags (it has not seen a config the API server has), and the pool's
+// config is not in it: the keeper confirms with a live read before it
+// drops the config name, and keeps it. A config the live read does not
+// find either is dropped.
+func TestReconcilerDropsAConfigOnlyOnALiveRead(t *testing.T) {
+	tests := []struct {
+		name       string
+		live       []ctrlclient.Object
+		wantRef    string
+		wantReason string
+		wantMsg    string
+	}{
+		{name: "the cache lags: kept", live: []ctrlclient.Object{config("fresh", false)}, wantRef: "fresh",
+			wantReason: v1alpha1.ReasonDefaultConfigNotFound,
+			wantMsg:    `no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"; keeping "fresh"`},
+		{name: "the cache lags a class default: resolved", live: []ctrlclient.Object{config("fresh", true)}, wantRef: "fresh",
+			wantReason: v1alpha1.ReasonResolved, wantMsg: `resolved to SandboxConfig "fresh"`},
+		{name: "gone live too: dropped", wantReason: v1alpha1.ReasonDefaultConfigNotFound,
+			wantMsg: `no SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(tt.live, pool("fresh", ""))...).
+				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+			r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{"fresh": true}}, Live: c,
+				Deployments: k8sfake.NewClientset().AppsV1(), Events: &recorder{}}
+			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			require.NoError(t, err)
+			var got v1alpha1.WorkerPool
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+			st := got.Status.ClassStatus(gvisor)
+			require.Equal(t, tt.wantRef, st.ConfigRef.NameOf())
+			cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+			require.NotNil(t, cond)
+			require.Equal(t, tt.wantReason, cond.Reason)
+			require.Equal(t, tt.wantMsg, cond.Message)
 		})
 	}
 }

@@ -31,10 +31,74 @@ func ClassCondition(resolved bool, reason, message string, generation int64) met
 	}
 }
 
-// Summary is the top-level SandboxConfigResolved condition: True only when
-// every class of the spec resolved; otherwise the first failing class's
-// reason, so `kubectl wait --for=condition=SandboxConfigResolved` works.
+// Summary is the top-level SandboxConfigResolved condition at generation:
+// True only when every class of the spec runs what the spec asks and
+// resolved at this generation, so `kubectl wait
+// --for=condition=SandboxConfigResolved` returns only once the pool runs
+// what its spec asks. Per class, in spec order:
+//
+//   - no Resolved condition yet: Unknown, Pending;
+//   - a claim (pendingConfigRef): Unknown, Switching, naming the move;
+//   - a pin to a config the status does not name: Unknown, Switching, unless
+//     the class's condition is False at this generation (the pin cannot be
+//     met, or its switch rolled back: that failure is the word);
+//   - a condition that is not True: False with its reason;
+//   - a True condition written for an earlier generation (a switch that
+//     planned before the spec changed): Unknown, Pending.
+//
+// It reads the spec and status only, never the configs: every status write
+// (the pool keeper's and each switch step's) computes the same answer, so a
+// class default's wave costs no write of its own (the claim's write says
+// Switching, the confirm's says True).
 func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPoolSandboxClassStatus, generation int64) metav1.Condition {
+	summary := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.ConditionSandboxConfigResolved, Status: status,
+			Reason: reason, Message: message, ObservedGeneration: generation}
+	}
+	for _, entry := range spec {
+		var st *v1alpha1.WorkerPoolSandboxClassStatus
+		for i := range classes {
+			if classes[i].Name == entry.Name {
+				st = &classes[i]
+			}
+		}
+		var c *metav1.Condition
+		if st != nil {
+			c = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+		}
+		switch {
+		case c == nil && (st == nil || st.PendingConfigRef == nil):
+			return summary(metav1.ConditionUnknown, v1alpha1.ReasonPending,
+				fmt.Sprintf("sandbox class %q has not been resolved yet", entry.Name))
+		case st.PendingConfigRef != nil:
+			return summary(metav1.ConditionUnknown, v1alpha1.ReasonSwitching,
+				switchingMessage(entry.Name, st.ConfigRef.NameOf(), st.PendingConfigRef.Name))
+		case entry.ConfigRef != nil && entry.ConfigRef.Name != st.ConfigRef.NameOf() &&
+			!(c.Status == metav1.ConditionFalse && c.ObservedGeneration >= generation):
+			return summary(metav1.ConditionUnknown, v1alpha1.ReasonSwitching,
+				switchingMessage(entry.Name, st.ConfigRef.NameOf(), entry.ConfigRef.Name))
+		case c.Status != metav1.ConditionTrue:
+			return summary(metav1.ConditionFalse, c.Reason, fmt.Sprintf("sandbox class %q: %s", entry.Name, c.Message))
+		case c.ObservedGeneration < generation:
+			return summary(metav1.ConditionUnknown, v1alpha1.ReasonPending,
+				fmt.Sprintf("sandbox class %q has not been resolved for generation %d yet", entry.Name, generation))
+		}
+	}
+	return summary(metav1.ConditionTrue, v1alpha1.ReasonResolved, SummaryResolvedMessage)
+}
+
+func switchingMessage(class v1alpha1.SandboxClass, from, to string) string {
+	if from == "" {
+		return fmt.Sprintf("sandbox class %q is switching to %q", class, to)
+	}
+	return fmt.Sprintf("sandbox class %q is switching from %q to %q", class, from, to)
+}
+
+// LegacySummary is Summary as it was before the Switching reason: True once
+// every class's Resolved condition is True, whatever its generation or a
+// pending move. Frozen for the retired pool workflow, whose recorded passes
+// decide on it and must replay as they ran; nothing else uses it.
+func LegacySummary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPoolSandboxClassStatus, generation int64) metav1.Condition {
 	for _, entry := range spec {
 		var c *metav1.Condition
 		for i := range classes {

@@ -30,3 +30,70 @@ func TestTransitionsNameTheirSecond(t *testing.T) {
 	clock = time.Unix(2000, 0)
 	require.Equal(t, time.Unix(2000, 0), set(true).Time, "the clock once it is ahead")
 }
+
+func TestSummary(t *testing.T) {
+	const gen = int64(2)
+	class := v1alpha1.SandboxClassGVisor
+	unpinned := []v1alpha1.WorkerPoolSandboxClass{{Name: class}}
+	pinnedTo := func(name string) []v1alpha1.WorkerPoolSandboxClass {
+		return []v1alpha1.WorkerPoolSandboxClass{{Name: class, ConfigRef: &v1alpha1.SandboxConfigReference{Name: name}}}
+	}
+	ref := func(name string) *v1alpha1.SandboxConfigReference {
+		if name == "" {
+			return nil
+		}
+		return &v1alpha1.SandboxConfigReference{Name: name}
+	}
+	entry := func(current, pending string, conds ...metav1.Condition) []v1alpha1.WorkerPoolSandboxClassStatus {
+		return []v1alpha1.WorkerPoolSandboxClassStatus{{Name: class, ConfigRef: ref(current), PendingConfigRef: ref(pending), Conditions: conds}}
+	}
+	resolvedAt := func(g int64) metav1.Condition {
+		return ClassCondition(true, v1alpha1.ReasonResolved, `resolved to SandboxConfig "a"`, g)
+	}
+	failedAt := func(g int64) metav1.Condition {
+		return ClassCondition(false, v1alpha1.ReasonSandboxConfigNotFound, `SandboxConfig "b" not found; keeping "a"`, g)
+	}
+	cases := []struct {
+		name    string
+		spec    []v1alpha1.WorkerPoolSandboxClass
+		classes []v1alpha1.WorkerPoolSandboxClassStatus
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{name: "no status yet", spec: unpinned,
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending, message: `sandbox class "gvisor" has not been resolved yet`},
+		{name: "first claim, no condition yet", spec: unpinned, classes: entry("", "a"),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching to "a"`},
+		{name: "resolved at this generation", spec: unpinned, classes: entry("a", "", resolvedAt(gen)),
+			status: metav1.ConditionTrue, reason: v1alpha1.ReasonResolved, message: SummaryResolvedMessage},
+		{name: "pinned and on it", spec: pinnedTo("a"), classes: entry("a", "", resolvedAt(gen)),
+			status: metav1.ConditionTrue, reason: v1alpha1.ReasonResolved, message: SummaryResolvedMessage},
+		{name: "claim of a default's wave", spec: unpinned, classes: entry("a", "b", resolvedAt(gen)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "b"`},
+		{name: "re-pinned, no switch yet (Temporal down)", spec: pinnedTo("b"), classes: entry("a", "", resolvedAt(gen-1)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "b"`},
+		{name: "re-pinned, condition rewritten at the generation", spec: pinnedTo("b"), classes: entry("a", "", resolvedAt(gen)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "b"`},
+		{name: "re-pinned, claimed", spec: pinnedTo("b"), classes: entry("a", "b", resolvedAt(gen-1)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "b"`},
+		{name: "pin that cannot be met at this generation", spec: pinnedTo("b"), classes: entry("a", "", failedAt(gen)),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSandboxConfigNotFound, message: `sandbox class "gvisor": SandboxConfig "b" not found; keeping "a"`},
+		{name: "re-pinned after a failure of an earlier generation", spec: pinnedTo("c"), classes: entry("a", "", failedAt(gen-1)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "c"`},
+		{name: "unpinned failure", spec: unpinned, classes: entry("a", "", failedAt(gen)),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSandboxConfigNotFound, message: `sandbox class "gvisor": SandboxConfig "b" not found; keeping "a"`},
+		{name: "confirmed for an earlier generation", spec: unpinned, classes: entry("a", "", resolvedAt(gen-1)),
+			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending, message: `sandbox class "gvisor" has not been resolved for generation 2 yet`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summary(tc.spec, tc.classes, gen)
+			require.Equal(t, v1alpha1.ConditionSandboxConfigResolved, got.Type)
+			require.Equal(t, tc.status, got.Status)
+			require.Equal(t, tc.reason, got.Reason)
+			require.Equal(t, tc.message, got.Message)
+			require.Equal(t, gen, got.ObservedGeneration)
+		})
+	}
+}

@@ -34,9 +34,20 @@ import (
 
 // Config is what the worker needs.
 type Config struct {
-	Rest      *rest.Config
-	Temporal  client.Client
-	TaskQueue string
+	Rest *rest.Config
+	// Temporal is the Temporal client; when nil, Dial makes it. The pool
+	// keeper needs no Temporal: it runs while Dial still waits for the
+	// server, so a worker (re)started during a Temporal outage keeps
+	// Deployments scaled and statuses mirrored.
+	Temporal client.Client
+	// Dial connects to Temporal, retrying until ctx is done (see
+	// options.DialTemporal); used when Temporal is nil. Run closes the
+	// client it returns.
+	Dial func(ctx context.Context) (client.Client, error)
+	// OnConnected, if set, learns the client once Dial has made it (the
+	// readiness probe: the worker is not ready before).
+	OnConnected func(client.Client)
+	TaskQueue   string
 	// Instance names this worker in events; the host name by default.
 	Instance string
 	// Worker tunes the Temporal worker; zero values take the SDK defaults.
@@ -57,8 +68,10 @@ const LeaseName = "ate-orchestrator-worker"
 // reconcileConcurrency is how many pools the pool reconciler keeps at once.
 const reconcileConcurrency = 4
 
-// Run starts the worker and blocks until ctx is done: the caches, the pool
-// reconciler, and the Temporal worker once the caches have synced.
+// Run starts the worker and blocks until ctx is done: the caches and the
+// pool reconciler first, then, once the caches have synced and Temporal is
+// reachable (Dial waits for it), the Temporal worker. The pool reconciler
+// does not wait for Temporal.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -76,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Deployments: acts.Clientset.AppsV1(), Events: acts}
+	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Deployments: acts.Clientset.AppsV1(), Events: acts}
 	if err := keeper.SetupWithManager(mgr, reconcileConcurrency); err != nil {
 		return fmt.Errorf("setting up the pool reconciler: %w", err)
 	}
@@ -89,6 +102,19 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return fmt.Errorf("the worker's caches did not sync before shutdown: %w", context.Cause(ctx))
 	}
+
+	if cfg.Temporal == nil {
+		c, err := dial(ctx, cancel, cfg, mgrDone)
+		if c == nil {
+			return err // the manager has stopped
+		}
+		defer c.Close()
+		if cfg.OnConnected != nil {
+			cfg.OnConnected(c)
+		}
+		cfg.Temporal = c
+	}
+	acts.Temporal = cfg.Temporal
 
 	if cfg.Worker.WorkerStopTimeout == 0 {
 		// Let activities in flight report their completion on a graceful
@@ -115,6 +141,51 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("the pool reconciler stopped: %w", mgrErr)
 	}
 	return nil
+}
+
+// dial connects to Temporal while the manager (and its pool reconciler)
+// runs. Without a client it returns once the manager has stopped (it
+// stops the manager when the dial failed), with the manager's error or the
+// dial's; nil when the worker was shut down while waiting for Temporal.
+func dial(ctx context.Context, cancel context.CancelFunc, cfg Config, mgrDone <-chan error) (client.Client, error) {
+	if cfg.Dial == nil {
+		cancel()
+		<-mgrDone
+		return nil, errors.New("the worker needs a Temporal client or a way to dial one")
+	}
+	type dialed struct {
+		c   client.Client
+		err error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		c, err := cfg.Dial(ctx)
+		done <- dialed{c, err}
+	}()
+	var mgrErr error
+	select {
+	case d := <-done:
+		if d.err == nil {
+			return d.c, nil
+		}
+		cancel()
+		mgrErr = <-mgrDone
+		if ctx.Err() != nil && errors.Is(d.err, context.Canceled) && mgrErr == nil {
+			return nil, nil // shut down while waiting for Temporal
+		}
+		if mgrErr == nil || errors.Is(mgrErr, context.Canceled) {
+			return nil, d.err
+		}
+	case mgrErr = <-mgrDone:
+		cancel()
+		if d := <-done; d.c != nil {
+			d.c.Close()
+		}
+	}
+	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
+		return nil, fmt.Errorf("the pool reconciler stopped: %w", mgrErr)
+	}
+	return nil, nil
 }
 
 // newManager is the controller-runtime manager of the pool reconciler. Its

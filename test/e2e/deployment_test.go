@@ -36,7 +36,7 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	wp.Spec.Replicas = producttest.Ptr(int32(2))
 	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
 		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
-		NodeSelector: map[string]string{"pool": "sandbox"},
+		NodeSelector: map[string]v1alpha1.LabelValue{"pool": "sandbox"},
 	}
 	require.NoError(t, kube.Create(ctx, wp))
 	p.WaitForConfig(t, ns, "workers", "gvisor-default", metav1.ConditionTrue)
