@@ -99,3 +99,17 @@ func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name 
 	}
 	return nil
 }
+
+// SignalSwitch signals `reresolve` to the pool's running switch, as the
+// starter does when the pool needs another move than the one that switch
+// works on: before its claim the switch yields at once (continues as new
+// and plans what the pool then asks for), after it the switch looks again
+// once it has ended. It starts nothing: a switch that has ended since is
+// reported as an error, and the starter's next try starts the move.
+func SignalSwitch(ctx context.Context, c client.Client, namespace, name string) error {
+	id := PoolSwitchWorkflowID(namespace, name)
+	if err := c.SignalWorkflow(ctx, id, "", SignalReresolve, nil); err != nil {
+		return fmt.Errorf("signalling %s to switch workflow %s: %w", SignalReresolve, id, err)
+	}
+	return nil
+}
