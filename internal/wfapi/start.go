@@ -82,7 +82,7 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 
 // Reresolve asks for a fresh look at a pool, as an operator does from the
 // CLI: it signals `reresolve` to the pool's running switch, which looks
-// again once it is done, or starts a switch with no move, which decides on a
+// again once it is done (or at once, if it has not claimed yet), or starts a switch with no move, which decides on a
 // live read (and ends "up to date" when there is nothing to do). payload is
 // ignored by the workflow; the operator's `--input` lands there.
 func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
