@@ -132,10 +132,9 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 
 	s := steps{local: true}
 	state.Step = "Protect"
-	var check activities.TargetCheck
-	if err := workflow.ExecuteLocalActivity(local, act.Protect,
-		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool}).Get(ctx, &check); err != nil {
-		return nil, err
+	check, yieldErr := protectBeforeClaim(ctx, local, in)
+	if yieldErr != nil {
+		return nil, yieldErr // failed, or yields: continues as new, nothing claimed
 	}
 	var release []string
 	var claimed string
@@ -205,6 +204,46 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 		return nil, err
 	}
 	return res, nil
+}
+
+// yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
+// received before its claim. Asked only when such a signal interrupts the
+// first Protect, so a history without one carries no marker, and one
+// recorded before the change (the signal then waited for the switch's end)
+// replays as it ran.
+const yieldBeforeClaim = "yield-before-claim"
+
+// protectBeforeClaim runs the first Protect, and yields to a `reresolve`
+// that arrives before it is done: the step may be failing for as long as
+// its cause lasts (an admission policy refusing the finalizer), and the
+// pool may ask for another move meanwhile (the starter signals when it
+// does). Nothing of the move is written before the claim, so the step is
+// cancelled and the switch continues as new with no input: the next run
+// plans, from its own live read, what the pool then asks for, as an
+// operator's re-resolution does. From the claim on, a signal waits for the
+// switch's end (finishLean).
+func protectBeforeClaim(ctx, local workflow.Context, in SwitchInput) (activities.TargetCheck, error) {
+	var check activities.TargetCheck
+	pctx, cancel := workflow.WithCancel(local)
+	defer cancel()
+	f := workflow.ExecuteLocalActivity(pctx, act.Protect,
+		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool})
+	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	signalled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) {})
+	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
+	sel.Select(ctx)
+	if signalled && workflow.GetVersion(ctx, yieldBeforeClaim, workflow.DefaultVersion, 1) >= 1 {
+		drain(reresolve)
+		cancel()
+		workflow.GetLogger(ctx).Info("re-resolution asked before the claim; yielding", "pool", in.Pool.String(), "class", in.Class, "to", in.To)
+		return check, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, SwitchInput{})
+	}
+	// Done, or a history recorded before the change: the signal stays for
+	// finishLean.
+	err := f.Get(ctx, &check)
+	return check, err
 }
 
 // confirmLean confirms as confirm does, with a Confirm that, being local,

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 )
 
@@ -16,11 +15,30 @@ import (
 // switch stopped by hand (and if one is still running, the start finds it).
 const staleClaimAfter = 30 * time.Second
 
-// claims remembers, per pool, what the starter last started and when it
-// first saw the pool hold the claim of its next move, so that it neither
-// starts a switch again on the state it already started one from (a cache
-// event that changed nothing of the pool) nor starts one beside a switch
-// whose claim it sees.
+// startedRecheck is when the starter looks again at a pool it started a
+// switch for. The switch's claim and confirm wake the pool; a switch that
+// ends, fails or is terminated before its claim writes nothing the starter
+// watches, and this look is what plans the pool again. A look that finds
+// the switch still running costs one refused start.
+const startedRecheck = 5 * time.Second
+
+// The backoff of a move whose start is refused because the pool's switch
+// runs (wfapi.ErrSwitchRunning): doubling per refusal of the same move,
+// capped, and started over by a start that succeeds or a pool that needs
+// nothing. A switch stuck on a failing step for an hour costs its pool one
+// refused start per maxSwitchRunningBackoff, not one a second.
+const (
+	firstSwitchRunningBackoff = time.Second
+	maxSwitchRunningBackoff   = 30 * time.Second
+)
+
+// claims remembers, per pool, the move the starter last tried and when it
+// may try it again, the move the pool's running switch is known to work on
+// (started, or asked by a `reresolve` to re-plan), and when it first saw
+// the pool hold the claim of its next move. With it the starter neither
+// starts a switch again and again beside one that runs (a cache event that
+// changed nothing of the move, a refused start) nor waits for ever on a
+// switch that ended without a write it watches: every deferral is bounded.
 type claims struct {
 	mu    sync.Mutex
 	now   func() time.Time
@@ -28,8 +46,23 @@ type claims struct {
 }
 
 type claimSeen struct {
-	startedAt string    // the pool's resourceVersion the last start was decided on
-	heldSince time.Time // when the pool was first seen holding its move's claim
+	tried     moveKey       // the move last started, or refused
+	notBefore time.Time     // when tried may be tried again
+	backoff   time.Duration // the last refusal's backoff; 0 after a start
+	known     moveKey       // the move the running switch works on, as far as the starter knows
+	heldSince time.Time     // when the pool was first seen holding its move's claim
+}
+
+// moveKey is what makes two moves the same move: the class and the configs.
+// Pending and FromDeleting follow from the pool's state as the move goes on.
+type moveKey struct {
+	class             string
+	from, to, abandon string
+	set               bool
+}
+
+func keyOf(m resolve.Move) moveKey {
+	return moveKey{class: string(m.Class), from: m.From, to: m.To, abandon: m.Abandon, set: true}
 }
 
 func newClaims() *claims {
@@ -38,35 +71,72 @@ func newClaims() *claims {
 
 // wait returns how long to wait before starting move for the pool, or 0 to
 // start it now.
-func (c *claims) wait(key types.NamespacedName, pool *v1alpha1.WorkerPool, move resolve.Move) time.Duration {
+func (c *claims) wait(key types.NamespacedName, move resolve.Move) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := c.pools[key]
-	if seen.startedAt == pool.ResourceVersion {
-		// Started from this very state: its switch's claim will move it.
-		return switchRunningRecheck
-	}
-	if move.To == "" || move.Pending != move.To {
-		seen.heldSince = time.Time{}
-		c.pools[key] = seen
-		return 0
-	}
 	now := c.now()
-	if seen.heldSince.IsZero() {
-		seen.heldSince = now
-		c.pools[key] = seen
+	var wait time.Duration
+	if move.To != "" && move.Pending == move.To {
+		// The pool holds the claim of this move: its switch is under way.
+		if seen.heldSince.IsZero() {
+			seen.heldSince = now
+		}
+		if held := now.Sub(seen.heldSince); held < staleClaimAfter {
+			wait = staleClaimAfter - held
+		}
+	} else {
+		seen.heldSince = time.Time{}
 	}
-	if held := now.Sub(seen.heldSince); held < staleClaimAfter {
-		return staleClaimAfter - held
+	c.pools[key] = seen
+	if seen.tried == keyOf(move) && now.Before(seen.notBefore) {
+		// Started or refused a moment ago: its switch's writes wake the
+		// pool, or the deferral runs out and the move is tried again.
+		wait = max(wait, seen.notBefore.Sub(now))
 	}
-	return 0
+	return wait
 }
 
-// started records that a switch was started from the pool as it is.
-func (c *claims) started(key types.NamespacedName, pool *v1alpha1.WorkerPool) {
+// started records that move was started for the pool, and returns when to
+// look at the pool again.
+func (c *claims) started(key types.NamespacedName, move resolve.Move) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pools[key] = claimSeen{startedAt: pool.ResourceVersion}
+	seen := c.pools[key]
+	seen.tried, seen.known = keyOf(move), keyOf(move)
+	seen.backoff, seen.notBefore = 0, c.now().Add(startedRecheck)
+	c.pools[key] = seen
+	return startedRecheck
+}
+
+// refused records that the start of move was refused because the pool's
+// switch runs. It returns when to try again, and whether the running switch
+// should be asked to re-plan: it works on another move than this one, or
+// the starter does not know which (it started none since its own start).
+func (c *claims) refused(key types.NamespacedName, move resolve.Move) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.pools[key]
+	k := keyOf(move)
+	switch {
+	case seen.tried != k || seen.backoff == 0:
+		seen.backoff = firstSwitchRunningBackoff
+	default:
+		seen.backoff = min(2*seen.backoff, maxSwitchRunningBackoff)
+	}
+	seen.tried, seen.notBefore = k, c.now().Add(seen.backoff)
+	c.pools[key] = seen
+	return seen.backoff, seen.known != k
+}
+
+// signalled records that the pool's running switch was asked to re-plan,
+// and so now works on move (or on what the pool then asks for).
+func (c *claims) signalled(key types.NamespacedName, move resolve.Move) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.pools[key]
+	seen.known = keyOf(move)
+	c.pools[key] = seen
 }
 
 // forget drops what was remembered of a pool that needs nothing.

@@ -12,7 +12,7 @@ type Metrics struct {
 
 var starterSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "ate_starter_signals_total",
-	Help: "Requests the starter sent to Temporal, by kind: switch (start of a pool's switch workflow), switch-running (a start refused because the pool's switch was still running; retried a second later), release (signal-with-start of a release workflow).",
+	Help: "Requests the starter sent to Temporal, by kind: switch (start of a pool's switch workflow), switch-running (a start refused because the pool's switch was still running; retried with a backoff per pool doubling from 1 s to 30 s), reresolve (a reresolve signal asking the pool's running switch to re-plan, sent once per distinct move it does not work on), release (signal-with-start of a release workflow).",
 }, []string{"kind"})
 
 func init() { ctrlmetrics.Registry.MustRegister(starterSignals) }

@@ -3,7 +3,6 @@ package starterapp
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,35 +36,44 @@ type switchStarter struct {
 	inFlight  *claims
 }
 
-// switchRunningRecheck is when the starter looks again at a pool whose
-// switch was running when another move was due: the switch's own writes
-// wake the pool too, but its last write comes before it ends.
-const switchRunningRecheck = time.Second
-
 func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pool, move, err := plan(ctx, r.cache, req.NamespacedName)
 	if err != nil || pool == nil {
 		r.inFlight.forget(req.NamespacedName)
 		return reconcile.Result{}, err
 	}
-	if wait := r.inFlight.wait(req.NamespacedName, pool, move); wait > 0 {
-		// The pool already holds the claim of this move (or is as the last
-		// start saw it): its switch is under way, and its writes wake the
-		// pool. Look again later in case the claim was left by a switch
-		// stopped by hand.
+	if wait := r.inFlight.wait(req.NamespacedName, move); wait > 0 {
+		// The pool holds the claim of this move, or the move was started
+		// or refused a moment ago: its switch is under way, and its writes
+		// wake the pool. Look again later in case the switch ended without
+		// one (stopped by hand, or refused before its claim).
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
+	log := ctrl.LoggerFrom(ctx)
 	switch err := startMove(ctx, r.temporal, r.taskQueue, pool, move); {
 	case errors.Is(err, wfapi.ErrSwitchRunning):
 		r.metrics.signalled("switch-running")
-		return reconcile.Result{RequeueAfter: switchRunningRecheck}, nil
+		again, ask := r.inFlight.refused(req.NamespacedName, move)
+		if ask {
+			// The running switch works on another move than the pool now
+			// needs (or one this starter does not know): ask it to re-plan.
+			// Before its claim it yields at once; after it, it looks again
+			// once it has ended. Once per distinct move, not per retry.
+			if err := wfapi.SignalSwitch(ctx, r.temporal, pool.Namespace, pool.Name); err != nil {
+				log.Error(err, "could not ask the running switch to re-plan", "class", move.Class, "to", move.To)
+			} else {
+				r.inFlight.signalled(req.NamespacedName, move)
+				r.metrics.signalled("reresolve")
+			}
+		}
+		return reconcile.Result{RequeueAfter: again}, nil
 	case err != nil:
 		return reconcile.Result{}, err
 	}
-	r.inFlight.started(req.NamespacedName, pool)
+	again := r.inFlight.started(req.NamespacedName, move)
 	r.metrics.signalled("switch")
-	ctrl.LoggerFrom(ctx).V(1).Info("started a switch", "class", move.Class, "from", move.From, "to", move.To, "abandon", move.Abandon)
-	return reconcile.Result{}, nil
+	log.V(1).Info("started a switch", "class", move.Class, "from", move.From, "to", move.To, "abandon", move.Abandon)
+	return reconcile.Result{RequeueAfter: again}, nil
 }
 
 // plan reads a pool and the configs from r and returns the pool's next

@@ -82,7 +82,7 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 
 // Reresolve asks for a fresh look at a pool, as an operator does from the
 // CLI: it signals `reresolve` to the pool's running switch, which looks
-// again once it is done, or starts a switch with no move, which decides on a
+// again once it is done (or at once, if it has not claimed yet), or starts a switch with no move, which decides on a
 // live read (and ends "up to date" when there is nothing to do). payload is
 // ignored by the workflow; the operator's `--input` lands there.
 func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
@@ -96,6 +96,20 @@ func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name 
 	}, SwitchWorkflow, SwitchInput{})
 	if err != nil {
 		return fmt.Errorf("signalling switch workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// SignalSwitch signals `reresolve` to the pool's running switch, as the
+// starter does when the pool needs another move than the one that switch
+// works on: before its claim the switch yields at once (continues as new
+// and plans what the pool then asks for), after it the switch looks again
+// once it has ended. It starts nothing: a switch that has ended since is
+// reported as an error, and the starter's next try starts the move.
+func SignalSwitch(ctx context.Context, c client.Client, namespace, name string) error {
+	id := PoolSwitchWorkflowID(namespace, name)
+	if err := c.SignalWorkflow(ctx, id, "", SignalReresolve, nil); err != nil {
+		return fmt.Errorf("signalling %s to switch workflow %s: %w", SignalReresolve, id, err)
 	}
 	return nil
 }

@@ -1,0 +1,79 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// TestASwitchYieldsBeforeItsClaim: a `reresolve` received while the first
+// Protect keeps failing (an admission policy refusing the finalizer) cancels
+// the step and continues the switch as new with no input, so the next run
+// plans what the pool then asks for; nothing is claimed. A history recorded
+// before the change (no version marker) waits for the step as it did, and
+// the signal is handled at the switch's end.
+func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
+	refused := errors.New(`adding finalizer to SandboxConfig "new": protection refused by the test policy`)
+	t.Run("yields", func(t *testing.T) {
+		env, order := newSwitchEnv(t)
+		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, refused)
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(wfapi.SignalReresolve, nil)
+		}, 5*time.Minute)
+		_, err := runLean(t, env, leanIn)
+		var can *workflow.ContinueAsNewError
+		require.ErrorAs(t, err, &can)
+		require.Equal(t, wfapi.SwitchWorkflow, can.WorkflowType.Name)
+		var next SwitchInput
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+		require.Equal(t, SwitchInput{}, next, "the next run decides on its own live read")
+		require.Greater(t, len(*order), 5, "Protect was retried until the signal")
+		for _, a := range *order {
+			require.Equal(t, local("Protect"), a, "nothing but Protect ran: no claim")
+		}
+	})
+	t.Run("a history from before waits for the step", func(t *testing.T) {
+		env, order := newSwitchEnv(t)
+		env.OnGetVersion(yieldBeforeClaim, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		fails := 0
+		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ProtectInput) (*activities.TargetCheck, error) {
+			if fails++; fails < 12 {
+				return nil, refused
+			}
+			return &activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound", Message: `SandboxConfig "new" not found`}, nil
+		})
+		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(wfapi.SignalReresolve, nil)
+		}, 30*time.Second)
+		_, err := runLean(t, env, leanIn)
+		var can *workflow.ContinueAsNewError
+		require.ErrorAs(t, err, &can, "the signal is handled once the switch has ended")
+		require.Equal(t, local("RollBack"), (*order)[len(*order)-2], "the step was waited for, and the switch ended")
+	})
+	t.Run("no signal, no marker", func(t *testing.T) {
+		env, _ := newSwitchEnv(t)
+		asked := false
+		env.OnGetVersion(yieldBeforeClaim, workflow.DefaultVersion, 1).Return(func(string, workflow.Version, workflow.Version) workflow.Version {
+			asked = true
+			return 1
+		})
+		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound"}, nil)
+		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+		res, err := runLean(t, env, leanIn)
+		require.NoError(t, err)
+		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
+		require.False(t, asked, "the version is asked only when a signal interrupts")
+	})
+}
