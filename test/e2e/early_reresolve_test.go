@@ -22,9 +22,9 @@ import (
 
 // TestAReresolveLandingBeforeAMovesFirstTask: an operator's `reresolve`
 // (signal-with-start) lands on a starter-started switch before its first
-// task (here: no worker runs yet). The run makes its planned move, then
-// continues as new for the look the signal asked for; that run shows its
-// own outcome and none of the previous run's move.
+// task (here: no worker runs yet). The run yields before its claim and
+// continues as new for the look the signal asked for; that run plans the
+// move from its own live read, makes it, and shows its own outcome.
 func TestAReresolveLandingBeforeAMovesFirstTask(t *testing.T) {
 	p := producttest.Run(t)
 	ctx := context.Background()
@@ -70,7 +70,7 @@ func TestAReresolveLandingBeforeAMovesFirstTask(t *testing.T) {
 	})
 	n := len(got)
 	require.Equal(t, []string{
-		enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW.String() + " first->second " + wfapi.OutcomeConfirmed,
-		enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED.String() + " -> " + wfapi.OutcomeUpToDate,
+		enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW.String() + " first->second ",
+		enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED.String() + " first->second " + wfapi.OutcomeConfirmed,
 	}, got[n-2:], "all runs: %q", got)
 }
