@@ -36,6 +36,33 @@ func installPolicy(t *testing.T) {
 	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../deploy/policy")
 	require.NoError(t, err, "kustomize build deploy/policy")
 	kinds := map[string]int{}
+	var applied []*unstructured.Unstructured
+	t.Cleanup(func() {
+		// The policy is cluster-wide: remove it so the package's other
+		// tests' pools (images of no registry) are admitted again.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, u := range applied {
+			if err := env.Kube.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+		// The bindings unload asynchronously: wait until a pool of any
+		// image is admitted again (a dry run).
+		probe := &atev1alpha1.WorkerPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
+			Spec: atev1alpha1.WorkerPoolSpec{
+				Replicas:       ptr.To[int32](1),
+				WorkerImage:    "evil.example/miner:latest",
+				SandboxClasses: []atev1alpha1.WorkerPoolSandboxClass{{Name: atev1alpha1.SandboxClassGVisor}},
+			},
+		}
+		var err error
+		require.Eventually(t, func() bool {
+			err = env.Kube.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+			return err == nil
+		}, 50*time.Second, 200*time.Millisecond, "deploy/policy still refuses pools after its removal: %v", err)
+	})
 	for _, r := range m.Resources() {
 		b, err := r.MarshalJSON()
 		require.NoError(t, err)
@@ -44,6 +71,7 @@ func installPolicy(t *testing.T) {
 		require.NoError(t, env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("ate-policy-test"), client.ForceOwnership),
 			"applying %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
 		kinds[u.GetKind()]++
+		applied = append(applied, u)
 	}
 	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ConfigMap"} {
 		require.Equal(t, 1, kinds[k], "kustomize build deploy/policy: want one %s", k)
@@ -153,3 +181,4 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 		require.Contains(t, err.Error(), "spec.template.tolerations must not tolerate the control-plane taints")
 	})
 }
+
