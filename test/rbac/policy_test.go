@@ -181,4 +181,3 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 		require.Contains(t, err.Error(), "spec.template.tolerations must not tolerate the control-plane taints")
 	})
 }
-
