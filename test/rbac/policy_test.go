@@ -180,4 +180,13 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 		require.Error(t, err, "an update tolerating the control plane was admitted")
 		require.Contains(t, err.Error(), "spec.template.tolerations must not tolerate the control-plane taints")
 	})
+
+	// The compliant pool follows the gvisor class default: left behind, it
+	// would hold TestProductRunsUnderItsRoles's configs. Nothing here adds
+	// a finalizer to it, so it is gone once deleted.
+	gone := &atev1alpha1.WorkerPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-0"}}
+	require.NoError(t, client.IgnoreNotFound(env.Kube.Delete(ctx, gone)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(env.Kube.Get(ctx, client.ObjectKeyFromObject(gone), &atev1alpha1.WorkerPool{}))
+	}, 30*time.Second, 100*time.Millisecond, "WorkerPool %s/pool-0 not gone after its deletion", ns)
 }
