@@ -119,7 +119,7 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 		want string // "" admitted; else a part of the refusal
 	}{
 		{"compliant", func(p *atev1alpha1.WorkerPool) {
-			p.Spec.Template.NodeSelector = map[string]string{"ate.dev/sandbox": "gvisor"}
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"ate.dev/sandbox": "gvisor"}
 			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ate", Effect: corev1.TaintEffectNoSchedule}}
 			p.Spec.Template.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -143,10 +143,10 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 			p.Spec.Template.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		}, "spec.template.tolerations must not have an Exists toleration without a key"},
 		{"control-plane nodeSelector", func(p *atev1alpha1.WorkerPool) {
-			p.Spec.Template.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"node-role.kubernetes.io/control-plane": ""}
 		}, "spec.template.nodeSelector must not select control-plane nodes"},
 		{"master nodeSelector", func(p *atev1alpha1.WorkerPool) {
-			p.Spec.Template.NodeSelector = map[string]string{"node-role.kubernetes.io/master": "true"}
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"node-role.kubernetes.io/master": "true"}
 		}, "spec.template.nodeSelector must not select control-plane nodes"},
 		{"control-plane required node affinity", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
