@@ -108,6 +108,8 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 
 	waitEvents(t, ns, "user", []string{
 		fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig %q`, old),
+		// Pinned to the config when it was deleted, the pool said so.
+		fmt.Sprintf(`Warning SandboxConfigDeleting: SandboxConfig %q is being deleted; keeping %q`, old, old),
 		fmt.Sprintf(`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig %q to %q`, old, target),
 	})
 	waitSwitchesDone(t, ns, "pool")
