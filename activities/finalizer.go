@@ -94,7 +94,8 @@ func checkTarget(name string, c *resolve.Config, class v1alpha1.SandboxClass) *T
 }
 
 // ReadConfig reads a SandboxConfig from the API server, never from a cache;
-// nil means it does not exist.
+// nil means it does not exist. The result carries the incarnation's UID and
+// the resourceVersion read.
 func (a *Activities) ReadConfig(ctx context.Context, name string) (*resolve.Config, error) {
 	if name == "" {
 		return nil, invalidInput("reading a SandboxConfig needs its name")
@@ -107,5 +108,6 @@ func (a *Activities) ReadConfig(ctx context.Context, name string) (*resolve.Conf
 		return nil, fmt.Errorf("reading SandboxConfig %q: %w", name, err)
 	}
 	view := resolve.ConfigFrom(&c)
+	view.UID, view.ResourceVersion = c.UID, c.ResourceVersion
 	return &view, nil
 }

@@ -2,12 +2,15 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -92,13 +95,33 @@ func TestProtect(t *testing.T) {
 
 // Unprotect (upstream's release cases): only a config in deletion that
 // carries the finalizer loses it, and only it, by a patch on the version
-// read; a conflict is reported for the workflow to look again.
+// read; a conflict is reported for the workflow to look again. It acts only
+// on the incarnation the release looked at (UID, resourceVersion), and
+// refuses, whoever asked, while a pool's status names the config.
 func TestUnprotect(t *testing.T) {
+	withUID := func(c *v1alpha1.SandboxConfig, uid string) *v1alpha1.SandboxConfig {
+		c.UID = types.UID(uid)
+		return c
+	}
+	user := func(ref, pending string) *v1alpha1.WorkerPool {
+		st := v1alpha1.WorkerPoolSandboxClassStatus{Name: gvisor}
+		if ref != "" {
+			st.ConfigRef = &v1alpha1.SandboxConfigReference{Name: ref}
+		}
+		if pending != "" {
+			st.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: pending}
+		}
+		return &v1alpha1.WorkerPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "user"},
+			Status: v1alpha1.WorkerPoolStatus{SandboxClasses: []v1alpha1.WorkerPoolSandboxClassStatus{st}}}
+	}
 	tests := []struct {
 		name           string
 		config         *v1alpha1.SandboxConfig
+		pool           *v1alpha1.WorkerPool
+		in             UnprotectInput
 		conflicts      int
 		want           string
+		wantUsers      int
 		wantFinalizers []string
 	}{
 		{name: "in deletion and protected: removed, other finalizers kept", config: sandboxConfig("c", gvisor, true, true),
@@ -110,6 +133,18 @@ func TestUnprotect(t *testing.T) {
 		{name: "gone", want: ReleaseGone},
 		{name: "a conflict: reported, nothing removed", config: sandboxConfig("c", gvisor, true, true), conflicts: 1,
 			want: ReleaseConflict, wantFinalizers: []string{v1alpha1.ProtectionFinalizer, "example.com/hold"}},
+		{name: "the incarnation looked at: removed", config: withUID(sandboxConfig("c", gvisor, true, true), "u1"),
+			in: UnprotectInput{UID: "u1"}, want: ReleaseRemoved, wantFinalizers: []string{"example.com/hold"}},
+		{name: "another incarnation under the name: gone, nothing removed", config: withUID(sandboxConfig("c", gvisor, true, true), "u2"),
+			in: UnprotectInput{UID: "u1"}, want: ReleaseGone, wantFinalizers: []string{v1alpha1.ProtectionFinalizer, "example.com/hold"}},
+		{name: "changed since the look: a conflict, nothing removed", config: sandboxConfig("c", gvisor, true, true),
+			in: UnprotectInput{ResourceVersion: "1"}, want: ReleaseConflict, wantFinalizers: []string{v1alpha1.ProtectionFinalizer, "example.com/hold"}},
+		{name: "a pool's configRef names it: in use, nothing removed", config: sandboxConfig("c", gvisor, true, true), pool: user("c", ""),
+			want: ReleaseInUse, wantUsers: 1, wantFinalizers: []string{v1alpha1.ProtectionFinalizer, "example.com/hold"}},
+		{name: "a pool's claim names it: in use, nothing removed", config: sandboxConfig("c", gvisor, true, true), pool: user("other", "c"),
+			want: ReleaseInUse, wantUsers: 1, wantFinalizers: []string{v1alpha1.ProtectionFinalizer, "example.com/hold"}},
+		{name: "a pool on another config: removed", config: sandboxConfig("c", gvisor, true, true), pool: user("other", ""),
+			want: ReleaseRemoved, wantFinalizers: []string{"example.com/hold"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,10 +152,16 @@ func TestUnprotect(t *testing.T) {
 			if tt.config != nil {
 				objs = append(objs, tt.config)
 			}
+			if tt.pool != nil {
+				objs = append(objs, tt.pool)
+			}
 			a, store, _ := finalizerFixture(t, tt.conflicts, objs...)
-			got, err := a.Unprotect(context.Background(), "c")
+			in := tt.in
+			in.Config = "c"
+			got, err := a.Unprotect(context.Background(), in)
 			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want, got.Result)
+			require.Equal(t, tt.wantUsers, got.Users.Count)
 			if tt.config == nil {
 				return
 			}
@@ -129,6 +170,45 @@ func TestUnprotect(t *testing.T) {
 			require.Equal(t, tt.wantFinalizers, c.Finalizers)
 		})
 	}
+}
+
+// Histories recorded before the release's types changed hold the old JSON:
+// a plain name as Unprotect's input, a plain string as its result, a plain
+// list of keys as CachedUsers' and LiveUsers' result. They still decode.
+func TestReleaseTypesReadTheirOldJSON(t *testing.T) {
+	var in UnprotectInput
+	require.NoError(t, json.Unmarshal([]byte(`"c"`), &in))
+	require.Equal(t, UnprotectInput{Config: "c"}, in)
+	require.NoError(t, json.Unmarshal([]byte(`{"config":"c","uid":"u","resourceVersion":"7"}`), &in))
+	require.Equal(t, UnprotectInput{Config: "c", UID: "u", ResourceVersion: "7"}, in)
+
+	var res UnprotectResult
+	require.NoError(t, json.Unmarshal([]byte(`"removed"`), &res))
+	require.Equal(t, UnprotectResult{Result: ReleaseRemoved}, res)
+	require.NoError(t, json.Unmarshal([]byte(`{"result":"in use","users":{"count":3,"sample":["ns/a"]}}`), &res))
+	require.Equal(t, UnprotectResult{Result: ReleaseInUse, Users: Users{Count: 3, Sample: []string{"ns/a"}}}, res)
+
+	var u Users
+	require.NoError(t, json.Unmarshal([]byte(`["ns/a","ns/b"]`), &u))
+	require.Equal(t, Users{Count: 2, Sample: []string{"ns/a", "ns/b"}}, u)
+	u = Users{}
+	require.NoError(t, json.Unmarshal([]byte(`null`), &u))
+	require.Equal(t, Users{}, u)
+	require.NoError(t, json.Unmarshal([]byte(`{"count":5000,"sample":["ns/a"]}`), &u))
+	require.Equal(t, Users{Count: 5000, Sample: []string{"ns/a"}}, u)
+}
+
+// A users result counts every user and names at most UserSampleSize of
+// them, the smallest keys.
+func TestUsersKeepsASample(t *testing.T) {
+	var u Users
+	for i := 30; i > 0; i-- {
+		u.add([]string{fmt.Sprintf("ns/p%02d", i)})
+	}
+	require.Equal(t, 30, u.Count)
+	require.Len(t, u.Sample, UserSampleSize)
+	require.Equal(t, "ns/p01", u.Sample[0])
+	require.Equal(t, "ns/p10", u.Sample[UserSampleSize-1])
 }
 
 // The release's first look is the worker's cache; a cache that misses a
@@ -150,8 +230,8 @@ func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 	a := &Activities{Live: live, Cache: cache}
 	cached, err := a.CachedUsers(context.Background(), "c")
 	require.NoError(t, err)
-	require.Empty(t, cached, "the cache missed it")
+	require.Zero(t, cached.Count, "the cache missed it")
 	users, err := a.LiveUsers(context.Background(), "c")
 	require.NoError(t, err)
-	require.Equal(t, []string{wfapi.PoolKey("ns", "late")}, users, "the live list finds it: the release waits")
+	require.Equal(t, Users{Count: 1, Sample: []string{wfapi.PoolKey("ns", "late")}}, users, "the live list finds it: the release waits")
 }

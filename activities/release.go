@@ -1,11 +1,15 @@
 package activities
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
+	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -17,40 +21,125 @@ import (
 // livePoolPageSize bounds one page of the live list of WorkerPools.
 const livePoolPageSize = 500
 
+// UserSampleSize is how many users of a config a release records by name:
+// its history and its `state` query carry the count and this many keys, not
+// every user's key (a config under 5000 pools would otherwise put 5000 keys
+// in each look's history).
+const UserSampleSize = 10
+
+// Users are the pools whose status names a config: how many, and the
+// first UserSampleSize of them by key.
+type Users struct {
+	Count  int      `json:"count"`
+	Sample []string `json:"sample,omitempty"`
+}
+
+// UnmarshalJSON also reads the plain list of keys CachedUsers and
+// LiveUsers returned before Users (recorded histories replay with it).
+func (u *Users) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
+		var keys []string
+		if err := json.Unmarshal(b, &keys); err != nil {
+			return err
+		}
+		*u = Users{Count: len(keys), Sample: keys}
+		return nil
+	}
+	type plain Users
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*u = Users(p)
+	return nil
+}
+
+// add counts keys and keeps the sample's smallest keys.
+func (u *Users) add(keys []string) {
+	u.Count += len(keys)
+	u.Sample = append(u.Sample, keys...)
+	sort.Strings(u.Sample)
+	if len(u.Sample) > UserSampleSize {
+		u.Sample = u.Sample[:UserSampleSize]
+	}
+}
+
 // CachedUsers asks the worker's cache which pools name a config. It is the
 // cheap first look: a hit means wait; a miss is confirmed by LiveUsers.
-func (a *Activities) CachedUsers(ctx context.Context, config string) ([]string, error) {
+func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, error) {
 	if config == "" {
-		return nil, invalidInput("looking up the users of a SandboxConfig needs its name")
+		return Users{}, invalidInput("looking up the users of a SandboxConfig needs its name")
 	}
 	var pools v1alpha1.WorkerPoolList
 	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config}); err != nil {
-		return nil, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
+		return Users{}, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
 	}
-	return poolKeys(pools.Items, config), nil
+	var u Users
+	u.add(poolKeys(pools.Items, config))
+	return u, nil
+}
+
+// LiveListProgress is the heartbeat of LiveUsers: where the list is (the
+// continue token of the next page) and what the pages before it found. A
+// retry resumes from it.
+type LiveListProgress struct {
+	Continue string `json:"continue"`
+	Pages    int    `json:"pages"`
+	Users    Users  `json:"users"`
 }
 
 // LiveUsers lists WorkerPools from the API server, page by page, bypassing
 // every cache, and returns those whose status names the config. This list,
 // made after the config was marked for deletion, is what allows a release (P2).
-func (a *Activities) LiveUsers(ctx context.Context, config string) ([]string, error) {
+// It heartbeats after each page with its progress, and an attempt that is
+// retried (its worker died, its heartbeat timed out) resumes from the last
+// page reported: the pages of one list are one snapshot of the API server,
+// taken at its first page, after the deletion mark. A continue token the API
+// server no longer takes (410 Expired: compacted) restarts the list.
+func (a *Activities) LiveUsers(ctx context.Context, config string) (Users, error) {
 	if config == "" {
-		return nil, invalidInput("listing the users of a SandboxConfig needs its name")
+		return Users{}, invalidInput("listing the users of a SandboxConfig needs its name")
 	}
-	var users []string
-	cont := ""
+	var p LiveListProgress
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &p); err != nil {
+			p = LiveListProgress{}
+		}
+	}
+	if err := listPoolsLive(ctx, a.Live, config, &p, func(p LiveListProgress) {
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, p)
+		}
+	}); err != nil {
+		return Users{}, err
+	}
+	return p.Users, nil
+}
+
+// listPoolsLive lists WorkerPools live from p (a fresh list when
+// p.Continue is empty) to the end, adding the users of config to p and
+// reporting p after each page.
+func listPoolsLive(ctx context.Context, live ctrlclient.Reader, config string, p *LiveListProgress, report func(LiveListProgress)) error {
 	for {
 		var page v1alpha1.WorkerPoolList
-		if err := a.Live.List(ctx, &page, ctrlclient.Limit(livePoolPageSize), ctrlclient.Continue(cont)); err != nil {
-			return nil, fmt.Errorf("listing WorkerPools live for SandboxConfig %q: %w", config, err)
+		err := live.List(ctx, &page, ctrlclient.Limit(livePoolPageSize), ctrlclient.Continue(p.Continue))
+		if err != nil && p.Continue != "" && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || apierrors.IsBadRequest(err)) {
+			// The token is too old (or not one this API server takes):
+			// the list starts again, a new snapshot, still after the mark.
+			*p = LiveListProgress{}
+			continue
 		}
-		users = append(users, poolKeys(page.Items, config)...)
-		if cont = page.Continue; cont == "" {
-			break
+		if err != nil {
+			return fmt.Errorf("listing WorkerPools live for SandboxConfig %q (page %d): %w", config, p.Pages+1, err)
 		}
+		p.Users.add(poolKeys(page.Items, config))
+		p.Pages++
+		p.Continue = page.Continue
+		if p.Continue == "" {
+			return nil
+		}
+		report(*p)
 	}
-	sort.Strings(users)
-	return users, nil
 }
 
 func poolKeys(pools []v1alpha1.WorkerPool, config string) []string {
@@ -70,40 +159,121 @@ func poolKeys(pools []v1alpha1.WorkerPool, config string) []string {
 const (
 	ReleaseRemoved  = "removed"
 	ReleaseConflict = "conflict"
-	ReleaseGone     = "gone"
+	// ReleaseGone: the config is gone, or the name now holds another
+	// incarnation (another UID) than the one the release looked at.
+	ReleaseGone = "gone"
 	// ReleaseNotNeeded: the config is not in deletion or carries no finalizer.
 	ReleaseNotNeeded = "not needed"
+	// ReleaseInUse: Unprotect's own live list found a pool naming the
+	// config; nothing was removed, and the release waits.
+	ReleaseInUse = "in use"
 )
 
-// Unprotect removes only the protection finalizer from a config in deletion,
-// with a patch that carries the resourceVersion read: if the config changed
-// since, the patch is refused and the workflow starts its checks again.
-func (a *Activities) Unprotect(ctx context.Context, config string) (string, error) {
-	if config == "" {
-		return "", invalidInput("releasing a SandboxConfig needs its name")
+// UnprotectInput names the incarnation of a config a release looked at:
+// its name, and the UID and resourceVersion its live read (ReadConfig)
+// returned. An input without UID (scheduled by a history recorded before
+// the field) releases whatever the name holds, after the same checks.
+type UnprotectInput struct {
+	Config          string    `json:"config"`
+	UID             types.UID `json:"uid,omitempty"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+}
+
+// UnmarshalJSON also reads the plain name Unprotect took before
+// UnprotectInput, so an activity scheduled by an older history still
+// decodes.
+func (in *UnprotectInput) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
+		*in = UnprotectInput{}
+		return json.Unmarshal(b, &in.Config)
 	}
+	type plain UnprotectInput
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*in = UnprotectInput(p)
+	return nil
+}
+
+// UnprotectResult is what Unprotect did (Release*), and, when it refused
+// because its own live list found users (ReleaseInUse), who they are.
+type UnprotectResult struct {
+	Result string `json:"result"`
+	Users  Users  `json:"users,omitempty"`
+}
+
+// UnmarshalJSON also reads the plain result string Unprotect returned
+// before UnprotectResult.
+func (r *UnprotectResult) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
+		*r = UnprotectResult{}
+		return json.Unmarshal(b, &r.Result)
+	}
+	type plain UnprotectResult
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = UnprotectResult(p)
+	return nil
+}
+
+// Unprotect removes only the protection finalizer from a config in
+// deletion, and only from the incarnation the release looked at. It holds
+// P2 itself, whoever schedules it: it reads the config live, refuses
+// another incarnation (ReleaseGone for the one looked at), then lists the
+// pools live (after that read showed the deletion mark) and refuses while
+// any pool's status names the config (ReleaseInUse), and removes the
+// finalizer with a patch that carries the resourceVersion the release read
+// (or, without one, the one it read itself): if the config changed since,
+// the patch is refused and the workflow starts its checks again. A retry
+// after a landed patch finds the config gone, without the finalizer, or
+// another incarnation: never one it may strip.
+func (a *Activities) Unprotect(ctx context.Context, in UnprotectInput) (UnprotectResult, error) {
+	if in.Config == "" {
+		return UnprotectResult{}, invalidInput("releasing a SandboxConfig needs its name")
+	}
+	config := in.Config
 	var c v1alpha1.SandboxConfig
 	if err := a.Live.Get(ctx, ctrlclient.ObjectKey{Name: config}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ReleaseGone, nil
+			return UnprotectResult{Result: ReleaseGone}, nil
 		}
-		return "", fmt.Errorf("reading SandboxConfig %q to release it: %w", config, err)
+		return UnprotectResult{}, fmt.Errorf("reading SandboxConfig %q to release it: %w", config, err)
+	}
+	if in.UID != "" && c.UID != in.UID {
+		return UnprotectResult{Result: ReleaseGone}, nil
 	}
 	if !c.IsDeleting() || !c.IsProtected() {
-		return ReleaseNotNeeded, nil
+		return UnprotectResult{Result: ReleaseNotNeeded}, nil
+	}
+	if in.ResourceVersion != "" && c.ResourceVersion != in.ResourceVersion {
+		return UnprotectResult{Result: ReleaseConflict}, nil
+	}
+	var p LiveListProgress
+	if err := listPoolsLive(ctx, a.Live, config, &p, func(LiveListProgress) {
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+	}); err != nil {
+		return UnprotectResult{}, err
+	}
+	if p.Users.Count > 0 {
+		return UnprotectResult{Result: ReleaseInUse, Users: p.Users}, nil
 	}
 	base := c.DeepCopy()
 	controllerutil.RemoveFinalizer(&c, v1alpha1.ProtectionFinalizer)
 	err := a.Live.Patch(ctx, &c, ctrlclient.MergeFromWithOptions(base, ctrlclient.MergeFromWithOptimisticLock{}))
 	switch {
 	case err == nil:
-		return ReleaseRemoved, nil
+		return UnprotectResult{Result: ReleaseRemoved}, nil
 	case apierrors.IsConflict(err):
-		return ReleaseConflict, nil
+		return UnprotectResult{Result: ReleaseConflict}, nil
 	case apierrors.IsNotFound(err):
-		return ReleaseGone, nil
+		return UnprotectResult{Result: ReleaseGone}, nil
 	}
-	return "", fmt.Errorf("removing finalizer %s from SandboxConfig %q: %w", v1alpha1.ProtectionFinalizer, config, err)
+	return UnprotectResult{}, fmt.Errorf("removing finalizer %s from SandboxConfig %q: %w", v1alpha1.ProtectionFinalizer, config, err)
 }
 
 // WakeReleases wakes the release workflow of each named config that is in

@@ -174,15 +174,15 @@ func releaseLiveFirst(ctx workflow.Context, in wfapi.ReleaseInput) (string, erro
 	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.Config).Get(ctx, &c); err != nil {
 		return "", err
 	}
-	var users []string
+	var users activities.Users
 	if err := workflow.ExecuteActivity(ctx, act.LiveUsers, in.Config).Get(ctx, &users); err != nil {
 		return "", err
 	}
 	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, in.Config).Get(ctx, &users); err != nil {
 		return "", err
 	}
-	var removed string
-	if err := workflow.ExecuteActivity(ctx, act.Unprotect, in.Config).Get(ctx, &removed); err != nil {
+	var removed activities.UnprotectResult
+	if err := workflow.ExecuteActivity(ctx, act.Unprotect, activities.UnprotectInput{Config: in.Config}).Get(ctx, &removed); err != nil {
 		return "", err
 	}
 	return wfapi.OutcomeReleased, nil

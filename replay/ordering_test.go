@@ -717,9 +717,24 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	for i, look := range ls {
 		got := callTypes(look)
 		require.Truef(t, slices.Equal(got, releaseLook[:len(got)]), "look %d scheduled %v, not a prefix of %v", i+1, got, releaseLook)
+		var live *resolve.Config
+		decode(t, look[0].Result, &live)
 		for _, c := range look {
-			var name string
-			decode(t, c.Input, &name)
+			name := ""
+			if c.Type == "Unprotect" {
+				// The incarnation the look's live read saw (a plain name
+				// in histories recorded before UnprotectInput).
+				var un activities.UnprotectInput
+				decode(t, c.Input, &un)
+				name = un.Config
+				if un.UID != "" {
+					require.NotNilf(t, live, "look %d unprotects a config its live read did not find", i+1)
+					require.Equalf(t, live.UID, un.UID, "look %d unprotects the incarnation its live read saw", i+1)
+					require.Equalf(t, live.ResourceVersion, un.ResourceVersion, "look %d unprotects the version its live read saw", i+1)
+				}
+			} else {
+				decode(t, c.Input, &name)
+			}
 			require.Equal(t, in.Config, name, "%s of look %d", c.Type, i+1)
 		}
 		last := look[len(look)-1]
@@ -727,15 +742,16 @@ func checkRelease(t testing.TB, h *historypb.History) {
 			continue // still looking, or the look that ended the workflow
 		}
 		if last.Type == "Unprotect" {
-			var removed string
+			var removed activities.UnprotectResult
 			decode(t, last.Result, &removed)
-			require.Equalf(t, activities.ReleaseConflict, removed, "look %d removed the finalizer and looked again", i+1)
+			require.Containsf(t, []string{activities.ReleaseConflict, activities.ReleaseInUse}, removed.Result,
+				"look %d removed the finalizer and looked again", i+1)
 			continue
 		}
 		require.Containsf(t, []string{"CachedUsers", "LiveUsers"}, last.Type, "look %d stopped after %s", i+1, last.Type)
-		var users []string
+		var users activities.Users
 		decode(t, last.Result, &users)
-		require.NotEmptyf(t, users, "look %d stopped after %s, which found no pool", i+1, last.Type)
+		require.NotZerof(t, users.Count, "look %d stopped after %s, which found no pool", i+1, last.Type)
 	}
 	if !isOpen(h) && lastEvent(h).GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
 		var outcome string

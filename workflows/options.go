@@ -42,6 +42,23 @@ func withActivities(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// liveListTimeout bounds one attempt of an activity that lists every
+// WorkerPool live (LiveUsers, Unprotect): a page of 500 takes well under a
+// second, so this is room for a fleet of hundreds of thousands of pools.
+// Such an attempt heartbeats after each page, and its heartbeat timeout,
+// the usual activityTimeout, is what detects a dead worker; LiveUsers
+// resumes from its last heartbeat.
+const liveListTimeout = 10 * time.Minute
+
+// withLiveList sets the options of the activities that list every pool live.
+func withLiveList(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: liveListTimeout,
+		HeartbeatTimeout:    activityTimeout,
+		RetryPolicy:         retryForever,
+	})
+}
+
 // withLocalActivities sets the options of the steps that run as local
 // activities, in the workflow's own task, saving a round trip through the
 // server each: the pool pass's Observe and the switch's steps other than its

@@ -61,14 +61,28 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		state.Users = users
+		state.UserCount, state.Users = 0, nil
+		if users != nil {
+			state.UserCount, state.Users = users.Count, users.Sample
+		}
 		if done != "" {
 			setOutcome(ctx, &state.Outcome, done)
 			m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": done})
 			m.Counter("ate_releases").Inc(1)
 			m.Timer("ate_release_wait").Record(workflow.Now(ctx).Sub(time.Unix(in.Since, 0)))
 			log.Info("release finished", "config", in.Config, "outcome", done)
-			drain(recheck) // a late wake-up has nothing left to wake
+			// A wake-up that came during the look may be the deletion of
+			// another incarnation of the config, created again under the
+			// same name after the one this look checked was released: a
+			// new run looks at whatever the name holds now (it ends at once
+			// if nothing). Asked only when a wake-up is pending, so
+			// histories recorded before replay as they ran, when such a
+			// wake-up was dropped here.
+			if drain(recheck) > 0 &&
+				workflow.GetVersion(ctx, "release-look-again-after-late-recheck", workflow.DefaultVersion, 1) >= 1 {
+				log.Info("a wake-up came during the release's last look; looking again in a new run", "config", in.Config)
+				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: in.Config, Checks: in.Checks})
+			}
 			return done, nil
 		}
 		if users == nil {
@@ -85,7 +99,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			continue
 		}
 		setOutcome(ctx, &state.Outcome, wfapi.OutcomeWaiting)
-		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users)
+		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users.Count, "sample", users.Sample)
 
 		if shouldContinueAsNew(ctx) {
 			return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, in)
@@ -101,9 +115,12 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 
 // look takes one look at the config, in the order that makes a release safe:
 // live read, cache, live list, finalizer removal. It returns the pools still
-// using the config, or a final outcome, or neither when the finalizer patch
-// conflicted and the look must be taken again.
-func look(ctx workflow.Context, config string) (users []string, done string, err error) {
+// using the config (a count and a sample), or a final outcome, or neither
+// when the finalizer patch conflicted and the look must be taken again. The
+// removal is bound to the incarnation the live read saw (its UID and
+// resourceVersion): a config created again under the name since is not
+// touched, and gets its own look.
+func look(ctx workflow.Context, config string) (users *activities.Users, done string, err error) {
 	var c *resolve.Config
 	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, config).Get(ctx, &c); err != nil {
 		return nil, "", err
@@ -114,31 +131,37 @@ func look(ctx workflow.Context, config string) (users []string, done string, err
 	if !c.Deleting || !c.Protected {
 		return nil, wfapi.OutcomeNotNeeded, nil
 	}
-	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, config).Get(ctx, &users); err != nil {
+	var found activities.Users
+	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, config).Get(ctx, &found); err != nil {
 		return nil, "", err
 	}
-	if len(users) > 0 {
-		return users, "", nil
+	if found.Count > 0 {
+		return &found, "", nil
 	}
-	if err := workflow.ExecuteActivity(ctx, act.LiveUsers, config).Get(ctx, &users); err != nil {
+	if err := workflow.ExecuteActivity(withLiveList(ctx), act.LiveUsers, config).Get(ctx, &found); err != nil {
 		return nil, "", err
 	}
-	if len(users) > 0 {
-		return users, "", nil
+	if found.Count > 0 {
+		return &found, "", nil
 	}
-	var removed string
-	if err := workflow.ExecuteActivity(ctx, act.Unprotect, config).Get(ctx, &removed); err != nil {
+	var removed activities.UnprotectResult
+	in := activities.UnprotectInput{Config: config, UID: c.UID, ResourceVersion: c.ResourceVersion}
+	if err := workflow.ExecuteActivity(withLiveList(ctx), act.Unprotect, in).Get(ctx, &removed); err != nil {
 		return nil, "", err
 	}
-	switch removed {
+	switch removed.Result {
 	case activities.ReleaseRemoved, activities.ReleaseGone:
 		return nil, wfapi.OutcomeReleased, nil
 	case activities.ReleaseNotNeeded:
 		return nil, wfapi.OutcomeNotNeeded, nil
 	case activities.ReleaseConflict:
 		return nil, "", nil
+	case activities.ReleaseInUse:
+		// Unprotect's own live list found a pool (a claim written since
+		// LiveUsers listed): wait, as for any user.
+		return &removed.Users, "", nil
 	}
-	return nil, "", fmt.Errorf("unexpected result %q releasing SandboxConfig %q", removed, config)
+	return nil, "", fmt.Errorf("unexpected result %q releasing SandboxConfig %q", removed.Result, config)
 }
 
 func setOutcome(ctx workflow.Context, current *string, outcome string) {

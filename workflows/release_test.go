@@ -43,15 +43,15 @@ func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 			env.OnGetVersion("release-continue-after-conflicts", workflow.DefaultVersion, 1).Return(tt.version)
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
-			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return([]string(nil), nil)
-			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return([]string(nil), nil)
+			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
+			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
 			unprotects := 0
-			env.OnActivity(act.Unprotect, mock.Anything, "cfg").Return(func(context.Context, string) (string, error) {
+			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(context.Context, activities.UnprotectInput) (activities.UnprotectResult, error) {
 				unprotects++
 				if tt.conflicts >= 0 && unprotects > tt.conflicts {
-					return activities.ReleaseRemoved, nil
+					return activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil
 				}
-				return activities.ReleaseConflict, nil
+				return activities.UnprotectResult{Result: activities.ReleaseConflict}, nil
 			})
 
 			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 7})
@@ -83,8 +83,8 @@ func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	env, order := newEnv(t)
 	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
-	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return([]string(nil), nil)
-	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return([]string{"ns/late"}, nil)
+	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
+	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{Count: 1, Sample: []string{"ns/late"}}, nil)
 	var state wfapi.ReleaseState
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(wfapi.QueryState)
@@ -96,5 +96,90 @@ func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
 	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers"}, *order, "no Unprotect")
 	require.Equal(t, []string{"ns/late"}, state.Users)
+	require.Equal(t, 1, state.UserCount)
 	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome)
+}
+
+// TestReleaseUnprotectsTheIncarnationItLookedAt: the finalizer removal
+// names the incarnation (UID, resourceVersion) the look's live read saw.
+// A refusal because Unprotect's own live list found a user makes the
+// release wait, naming the users.
+func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
+	env, order := newEnv(t)
+	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
+		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1", ResourceVersion: "42"}, nil)
+	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
+	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
+	var got []activities.UnprotectInput
+	env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.UnprotectInput) (activities.UnprotectResult, error) {
+		got = append(got, in)
+		return activities.UnprotectResult{Result: activities.ReleaseInUse, Users: activities.Users{Count: 1, Sample: []string{"ns/claimer"}}}, nil
+	})
+	var state wfapi.ReleaseState
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(wfapi.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&state))
+		env.CancelWorkflow()
+	}, firstFallback/2)
+
+	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers", "Unprotect"}, *order)
+	require.Equal(t, []activities.UnprotectInput{{Config: "cfg", UID: "u1", ResourceVersion: "42"}}, got)
+	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome, "refused: the release waits")
+	require.Equal(t, []string{"ns/claimer"}, state.Users)
+}
+
+// TestReleaseLooksAgainAfterALateRecheck: a recheck that arrives while the
+// look that released the config runs may be the deletion of a config
+// created again under the name: the run continues as new (a fresh look)
+// instead of ending. Histories recorded before the change
+// (DefaultVersion) end as they did; without a pending recheck the release
+// ends released, and records no marker.
+func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
+	tests := []struct {
+		name          string
+		version       workflow.Version
+		signal        bool
+		wantContinued bool
+	}{
+		{name: "a recheck during the last look: a new run", version: 1, signal: true, wantContinued: true},
+		{name: "recorded before the change: the recheck is dropped", version: workflow.DefaultVersion, signal: true},
+		{name: "no recheck: released", version: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _ := newEnv(t)
+			asked := false
+			env.OnGetVersion("release-look-again-after-late-recheck", workflow.DefaultVersion, 1).
+				Return(func(string, workflow.Version, workflow.Version) workflow.Version { asked = true; return tt.version })
+			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
+				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1"}, nil)
+			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
+			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(func(context.Context, string) (activities.Users, error) {
+				if tt.signal {
+					env.SignalWorkflow(wfapi.SignalRecheck, nil)
+				}
+				return activities.Users{}, nil
+			})
+			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil)
+
+			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 3, Since: 1})
+			require.True(t, env.IsWorkflowCompleted())
+			require.Equal(t, tt.signal, asked, "the version is asked only when a recheck is pending")
+			err := env.GetWorkflowError()
+			if !tt.wantContinued {
+				require.NoError(t, err)
+				var outcome string
+				require.NoError(t, env.GetWorkflowResult(&outcome))
+				require.Equal(t, wfapi.OutcomeReleased, outcome)
+				return
+			}
+			var can *workflow.ContinueAsNewError
+			require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+			var next wfapi.ReleaseInput
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			require.Equal(t, wfapi.ReleaseInput{Config: "cfg", Checks: 4}, next, "a fresh look, its wait measured anew")
+		})
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
@@ -26,6 +28,11 @@ type Config struct {
 	// CreatedUnix is the creation timestamp, in seconds as the API server
 	// stores it.
 	CreatedUnix int64 `json:"createdUnix"`
+	// UID and ResourceVersion name the incarnation and the version read.
+	// Only a live read (ReadConfig) sets them: a release binds its finalizer
+	// removal to the incarnation its look checked (see Unprotect).
+	UID             types.UID `json:"uid,omitempty"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
 }
 
 // ConfigFrom reduces a SandboxConfig to what resolution needs.

@@ -72,6 +72,8 @@ type ReleaseState struct {
 	Checks int `json:"checks"`
 	// Outcome is the last outcome: waiting, released or not needed.
 	Outcome string `json:"outcome,omitempty"`
-	// Users are the pools that held the config at the last look.
-	Users []string `json:"users,omitempty"`
+	// UserCount is how many pools held the config at the last look, and
+	// Users a sample of them (at most activities.UserSampleSize keys).
+	UserCount int      `json:"userCount,omitempty"`
+	Users     []string `json:"users,omitempty"`
 }

@@ -29,7 +29,10 @@ import (
 //     LiveUsers, Unprotect);
 //   - gone: as switch, killed after Confirm, and the pool is deleted while
 //     the worker is down: the retried Confirm finds no pool, yet the move
-//     happened, so its event is still recorded.
+//     happened, so its event is still recorded;
+//   - recreated: as release, killed after Unprotect, and the config is
+//     created again, used by a pool and deleted while the worker is down
+//     (runRecreatedCase).
 type killCase struct {
 	scenario, activity string
 }
@@ -49,6 +52,7 @@ var killCases = []killCase{
 	{"release", "LiveUsers"},
 	{"release", "Unprotect"},
 	{"gone", "Confirm"},
+	{"recreated", "Unprotect"},
 }
 
 func TestKillWorkerAfterActivity(t *testing.T) {
@@ -63,6 +67,10 @@ func TestKillWorkerAfterActivity(t *testing.T) {
 }
 
 func runKillCase(t *testing.T, chk *Checker, kc killCase) {
+	if kc.scenario == "recreated" {
+		runRecreatedCase(t, chk)
+		return
+	}
 	env := testenv.Current()
 	ctx := context.Background()
 	kube := env.Kube
