@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolstatus"
@@ -468,16 +467,12 @@ func confirmState(st *v1alpha1.WorkerPoolSandboxClassStatus, config string) (lan
 // cache, and says whether a class may be moved onto it now: it exists, is
 // of the class, is not in deletion and carries the protection finalizer.
 func (a *Activities) liveTarget(ctx context.Context, name string, class v1alpha1.SandboxClass) (*TargetCheck, error) {
-	var c v1alpha1.SandboxConfig
-	if err := a.Live.Get(ctx, ctrlclient.ObjectKey{Name: name}, &c); err != nil {
-		if apierrors.IsNotFound(err) {
-			return checkTarget(name, nil, class), nil
-		}
-		return nil, fmt.Errorf("reading SandboxConfig %q before confirming it: %w", name, err)
+	c, err := a.ReadConfig(ctx, name)
+	if err != nil {
+		return nil, err
 	}
-	view := resolve.ConfigFrom(&c)
-	check := checkTarget(name, &view, class)
-	if check.OK && !c.IsProtected() {
+	check := checkTarget(name, c, class)
+	if check.OK && !c.Protected {
 		check = &TargetCheck{Reason: ReasonSandboxConfigNotProtected,
 			Message: fmt.Sprintf("SandboxConfig %q does not carry the finalizer %s", name, v1alpha1.ProtectionFinalizer)}
 	}
