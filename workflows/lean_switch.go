@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/resolve"
@@ -144,7 +145,7 @@ func leanSteps(ctx workflow.Context, in SwitchInput, state *wfapi.SwitchState) (
 		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
-			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptrValue(in.SpecConfigRef),
+			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
 		}).Get(ctx, &claim); err != nil {
 			return nil, err
 		}

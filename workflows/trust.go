@@ -90,10 +90,3 @@ func carriedMove(ctx workflow.Context) []temporal.SearchAttributeUpdate {
 func dropsCarriedMove(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, "drop-carried-move", workflow.DefaultVersion, 1) >= 1
 }
-
-func ptrValue(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
