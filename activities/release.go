@@ -37,21 +37,26 @@ type Users struct {
 // UnmarshalJSON also reads the plain list of keys CachedUsers and
 // LiveUsers returned before Users (recorded histories replay with it).
 func (u *Users) UnmarshalJSON(b []byte) error {
-	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '[' {
-		var keys []string
-		if err := json.Unmarshal(b, &keys); err != nil {
-			return err
-		}
-		*u = Users{Count: len(keys), Sample: keys}
-		return nil
-	}
 	type plain Users
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+	*u = Users{}
+	var keys []string
+	legacy, err := decodeOlder(b, '[', &keys, (*plain)(u))
+	if legacy {
+		*u = Users{Count: len(keys), Sample: keys}
 	}
-	*u = Users(p)
-	return nil
+	return err
+}
+
+// decodeOlder decodes b, the JSON of a type that replaced an older
+// encoding of one value (a plain string or list), into older when b opens
+// with start ('"', '['), else into current (a plain copy of the type, so
+// its own UnmarshalJSON is not called again). It reports whether b was of
+// the older encoding.
+func decodeOlder(b []byte, start byte, older, current any) (bool, error) {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == start {
+		return true, json.Unmarshal(b, older)
+	}
+	return false, json.Unmarshal(b, current)
 }
 
 // add counts keys and keeps the sample's smallest keys.
@@ -183,17 +188,14 @@ type UnprotectInput struct {
 // UnprotectInput, so an activity scheduled by an older history still
 // decodes.
 func (in *UnprotectInput) UnmarshalJSON(b []byte) error {
-	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
-		*in = UnprotectInput{}
-		return json.Unmarshal(b, &in.Config)
-	}
 	type plain UnprotectInput
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+	*in = UnprotectInput{}
+	var config string
+	legacy, err := decodeOlder(b, '"', &config, (*plain)(in))
+	if legacy {
+		*in = UnprotectInput{Config: config}
 	}
-	*in = UnprotectInput(p)
-	return nil
+	return err
 }
 
 // UnprotectResult is what Unprotect did (Release*), and, when it refused
@@ -206,17 +208,14 @@ type UnprotectResult struct {
 // UnmarshalJSON also reads the plain result string Unprotect returned
 // before UnprotectResult.
 func (r *UnprotectResult) UnmarshalJSON(b []byte) error {
-	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '"' {
-		*r = UnprotectResult{}
-		return json.Unmarshal(b, &r.Result)
-	}
 	type plain UnprotectResult
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+	*r = UnprotectResult{}
+	var result string
+	legacy, err := decodeOlder(b, '"', &result, (*plain)(r))
+	if legacy {
+		*r = UnprotectResult{Result: result}
 	}
-	*r = UnprotectResult(p)
-	return nil
+	return err
 }
 
 // Unprotect removes only the protection finalizer from a config in
