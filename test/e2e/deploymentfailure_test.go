@@ -262,12 +262,18 @@ func waitForRetries(t *testing.T, n float64) {
 // poolKeeperErrors is controller-runtime's count of the pool keeper's
 // failed reconciles in this process.
 func poolKeeperErrors(t *testing.T) float64 {
+	return poolKeeperCounter(t, "controller_runtime_reconcile_errors_total")
+}
+
+// poolKeeperCounter is the value of one of controller-runtime's counters
+// for the pool keeper's controller in this process.
+func poolKeeperCounter(t *testing.T, name string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	require.NoError(t, err)
 	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {

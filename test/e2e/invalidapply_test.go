@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/test/producttest"
@@ -42,23 +41,7 @@ func (c applyCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // poolKeeperReconciles is controller-runtime's count of the pool keeper's
 // passes in this process.
 func poolKeeperReconciles(t *testing.T) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	require.NoError(t, err)
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "pool-keeper" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return poolKeeperCounter(t, "controller_runtime_reconcile_total")
 }
 
 // TestInvalidApplyIsNotRetried: a pool the CRD admits but whose Deployment
