@@ -61,11 +61,15 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	t.Logf("%s: the worker crashed after Unprotect; the first incarnation is gone", since())
 
 	// In the gap: a second incarnation, used by a pool, deleted.
-	w2 := newProcess(t, "worker", tq2, "")
-	w2.start()
+	// Both objects exist before the second worker starts, so its pool
+	// keeper's caches hold both when it first looks (a pool seen before
+	// its config, by independent informers, would first be reported
+	// SandboxConfigNotFound).
 	second := gvisorConfig(old, false)
 	require.NoError(t, kube.Create(ctx, second))
 	require.NoError(t, kube.Create(ctx, newPool(ns, "user", v1alpha1.SandboxClassGVisor, old)))
+	w2 := newProcess(t, "worker", tq2, "")
+	w2.start()
 	starter2.pool(t, ns, "user")
 	waitPool(t, ns, "user", old, metav1.ConditionTrue)
 	require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
