@@ -47,11 +47,7 @@ type Activities struct {
 	Instance string
 }
 
-// PoolRef names a WorkerPool and the incarnation of it a workflow acts for;
-// it is part of the workflows' contract (wfapi).
-type PoolRef = wfapi.PoolRef
-
-func poolKey(p PoolRef) ctrlclient.ObjectKey { return p.Key() }
+func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }
 
 // Error types that no retry can fix.
 const (
@@ -62,7 +58,7 @@ func invalidInput(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalidInput, nil)
 }
 
-func validatePool(p PoolRef) error {
+func validatePool(p wfapi.PoolRef) error {
 	if p.Namespace == "" || p.Name == "" {
 		return invalidInput("a WorkerPool reference needs a namespace and a name, got %q", p.String())
 	}

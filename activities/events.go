@@ -21,7 +21,7 @@ const ReportingController = "ate.dev/orchestrator"
 
 // EventInput is one event about a WorkerPool.
 type EventInput struct {
-	Pool PoolRef `json:"pool"`
+	Pool wfapi.PoolRef `json:"pool"`
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type   string `json:"type"`
 	Reason string `json:"reason"`
@@ -80,7 +80,7 @@ func (a *Activities) RecordEvent(ctx context.Context, in EventInput) error {
 // failure itself, at the pool generation: the same failure reported again by
 // a later pass or a retried activity is the same event, recorded once.
 // Switches recorded before the pool reconciler use it.
-func WarningEvent(pool PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) EventInput {
+func WarningEvent(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) EventInput {
 	return EventInput{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
 		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
@@ -93,7 +93,7 @@ func WarningEvent(pool PoolRef, class v1alpha1.SandboxClass, reason, message str
 // a new appearance (a new transition time) and is reported again; the same
 // appearance, reported by a switch's roll back, by the pool reconciler, or
 // by either after a crash, is the same event, recorded once.
-func FailureWarning(pool PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) EventInput {
+func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) EventInput {
 	return EventInput{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
 		Key: fmt.Sprintf("failure/%s/%s/%s/%s", class, reason, message, since.UTC().Format(time.RFC3339)),
@@ -101,7 +101,7 @@ func FailureWarning(pool PoolRef, class v1alpha1.SandboxClass, reason, message s
 }
 
 // EventName is the deterministic name of the event with this key.
-func EventName(pool PoolRef, key string) string {
+func EventName(pool wfapi.PoolRef, key string) string {
 	sum := sha256.Sum256([]byte(pool.UID + "\x00" + key))
 	prefix := pool.Name
 	if len(prefix) > 200 {

@@ -26,7 +26,7 @@ type ProtectInput struct {
 	// Pool is the pool whose switch protects the config, when a lean
 	// switch calls: a Protect that keeps failing reports on its class (see
 	// reportStepFailure). Last, so the printed input keeps its start.
-	Pool PoolRef `json:"pool,omitempty"`
+	Pool wfapi.PoolRef `json:"pool,omitempty"`
 }
 
 // TargetCheck says whether a config may be used by a class, and if not, why.

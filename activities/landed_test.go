@@ -18,7 +18,7 @@ import (
 // TestMovedBeforeDeletion: what a gone pool's replayed states tell a
 // confirm whose earlier attempt's completion was lost.
 func TestMovedBeforeDeletion(t *testing.T) {
-	in := SettleInput{Pool: PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Class: gvisor, Config: "new"}
+	in := SettleInput{Pool: wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Class: gvisor, Config: "new"}
 	on := func(uid, config string) *v1alpha1.WorkerPool {
 		return &v1alpha1.WorkerPool{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool", UID: types.UID(uid)},

@@ -44,7 +44,7 @@ type DeploymentState struct {
 }
 
 // Observe reads a pool, the SandboxConfigs and the pool's Deployment.
-func (a *Activities) Observe(ctx context.Context, ref PoolRef) (*Observation, error) {
+func (a *Activities) Observe(ctx context.Context, ref wfapi.PoolRef) (*Observation, error) {
 	if err := validatePool(ref); err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ const confirmLanded = "landed"
 //
 // guards look at the pool as read, before mutate, and may stop the call
 // with nothing written (see errNoWrite and refusal).
-func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool), guards ...func(*v1alpha1.WorkerPool) error) (*PoolWrite, error) {
+func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool), guards ...func(*v1alpha1.WorkerPool) error) (*PoolWrite, error) {
 	if err := validatePool(ref); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref PoolRef, known, what 
 
 // cachedAt reads the pool from the worker's cache into pool when the cache
 // holds the incarnation ref names at resourceVersion rv.
-func (a *Activities) cachedAt(ctx context.Context, ref PoolRef, rv string, pool *v1alpha1.WorkerPool) bool {
+func (a *Activities) cachedAt(ctx context.Context, ref wfapi.PoolRef, rv string, pool *v1alpha1.WorkerPool) bool {
 	if rv == "" || a.Cache == nil {
 		return false
 	}
@@ -161,7 +161,7 @@ func (a *Activities) cachedAt(ctx context.Context, ref PoolRef, rv string, pool 
 
 // ClaimInput claims a config for a class of a pool.
 type ClaimInput struct {
-	Pool   PoolRef               `json:"pool"`
+	Pool   wfapi.PoolRef               `json:"pool"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	Config string                `json:"config"`
 	// ResourceVersion is the pool's as the pass observed it, or "" (claims
@@ -248,7 +248,7 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 // a roll back keeps configRef; both clear the claim and set the Resolved
 // condition.
 type SettleInput struct {
-	Pool       PoolRef               `json:"pool"`
+	Pool       wfapi.PoolRef               `json:"pool"`
 	Class      v1alpha1.SandboxClass `json:"class"`
 	Config     string                `json:"config"`
 	Generation int64                 `json:"generation"`
@@ -312,9 +312,8 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 			entry.PendingConfigRef = nil
-			_, reason, msg := resolve.CheckTarget(in.Config, &resolve.Config{Class: in.Class}, in.Class)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
-				poolstatus.ClassCondition(true, reason, msg, in.Generation))
+				poolstatus.ClassCondition(true, v1alpha1.ReasonResolved, resolve.ResolvedMessage(in.Config), in.Generation))
 		}, specHas(in.Class), target)
 	if err != nil {
 		return res, err

@@ -30,7 +30,7 @@ type statusFixture struct {
 	calls *apiCalls
 	cache *cacheStub
 	acts  *Activities
-	ref   PoolRef
+	ref   wfapi.PoolRef
 }
 
 func newStatusFixture(t *testing.T) *statusFixture {
@@ -73,7 +73,7 @@ func newStatusFixture(t *testing.T) *statusFixture {
 	return &statusFixture{
 		store: store, calls: calls, cache: cache,
 		acts: &Activities{Live: live, Cache: cache},
-		ref:  PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"},
+		ref:  wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"},
 	}
 }
 

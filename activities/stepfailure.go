@@ -65,7 +65,7 @@ const reportTimeout = 3 * time.Second
 // never changes the step's error. A report that fails (the API server the
 // step could not reach is down) is only logged: the step's retry reports
 // again.
-func (a *Activities) reportStepFailure(ctx context.Context, step string, pool PoolRef, class v1alpha1.SandboxClass, errp *error) {
+func (a *Activities) reportStepFailure(ctx context.Context, step string, pool wfapi.PoolRef, class v1alpha1.SandboxClass, errp *error) {
 	if *errp == nil || !activity.IsActivity(ctx) {
 		return
 	}
@@ -75,7 +75,7 @@ func (a *Activities) reportStepFailure(ctx context.Context, step string, pool Po
 
 // reportFailure is reportStepFailure once the attempt and the switch run are
 // known.
-func (a *Activities) reportFailure(ctx context.Context, attempt int32, runID, step string, pool PoolRef, class v1alpha1.SandboxClass, err error) {
+func (a *Activities) reportFailure(ctx context.Context, attempt int32, runID, step string, pool wfapi.PoolRef, class v1alpha1.SandboxClass, err error) {
 	if attempt < reportStepFailureAfter || ctx.Err() != nil || pool.UID == "" || class == "" || validatePool(pool) != nil {
 		return
 	}
@@ -114,7 +114,7 @@ func StepFailureMessage(step string, err error) string {
 
 // StepFailureWarning is the Warning of one distinct error of a step of one
 // switch run: a retry, even after a worker crash, names the same event.
-func StepFailureWarning(pool PoolRef, class v1alpha1.SandboxClass, step, message, runID string) EventInput {
+func StepFailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, step, message, runID string) EventInput {
 	return EventInput{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: EventReasonSwitchStepFailing, Action: step,
 		Note: fmt.Sprintf("sandbox class %q: %s", class, message),
@@ -125,7 +125,7 @@ func StepFailureWarning(pool PoolRef, class v1alpha1.SandboxClass, step, message
 // setStepFailure sets the class's SwitchStepFailing condition, writing
 // nothing when it already says this. It reports whether the pool is the
 // switch's (true too when it could not tell: the Warning is still due).
-func (a *Activities) setStepFailure(ctx context.Context, ref PoolRef, class v1alpha1.SandboxClass, step, message string) (bool, error) {
+func (a *Activities) setStepFailure(ctx context.Context, ref wfapi.PoolRef, class v1alpha1.SandboxClass, step, message string) (bool, error) {
 	ours := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var pool v1alpha1.WorkerPool

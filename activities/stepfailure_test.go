@@ -77,7 +77,7 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 // not the switch's, and a report without the pool's identity (a switch
 // recorded before steps carried it) is skipped.
 func TestAStepOfAnotherPoolReportsNothing(t *testing.T) {
-	for _, ref := range []PoolRef{
+	for _, ref := range []wfapi.PoolRef{
 		{Namespace: "ns", Name: "pool", UID: "uid-other"},
 		{},
 	} {

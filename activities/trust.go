@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"strings"
 
 	"go.temporal.io/sdk/activity"
 
@@ -13,10 +12,10 @@ import (
 // task queue drives these activities, with whatever input. The worker
 // checks what it can (docs/security.md):
 //
-//   - a pool's status is written only for the pool the calling workflow's
-//     ID names (a pool workflow's, or a switch's, which carries the pool's
-//     namespace and name): an input naming another pool is refused, with
-//     no write;
+//   - a pool's status is written only for the pool the calling switch's
+//     workflow ID names (wfapi.SwitchPool, as the switch itself asks): an
+//     input naming another pool, or a caller that is no switch, is refused,
+//     with no write;
 //   - Confirm and RollBack write only while the class's pendingConfigRef
 //     still names their target (see settleAllowed), so a switch started
 //     beside the real one cannot confirm a config that was released since;
@@ -27,24 +26,15 @@ import (
 //   - an event is recorded only for the pool the calling workflow's ID
 //     names (RecordEvent).
 
-// callerNamesPool reports whether a workflow ID is that of the pool's own
-// workflows: its pool workflow "workerpool/<ns>/<name>", or one of its
-// switches "workerpool/<ns>/<name>/switch[/<n>]". Names cannot hold "/",
-// so no other pool's IDs share the prefix.
-func callerNamesPool(id string, ref PoolRef) bool {
-	own := wfapi.PoolWorkflowID(ref.Namespace, ref.Name)
-	return id == own || strings.HasPrefix(id, own+"/")
-}
-
 // checkCaller refuses, as no retry can fix it, a pool write asked by a
 // workflow whose ID names another pool. Outside an activity (a unit test
 // calling the method) there is no caller to check.
-func checkCaller(ctx context.Context, ref PoolRef) error {
+func checkCaller(ctx context.Context, ref wfapi.PoolRef) error {
 	if !activity.IsActivity(ctx) {
 		return nil
 	}
 	id := activity.GetInfo(ctx).WorkflowExecution.ID
-	if !callerNamesPool(id, ref) {
+	if pool, err := wfapi.SwitchPool(id, ref); err != nil || pool.Key() != ref.Key() {
 		return invalidInput("workflow %q may not write WorkerPool %s: a workflow acts only on the pool its ID names", id, ref)
 	}
 	return nil

@@ -99,17 +99,17 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 }
 
 func TestCallerNamesPool(t *testing.T) {
-	ref := PoolRef{Namespace: "ns", Name: "pool"}
+	ref := wfapi.PoolRef{Namespace: "ns", Name: "pool"}
 	tests := []struct {
 		id   string
 		want bool
 	}{
-		{wfapi.PoolSwitchWorkflowID("ns", "pool"), true},
+		{wfapi.SwitchWorkflowID("ns", "pool"), true},
 		{wfapi.SwitchWorkflowID("ns", "pool", 3), true},
 		{wfapi.PoolWorkflowID("ns", "pool"), true},
-		{wfapi.PoolSwitchWorkflowID("ns", "other"), false},
-		{wfapi.PoolSwitchWorkflowID("other", "pool"), false},
-		{wfapi.PoolSwitchWorkflowID("ns", "pool-2"), false},
+		{wfapi.SwitchWorkflowID("ns", "other"), false},
+		{wfapi.SwitchWorkflowID("other", "pool"), false},
+		{wfapi.SwitchWorkflowID("ns", "pool-2"), false},
 		{wfapi.PoolWorkflowID("ns", "poo"), false},
 		{wfapi.ReleaseWorkflowID("pool"), false},
 		{"my-switch", false},

@@ -120,7 +120,7 @@ func apiFloor(ctx context.Context, c client.Client, concurrency int) (time.Durat
 	if err := c.List(ctx, &pools); err != nil {
 		return 0, 0, err
 	}
-	_, reason, message := resolve.CheckTarget(oldDefault, &resolve.Config{Class: v1alpha1.SandboxClassGVisor}, v1alpha1.SandboxClassGVisor)
+	reason, message := v1alpha1.ReasonResolved, resolve.ResolvedMessage(oldDefault)
 	var cfg v1alpha1.SandboxConfig
 	if err := c.Get(ctx, client.ObjectKey{Name: oldDefault}, &cfg); err != nil {
 		return 0, 0, err
@@ -145,7 +145,7 @@ func apiFloor(ctx context.Context, c client.Client, concurrency int) (time.Durat
 		if err := c.Status().Update(ctx, pool); err != nil {
 			return fmt.Errorf("API floor: confirm on %s/%s: %w", pool.Namespace, pool.Name, err)
 		}
-		ref := activities.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
+		ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 		ev := &eventsv1.Event{
 			ObjectMeta:          metav1.ObjectMeta{Name: activities.EventName(ref, "bench/api-floor"), Namespace: pool.Namespace},
 			EventTime:           metav1.NowMicro(),

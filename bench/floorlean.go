@@ -49,7 +49,7 @@ func leanSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error)
 }
 
 // leanSwitchID is the floor's lean switch ID of a pool key, as
-// wfapi.PoolSwitchWorkflowID names the product's.
+// wfapi.SwitchWorkflowID names the product's.
 func leanSwitchID(key string) string { return key + "/switch" }
 
 // startLeanSwitches starts n lean switches, floorSignalWorker at a time as

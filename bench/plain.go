@@ -170,7 +170,7 @@ func (r *plainReconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool,
 // recordSwitch creates the SandboxConfigSwitched event, named from the
 // pool's UID and the target so a retry records it once.
 func (r *plainReconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
-	ref := activities.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
+	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 	ev := &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: activities.EventName(ref, "plain/"+to), Namespace: pool.Namespace},
 		EventTime:           metav1.NowMicro(),

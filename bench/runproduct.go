@@ -19,7 +19,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		"KUBECONFIG=" + s.kubeconfig,
 		"TEMPORAL_ADDRESS=" + s.temporal.Address(),
 		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
-		"TEMPORAL_TASK_QUEUE=" + wfapi.DefaultTaskQueue,
+		"TEMPORAL_TASK_QUEUE=" + options.DefaultTaskQueue,
 		"ATE_BENCH_WORKER_OPTIONS=" + cfg.workerOptions,
 	}
 	wp, err := startProcess("worker", bins["worker"], logDir, env)
@@ -69,7 +69,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		return err
 	}
 	sampler := sampleConcurrency(ctx, wp)
-	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), wfapi.DefaultTaskQueue)
+	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), options.DefaultTaskQueue)
 	start := time.Now()
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)

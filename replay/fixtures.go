@@ -30,7 +30,7 @@ import (
 const Version = "v3"
 
 // leanSince is the first version of the lean shape: each switch a top-level
-// execution under the pool's switch ID (wfapi.PoolSwitchWorkflowID), no pool
+// execution under the pool's switch ID (wfapi.SwitchWorkflowID), no pool
 // workflow. From it on, a fixture keeps the execution it was recorded under
 // (a lean switch reads its pool from its workflow ID), and no pool fixture
 // can be recorded: the product starts no pool workflow any more.

@@ -123,7 +123,7 @@ func guardOptions(ctx workflow.Context) workflow.Context {
 // switchWithoutClaim is Switch with step 2, the claim, left out: the bug
 // that lets a release remove the finalizer of a config a switch is about to
 // write.
-func switchWithoutClaim(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func switchWithoutClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	ctx = guardOptions(ctx)
 	var check activities.TargetCheck
 	if err := workflow.ExecuteActivity(ctx, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
@@ -138,7 +138,7 @@ func switchWithoutClaim(ctx workflow.Context, in workflows.SwitchInput) (*workfl
 
 // switchReadBeforeClaim is Switch with steps 2 and 3 swapped: the live read
 // before the claim, which misses a deletion that races the claim.
-func switchReadBeforeClaim(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func switchReadBeforeClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	ctx = guardOptions(ctx)
 	var check activities.TargetCheck
 	if err := workflow.ExecuteActivity(ctx, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
@@ -155,7 +155,7 @@ func switchReadBeforeClaim(ctx workflow.Context, in workflows.SwitchInput) (*wor
 	return settle(ctx, in)
 }
 
-func settle(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func settle(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &w); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func settle(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchRe
 	if err := workflow.ExecuteActivity(ctx, act.RecordEvent, activities.EventInput{Pool: in.Pool, Note: fmt.Sprintf("to %s", in.To)}).Get(ctx, nil); err != nil {
 		return nil, err
 	}
-	return &workflows.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
 }
 
 // releaseLiveFirst is Release with the cache check and the live list
@@ -194,24 +194,24 @@ func guardLocal(ctx workflow.Context) workflow.Context {
 
 // localProtect is the switch with local steps as far as its first step:
 // the version it records and its local Protect.
-func localProtect(ctx workflow.Context, in workflows.SwitchInput) error {
+func localProtect(ctx workflow.Context, in wfapi.SwitchInput) error {
 	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
 	var check activities.TargetCheck
 	return workflow.ExecuteLocalActivity(guardLocal(ctx), act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check)
 }
 
-func localRead(ctx workflow.Context, in workflows.SwitchInput) error {
+func localRead(ctx workflow.Context, in wfapi.SwitchInput) error {
 	var live *resolve.Config
 	return workflow.ExecuteLocalActivity(guardLocal(ctx), act.ReadConfig, in.To).Get(ctx, &live)
 }
 
-func claim(ctx workflow.Context, in workflows.SwitchInput) error {
+func claim(ctx workflow.Context, in wfapi.SwitchInput) error {
 	var claim activities.PoolWrite
 	return workflow.ExecuteActivity(guardOptions(ctx), act.Claim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim)
 }
 
 // localSettle is settle with the event recorded by a local activity.
-func localSettle(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func localSettle(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	var w activities.PoolWrite
 	if err := workflow.ExecuteActivity(guardOptions(ctx), act.Confirm, activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &w); err != nil {
 		return nil, err
@@ -219,11 +219,11 @@ func localSettle(ctx workflow.Context, in workflows.SwitchInput) (*workflows.Swi
 	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, activities.EventInput{Pool: in.Pool, Note: fmt.Sprintf("to %s", in.To)}).Get(ctx, nil); err != nil {
 		return nil, err
 	}
-	return &workflows.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
 }
 
 // localSwitchWithoutClaim is the switch with local steps, without the claim.
-func localSwitchWithoutClaim(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func localSwitchWithoutClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	if err := localProtect(ctx, in); err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func localSwitchWithoutClaim(ctx workflow.Context, in workflows.SwitchInput) (*w
 
 // localSwitchWithoutProtect leaves out a local step, the finalizer: a claim
 // could then name a config nothing protects (P1).
-func localSwitchWithoutProtect(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func localSwitchWithoutProtect(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
 	if err := claim(ctx, in); err != nil {
 		return nil, err
@@ -248,7 +248,7 @@ func localSwitchWithoutProtect(ctx workflow.Context, in workflows.SwitchInput) (
 
 // localSwitchReadBeforeClaim is the switch with local steps, its live read
 // moved before the claim.
-func localSwitchReadBeforeClaim(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func localSwitchReadBeforeClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	if err := localProtect(ctx, in); err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func localSwitchReadBeforeClaim(ctx workflow.Context, in workflows.SwitchInput) 
 
 // localSwitchLocalClaim runs the claim as a local activity: the same steps
 // in the same order, but not the same commands.
-func localSwitchLocalClaim(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func localSwitchLocalClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	if err := localProtect(ctx, in); err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ var (
 	leanLocalObserve        = guardSwitch{localObserve: true}.run
 )
 
-func (g guardSwitch) run(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(id)
 	if !ok {
@@ -320,7 +320,7 @@ func (g guardSwitch) run(ctx workflow.Context, in workflows.SwitchInput) (*workf
 		}
 		move, ok := plannedMove(in.Pool, &obs)
 		if !ok {
-			res := &workflows.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
+			res := &wfapi.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
 			if !obs.Exists {
 				res.Outcome = wfapi.OutcomePoolGone
 			}
@@ -336,7 +336,7 @@ func (g guardSwitch) run(ctx workflow.Context, in workflows.SwitchInput) (*workf
 	return guardFinish(ctx, in, res, reresolve)
 }
 
-func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*workflows.SwitchResult, error) {
+func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	local := guardLocal(ctx)
 	if in.To == "" {
 		var w activities.PoolWrite
@@ -344,9 +344,9 @@ func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*wor
 			return nil, err
 		}
 		if w.PoolGone {
-			return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
-		return &workflows.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, guardWake(ctx, []string{in.Abandon})
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, guardWake(ctx, []string{in.Abandon})
 	}
 	var check activities.TargetCheck
 	if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
@@ -373,9 +373,9 @@ func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*wor
 			}
 			switch {
 			case w.PoolGone:
-				return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+				return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 			case w.Superseded:
-				return &workflows.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+				return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 			}
 			claimed = w.ResourceVersion
 			if w.Displaced != "" {
@@ -396,7 +396,7 @@ func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*wor
 	}
 	settle := activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: claimed != ""}
 	var w activities.PoolWrite
-	var res *workflows.SwitchResult
+	var res *wfapi.SwitchResult
 	var event activities.EventInput
 	if check.OK {
 		settle.Claimed = true
@@ -415,22 +415,22 @@ func (g guardSwitch) steps(ctx workflow.Context, in workflows.SwitchInput) (*wor
 	switch {
 	case check.OK || w.Landed:
 		if w.PoolGone && !w.Landed {
-			return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
-		res = &workflows.SwitchResult{Outcome: wfapi.OutcomeConfirmed}
+		res = &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}
 		event = activities.EventInput{Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 			Action: "Switch", Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	case w.PoolGone:
-		return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	default:
-		res = &workflows.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: settle.Message}
+		res = &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: settle.Message}
 		event = activities.WarningEvent(in.Pool, in.Class, check.Reason, settle.Message, in.Generation)
 	}
 	if err := workflow.ExecuteLocalActivity(local, act.RecordEvent, event).Get(ctx, nil); err != nil {
 		return nil, err
 	}
 	if w.PoolGone {
-		return &workflows.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	if len(release) > 0 {
 		if err := guardWake(ctx, release); err != nil {
@@ -446,11 +446,11 @@ func guardWake(ctx workflow.Context, configs []string) error {
 
 // guardFinish records the outcome and the summary, and continues as new
 // when a re-resolution was asked for while the switch ran.
-func guardFinish(ctx workflow.Context, in workflows.SwitchInput, res *workflows.SwitchResult, reresolve workflow.ReceiveChannel) (*workflows.SwitchResult, error) {
+func guardFinish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult, reresolve workflow.ReceiveChannel) (*wfapi.SwitchResult, error) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome))
 	_ = workflow.UpsertMemo(ctx, map[string]any{"summary": wfapi.SwitchSummary(in) + ": " + res.Outcome})
 	if drainSignals(reresolve) > 0 {
-		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, workflows.SwitchInput{})
+		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
 	}
 	return res, nil
 }
@@ -463,7 +463,7 @@ func drainSignals(ch workflow.ReceiveChannel) int {
 	return n
 }
 
-func leanClaimInput(in workflows.SwitchInput) activities.ClaimInput {
+func leanClaimInput(in wfapi.SwitchInput) activities.ClaimInput {
 	return activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion, ExpectFrom: true, From: in.From}
 }
 

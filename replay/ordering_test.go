@@ -140,7 +140,7 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 	case "pool":
 		checkPool(t, h)
 	case "switch":
-		var in workflows.SwitchInput
+		var in wfapi.SwitchInput
 		startInput(t, h, &in)
 		require.Equal(t, fx.Lean(), in.IsLean(), "a switch of v%d is of the lean shape from v%d on", fx.Version, leanSince)
 		if fx.Lean() {
@@ -196,7 +196,7 @@ func checkPool(t testing.TB, h *historypb.History) {
 		n++
 		require.Equal(t, wfapi.SwitchWorkflow, c.Type)
 		require.Equal(t, wfapi.SwitchWorkflowID(in.Namespace, in.Name, n), c.ID)
-		var sw workflows.SwitchInput
+		var sw wfapi.SwitchInput
 		decode(t, c.Input, &sw)
 		require.Equal(t, in.Namespace, sw.Pool.Namespace)
 		require.Equal(t, in.Name, sw.Pool.Name)
@@ -269,7 +269,7 @@ func localSwitch(t testing.TB, h *historypb.History) bool {
 // checked.
 func checkSwitch(t testing.TB, h *historypb.History) {
 	t.Helper()
-	var in workflows.SwitchInput
+	var in wfapi.SwitchInput
 	startInput(t, h, &in)
 	calls := activityCalls(t, h)
 	got := callTypes(calls)
@@ -294,7 +294,7 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 	if isOpen(h) {
 		require.Truef(t, matches(all, false), "a running switch's activities %v are not a prefix of %v", got, all)
 	} else {
-		var res workflows.SwitchResult
+		var res wfapi.SwitchResult
 		result(t, h, &res)
 		switch res.Outcome {
 		case wfapi.OutcomePoolGone:
@@ -480,7 +480,7 @@ func leanOutcome(t testing.TB, h *historypb.History) string {
 	upserted, ok := upsertedOutcome(t, h)
 	switch lastEvent(h).GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-		var res workflows.SwitchResult
+		var res wfapi.SwitchResult
 		result(t, h, &res)
 		require.True(t, ok, "a lean switch upserts its Outcome before it completes")
 		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
@@ -495,13 +495,13 @@ func leanOutcome(t testing.TB, h *historypb.History) string {
 
 // plannedMove is the move an operator's switch plans from its Observe, as
 // the workflow does (and the starter does from its cache).
-func plannedMove(pool wfapi.PoolRef, obs *activities.Observation) (workflows.SwitchInput, bool) {
+func plannedMove(pool wfapi.PoolRef, obs *activities.Observation) (wfapi.SwitchInput, bool) {
 	if !obs.Exists {
-		return workflows.SwitchInput{}, false
+		return wfapi.SwitchInput{}, false
 	}
 	m, ok := resolve.NextMove(obs.Spec, &obs.Status, obs.Configs)
 	if !ok {
-		return workflows.SwitchInput{}, false
+		return wfapi.SwitchInput{}, false
 	}
 	pool.UID = obs.UID
 	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
@@ -517,7 +517,7 @@ func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
 	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(exec.WorkflowID)
 	require.True(t, ok, "the workflow ID %q names a pool", exec.WorkflowID)
 	pool := wfapi.PoolRef{Namespace: ns, Name: name}
-	var in workflows.SwitchInput
+	var in wfapi.SwitchInput
 	startInput(t, h, &in)
 	calls := activityCalls(t, h)
 	outcome := leanOutcome(t, h)
@@ -529,7 +529,7 @@ func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
 	} else {
 		// An operator's start: the move is planned from a live read
 		// recorded by a regular activity, before any other step.
-		require.Equal(t, workflows.SwitchInput{}, in, "an operator's start carries no input")
+		require.Equal(t, wfapi.SwitchInput{}, in, "an operator's start carries no input")
 		if len(calls) == 0 {
 			require.True(t, isOpen(h), "an operator's switch that ended observed its pool")
 			return
@@ -612,7 +612,7 @@ func stepInput[T any](t testing.TB, c *call, asked step) T {
 
 // checkLeanInputs checks what a lean switch gave each step. The regular
 // steps' inputs are in the history; the local ones' are read from a replay.
-func checkLeanInputs(t testing.TB, exec Execution, h *historypb.History, in workflows.SwitchInput, calls, steps []*call, outcome string) {
+func checkLeanInputs(t testing.TB, exec Execution, h *historypb.History, in wfapi.SwitchInput, calls, steps []*call, outcome string) {
 	t.Helper()
 	replayed := replaySteps(t, exec, h)
 	require.Len(t, replayed, len(calls), "the replay asks for the recorded steps")
@@ -770,16 +770,16 @@ func checkRelease(t testing.TB, h *historypb.History) {
 // leanMove checks a completed lean switch's steps and outcome, and, with
 // signal set, that it was started by an operator's signal-with-start of
 // that signal (no input); it returns the switch's input.
-func leanMove(t testing.TB, h *historypb.History, signal, outcome string, steps ...string) workflows.SwitchInput {
+func leanMove(t testing.TB, h *historypb.History, signal, outcome string, steps ...string) wfapi.SwitchInput {
 	t.Helper()
-	var in workflows.SwitchInput
+	var in wfapi.SwitchInput
 	startInput(t, h, &in)
 	require.True(t, in.IsLean(), "a switch of the lean shape")
 	if signal != "" {
-		require.Equal(t, workflows.SwitchInput{}, in, "an operator's start carries no input")
+		require.Equal(t, wfapi.SwitchInput{}, in, "an operator's start carries no input")
 		require.Equal(t, []string{signal}, signals(h), "started by signal-with-start")
 	}
-	var res workflows.SwitchResult
+	var res wfapi.SwitchResult
 	result(t, h, &res)
 	require.Equal(t, outcome, res.Outcome)
 	require.Equal(t, steps, callTypes(activityCalls(t, h)))
@@ -794,11 +794,11 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		cs := children(h)
 		var from, to []string
 		for _, c := range cs {
-			var sw workflows.SwitchInput
+			var sw wfapi.SwitchInput
 			decode(t, c.Input, &sw)
 			from, to = append(from, sw.From), append(to, sw.To)
 			require.Equal(t, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, c.CloseType, "switch %s completed", c.ID)
-			var res workflows.SwitchResult
+			var res wfapi.SwitchResult
 			decode(t, c.Result, &res)
 			require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome, "switch %s", c.ID)
 		}
@@ -853,7 +853,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// local activity, which leaves nothing in the history until it ends).
 	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
-		var in workflows.SwitchInput
+		var in wfapi.SwitchInput
 		startInput(t, h, &in)
 		if !in.IsLean() {
 			require.True(t, localSwitch(t, h), "a switch with local steps")
@@ -900,15 +900,15 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// A re-resolution asked for while a switch ran: the switch finishes its
 	// move, then continues as new with no input, to look again.
 	"switch-continued-as-new": func(t testing.TB, h *historypb.History) {
-		var in workflows.SwitchInput
+		var in wfapi.SwitchInput
 		startInput(t, h, &in)
 		require.True(t, in.Lean, "started by the starter")
 		require.Contains(t, signals(h), wfapi.SignalReresolve, "asked to look again while it ran")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
-		var next workflows.SwitchInput
+		var next wfapi.SwitchInput
 		decode(t, last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
-		require.Equal(t, workflows.SwitchInput{}, next, "the next run decides on its own live read")
+		require.Equal(t, wfapi.SwitchInput{}, next, "the next run decides on its own live read")
 		outcome, _ := upsertedOutcome(t, h)
 		require.Equal(t, wfapi.OutcomeConfirmed, outcome)
 		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}, callTypes(activityCalls(t, h)))
@@ -920,16 +920,16 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		leanMove(t, h, "", wfapi.OutcomeUpToDate, "Observe")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
-		var res workflows.SwitchResult
+		var res wfapi.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 	},
 	// A switch off a config in deletion wakes that config's release.
 	"switch-confirmed-from-deleting": func(t testing.TB, h *historypb.History) {
-		var in workflows.SwitchInput
+		var in wfapi.SwitchInput
 		startInput(t, h, &in)
 		require.True(t, in.FromDeleting)
-		var res workflows.SwitchResult
+		var res wfapi.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 		calls := activityCalls(t, h)
@@ -942,7 +942,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	},
 	// The target was deleted between the claim and the live read.
 	"switch-rolled-back": func(t testing.TB, h *historypb.History) {
-		var res workflows.SwitchResult
+		var res wfapi.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 		calls := activityCalls(t, h)

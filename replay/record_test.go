@@ -207,7 +207,7 @@ func recordWalk(t *testing.T, rec *recording) {
 	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	id := wfapi.PoolSwitchWorkflowID(ns, "counter")
+	id := wfapi.SwitchWorkflowID(ns, "counter")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "counter", "")))
@@ -261,7 +261,7 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, next := racer(t, p, held, "racer") // protected and claimed, not yet read
-	id := wfapi.PoolSwitchWorkflowID(ns, "racer")
+	id := wfapi.SwitchWorkflowID(ns, "racer")
 
 	open, run := p.openRun(t, id)
 	requireMove(t, open, "gvisor-now", "gvisor-next")
@@ -298,7 +298,7 @@ func recordRecreatedTarget(t *testing.T, rec *recording) {
 	held.Release()
 	p.WaitForConfig(t, ns, "racer", "gvisor-next", metav1.ConditionTrue)
 
-	h, run := p.closedRun(t, wfapi.PoolSwitchWorkflowID(ns, "racer"), "")
+	h, run := p.closedRun(t, wfapi.SwitchWorkflowID(ns, "racer"), "")
 	requireMove(t, h, "gvisor-now", "gvisor-next")
 	rec.save("switch-reprotected", h, run)
 }
@@ -315,7 +315,7 @@ func recordAbandonedClaim(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, _ := racer(t, p, held, "stray") // claimed, not yet read
-	id := wfapi.PoolSwitchWorkflowID(ns, "stray")
+	id := wfapi.SwitchWorkflowID(ns, "stray")
 
 	stopped, _ := p.describe(t, id, "")
 	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, id, stopped, "stopped by hand (replay recorder)"))
@@ -410,7 +410,7 @@ func recordReleaseWaited(t *testing.T, rec *recording) {
 
 	release, releaseRun := p.closedRun(t, wfapi.ReleaseWorkflowID("held"), "")
 	rec.save("release-waited", release, releaseRun)
-	sw, swRun := p.closedRun(t, wfapi.PoolSwitchWorkflowID(ns, "holder"), "")
+	sw, swRun := p.closedRun(t, wfapi.SwitchWorkflowID(ns, "holder"), "")
 	requireMove(t, sw, "held", "heir")
 	rec.save("switch-confirmed-from-deleting", sw, swRun)
 }
@@ -426,7 +426,7 @@ func recordReresolve(t *testing.T, rec *recording) {
 	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	id := wfapi.PoolSwitchWorkflowID(ns, "traced")
+	id := wfapi.SwitchWorkflowID(ns, "traced")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "traced", "")))
@@ -469,7 +469,7 @@ func recordReresolveWhileRunning(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, _ := racer(t, p, held, "busy") // claimed, not yet read
-	id := wfapi.PoolSwitchWorkflowID(ns, "busy")
+	id := wfapi.SwitchWorkflowID(ns, "busy")
 
 	running, _ := p.describe(t, id, "")
 	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "busy", nil))

@@ -18,12 +18,12 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// TestLeanSwitchRefusesHostileInput: an input no step could carry out (a
+// TestSwitchRefusesHostileInput: an input no step could carry out (a
 // switch started by hand) fails the switch at once, as no retry can fix
 // it, before any step: a name that is not one a Kubernetes object can
 // have would make every step fail client-side and retry forever, holding
 // the pool's switch ID.
-func TestLeanSwitchRefusesHostileInput(t *testing.T) {
+func TestSwitchRefusesHostileInput(t *testing.T) {
 	tests := []struct {
 		name   string
 		id     string // "" for the pool's switch ID
@@ -42,13 +42,13 @@ func TestLeanSwitchRefusesHostileInput(t *testing.T) {
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "Old" is not a DNS subdomain`},
 		{name: "a claim to clear that is no object name", change: func(in *SwitchInput) { in.To, in.Abandon = "", "x y" },
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "x y" is not a DNS subdomain`},
-		{name: "a namespace that is no namespace name", id: wfapi.PoolSwitchWorkflowID("Bad.NS", "pool"),
+		{name: "a namespace that is no namespace name", id: wfapi.SwitchWorkflowID("Bad.NS", "pool"),
 			change: func(in *SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool Bad.NS/pool refused: namespace "Bad.NS" is not a DNS label`},
-		{name: "a pool name that is no object name", id: wfapi.PoolSwitchWorkflowID("ns", "Pool_1"),
+		{name: "a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
 			change: func(in *SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
-		{name: "an operator's look at a pool name that is no object name", id: wfapi.PoolSwitchWorkflowID("ns", "Pool_1"),
+		{name: "an operator's look at a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
 			change: func(in *SwitchInput) { *in = SwitchInput{} },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
 	}
@@ -60,11 +60,11 @@ func TestLeanSwitchRefusesHostileInput(t *testing.T) {
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, ran)
 			env.OnActivity(act.AbandonClaim, mock.Anything, mock.Anything).Return(nil, ran)
 			env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(nil, ran)
-			in := leanIn
+			in := switchIn
 			tt.change(&in)
 			id := tt.id
 			if id == "" {
-				id = wfapi.PoolSwitchWorkflowID("ns", "pool")
+				id = wfapi.SwitchWorkflowID("ns", "pool")
 			}
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
@@ -80,10 +80,10 @@ func TestLeanSwitchRefusesHostileInput(t *testing.T) {
 	}
 }
 
-// TestLeanSwitchRollsBackARefusedConfirm: a Confirm whose live read finds
+// TestSwitchRollsBackARefusedConfirm: a Confirm whose live read finds
 // the target unfit writes nothing; the switch rolls back with the reason it
 // gave, and records no SandboxConfigSwitched.
-func TestLeanSwitchRollsBackARefusedConfirm(t *testing.T) {
+func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
@@ -99,7 +99,7 @@ func TestLeanSwitchRollsBackARefusedConfirm(t *testing.T) {
 		event = in
 		return nil
 	})
-	res, err := runLean(t, env, leanIn)
+	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
 	require.Equal(t, []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
@@ -107,10 +107,10 @@ func TestLeanSwitchRollsBackARefusedConfirm(t *testing.T) {
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, event.Reason)
 }
 
-// TestLeanSwitchClaimsOnThePlannedSpec: the claim carries the spec the move
+// TestSwitchClaimsOnThePlannedSpec: the claim carries the spec the move
 // was planned from, so that it is written only while the spec still asks
 // for it; an input from before the field expects nothing of the spec.
-func TestLeanSwitchClaimsOnThePlannedSpec(t *testing.T) {
+func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	pinned := "new"
 	tests := []struct {
 		name       string
@@ -131,9 +131,9 @@ func TestLeanSwitchClaimsOnThePlannedSpec(t *testing.T) {
 				claim = in
 				return &activities.PoolWrite{Superseded: true}, nil
 			})
-			in := leanIn
+			in := switchIn
 			in.SpecConfigRef = tt.spec
-			res, err := runLean(t, env, in)
+			res, err := runSwitch(t, env, in)
 			require.NoError(t, err)
 			require.Equal(t, wfapi.OutcomeSuperseded, res.Outcome)
 			require.Equal(t, tt.wantExpect, claim.ExpectSpec)
@@ -152,7 +152,7 @@ func TestLeanSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	})
 }
 
-// carriedAttributes runs a lean switch and returns the move's search
+// carriedAttributes runs a switch and returns the move's search
 // attributes it ends with.
 func carriedAttributes(ctx workflow.Context, in SwitchInput) (map[string]string, error) {
 	_, err := Switch(ctx, in)
@@ -172,7 +172,7 @@ func carriedAttributes(ctx workflow.Context, in SwitchInput) (map[string]string,
 func TestAContinuedSwitchDropsThePreviousMove(t *testing.T) {
 	env, _ := newSwitchEnv(t)
 	env.RegisterWorkflowWithOptions(carriedAttributes, workflow.RegisterOptions{Name: "carriedAttributes"})
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID("ns", "pool")})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
 	env.SetContinuedExecutionRunID("previous-run")
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
 		searchattr.WorkerPoolKey.ValueSet("ns/pool"), searchattr.SandboxClassKey.ValueSet("gvisor"),
@@ -210,8 +210,8 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
-		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID("ns", "pool")})
-		env.ExecuteWorkflow(wfapi.SwitchWorkflow, leanIn)
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+		env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
 		require.True(t, env.IsWorkflowCompleted())
 		require.NotContains(t, *order, "Claim", "nothing is claimed on the plan made before the signal")
 		err := env.GetWorkflowError()
@@ -223,17 +223,17 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{}, nil)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
-		res, err := runLean(t, env, SwitchInput{})
+		res, err := runSwitch(t, env, SwitchInput{})
 		require.NoError(t, err, "the run is the look asked for")
 		require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
 		require.Equal(t, []string{"Observe"}, *order)
 	})
 }
 
-// TestLeanSwitchRollsBackARefusedClaim: a Claim that finds its target not
+// TestSwitchRollsBackARefusedClaim: a Claim that finds its target not
 // protected writes nothing; the switch rolls back as after a refused
 // Protect, with nothing claimed.
-func TestLeanSwitchRollsBackARefusedClaim(t *testing.T) {
+func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "7",
@@ -244,7 +244,7 @@ func TestLeanSwitchRollsBackARefusedClaim(t *testing.T) {
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
-	res, err := runLean(t, env, leanIn)
+	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
 	require.Equal(t, []string{local("Protect"), "Claim", local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)

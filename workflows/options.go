@@ -1,7 +1,8 @@
-// Package workflows holds the orchestration: the pool workflow that keeps a
-// WorkerPool on the right SandboxConfig, the switch workflow that moves one
-// class of one pool, and the release workflow that lets a deleted config go.
-// Everything here is deterministic; every side effect is an activity.
+// Package workflows holds the orchestration: the switch workflow that moves
+// one class of one WorkerPool to the SandboxConfig the starter (or an
+// operator) asked for, and the release workflow that lets a deleted config
+// go once no pool uses it. Everything here is deterministic; every side
+// effect is an activity.
 package workflows
 
 import (
@@ -61,13 +62,12 @@ func withLiveList(ctx workflow.Context) workflow.Context {
 
 // withLocalActivities sets the options of the steps that run as local
 // activities, in the workflow's own task, saving a round trip through the
-// server each: the pool pass's Observe and the switch's steps other than its
-// pool writes (see Switch). An attempt is bounded as a regular activity's
+// server each: the switch's steps other than its Claim (see Switch). An attempt is bounded as a regular activity's
 // is. They retry as the regular activities do, forever: the SDK retries a
 // failing local activity inside the workflow task while the backoff is
 // shorter than the task's timeout, and from a server timer once it is
-// longer. A pass whose Observe gave up would wait for the next wake-up,
-// which an API server outage may never send.
+// longer. A switch whose step gave up would leave its claim standing, and
+// an API server outage may outlast any bound.
 func withLocalActivities(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    activityTimeout,

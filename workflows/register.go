@@ -16,7 +16,6 @@ type Registry interface {
 
 // RegisterWorkflows registers every workflow under its stable name.
 func RegisterWorkflows(r Registry) {
-	r.RegisterWorkflowWithOptions(Pool, workflow.RegisterOptions{Name: wfapi.PoolWorkflow})
 	r.RegisterWorkflowWithOptions(Switch, workflow.RegisterOptions{Name: wfapi.SwitchWorkflow})
 	r.RegisterWorkflowWithOptions(Release, workflow.RegisterOptions{Name: wfapi.ReleaseWorkflow})
 }

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -14,168 +15,343 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// SwitchInput and SwitchResult are the switch's contract (wfapi).
-type (
-	SwitchInput  = wfapi.SwitchInput
-	SwitchResult = wfapi.SwitchResult
-)
-
-// Switch moves a class in two steps, so that a config deleted at any moment
-// is never recorded as in use:
-//  1. protect the target with the finalizer (refused once it is in deletion);
-//  2. claim it in pendingConfigRef, which the release workflow honours;
-//  3. read it live, after the claim, so a deletion that raced the claim is
-//     seen (and protect it again if it is a new config under the same name);
-//  4. confirm (configRef = target) or roll back (configRef unchanged);
-//  5. record the event, only once the write in 4 has landed;
-//  6. wake the release workflow of a config the class left in deletion.
+// Switch moves one class of one pool to another config (or clears a claim
+// no switch works on), so that a config deleted at any moment is never
+// recorded as in use. It is a top-level execution with the ID
+// wfapi.SwitchWorkflowID, which names the pool it acts on. The starter
+// starts it with the move its cache asked for; an operator's
+// signal-with-start with no input makes it decide its move from a live
+// read. The ID's conflict policy keeps one running per pool, so a pool's
+// switches run one at a time. It takes two workflow tasks:
 //
-// The writes that move the pool (claim, confirm, roll back) are regular
-// activities: the server retries them, their inputs show in the Web UI, and
-// a confirm can heartbeat that its write landed, which a retry after a lost
-// completion needs when the pool is gone by then (a local activity cannot
-// heartbeat).
-// The other steps are local activities (see steps): each still runs in its
-// order, at least once, until it succeeds, and is recorded in this switch's
-// history, as one marker event instead of an activity's three events and
-// the workflow task that follows them, with no round trip through the
-// server's queues.
-func Switch(ctx workflow.Context, in SwitchInput) (*SwitchResult, error) {
-	// The input tells the shape: the children of pool workflows (histories
-	// recorded before the lean switch) never carry Lean, nor come empty.
-	if in.IsLean() {
-		id := workflow.GetInfo(ctx).WorkflowExecution.ID
-		ns, name, ok := wfapi.PoolFromSwitchWorkflowID(id)
-		if !ok {
-			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("a switch's workflow ID names its pool, as %s does; got %q", wfapi.PoolSwitchWorkflowID("<namespace>", "<name>"), id),
-				activities.ErrInvalidInput, nil)
-		}
-		return leanSwitch(ctx, wfapi.PoolRef{Namespace: ns, Name: name}, in)
+//  1. Protect the target with the finalizer (local; refused once the config
+//     is in deletion), then Claim it in pendingConfigRef, which the release
+//     workflow honours (a regular activity, run eagerly by the worker that
+//     completed the task). The claim is the one step whose result must be
+//     in the history before anything else is decided: it is written only
+//     while the class still names From, and a crash after it must not
+//     decide again on a state the claim changed.
+//  2. ReadConfig live, after the claim, so a deletion that raced the claim
+//     is seen (and Protect again if it is a new config under the same
+//     name); Confirm (configRef = target) or RollBack (configRef
+//     unchanged); RecordEvent, once the write has landed; WakeReleases of a
+//     config the class left in deletion (all local); and the Outcome.
+//
+// A crash in the second task re-runs all of it: ReadConfig reads again, and
+// a Confirm whose earlier run landed writes nothing; a RollBack that finds
+// the class on the config knows an earlier run confirmed (nothing else
+// writes the class between the claim and the switch's end), and the event,
+// keyed by the run, is recorded once.
+//
+// The steps other than the Claim are local activities: each still runs in
+// its order, at least once, until it succeeds (see withLocalActivities),
+// and is recorded in the history as one marker event instead of an
+// activity's three events and the workflow task that follows them. What
+// that gives up: a local activity's input is not in the history (its type
+// and result are, in a marker), and a step runs inside a workflow task, so
+// the worker needs enough workflow task pollers.
+func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
+	// The ID names the pool: a switch acts on that pool only, whoever
+	// started it with whatever input.
+	pool, err := wfapi.SwitchPool(workflow.GetInfo(ctx).WorkflowExecution.ID, in.Pool)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidInput, nil)
 	}
-	if err := ownPool(ctx, in.Pool); err != nil {
+	in.Pool = pool
+	if problem := in.Problem(); problem != "" && refusesInvalidInput(ctx) {
+		// A switch started by hand with what no step could carry out:
+		// fail now, before any step, rather than retry a step forever
+		// while holding the pool's switch ID.
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("switch of WorkerPool %s refused: %s", pool, problem), activities.ErrInvalidInput, nil)
+	}
+	log := workflow.GetLogger(ctx)
+	state := wfapi.SwitchState{Pool: pool.String(), Step: "deciding"}
+	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.SwitchState, error) {
+		return state, nil
+	}); err != nil {
 		return nil, err
+	}
+	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	// A re-resolution asked for before this run began (the signal of a
+	// signal-with-start) is what a run with no input does: only one asked
+	// for while it runs calls for another look. A run with a move (the
+	// starter's) was planned before the signal came: it keeps it, makes
+	// its move, and continues as new for the look (see finish).
+	if !in.IsMove() || reresolve.Len() == 0 || !keepsEarlyReresolve(ctx) {
+		drain(reresolve)
 	}
 	ctx = withActivities(ctx)
-	log := workflow.GetLogger(ctx)
-	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To)
-	// Switches recorded before the local steps replay the regular
-	// activities they scheduled.
-	s := steps{local: workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1) >= 1}
 
-	var check activities.TargetCheck
-	if err := s.run(ctx, act.Protect,
-		activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+	if !in.IsMove() {
+		// Started by an operator (signal-with-start with no input): decide
+		// on a live read, recorded by a regular activity before any write.
+		// The CLI sets no search attributes: name the pool for the query
+		// that lists its switches.
+		// A run continued as new for a fresh look carries the previous
+		// run's search attributes (the SDK copies them into the new run):
+		// its move and outcome are not this run's.
+		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(pool.String())}
+		if carried := carriedMove(ctx); len(carried) > 0 && dropsCarriedMove(ctx) {
+			attrs = append(attrs, carried...)
+		}
+		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
+			log.Warn("could not record the pool as a search attribute", "error", err)
+		}
+		state.Step = "Observe"
+		var obs activities.Observation
+		if err := workflow.ExecuteActivity(ctx, act.Observe, in.Pool).Get(ctx, &obs); err != nil {
+			return nil, err
+		}
+		planned, ok := planFromObservation(in.Pool, &obs)
+		if !ok {
+			res := &wfapi.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
+			if !obs.Exists {
+				res.Outcome = wfapi.OutcomePoolGone
+			}
+			state.Step, state.Outcome = "done", res.Outcome
+			return finish(ctx, in, res, reresolve)
+		}
+		in = planned
+		if err := workflow.UpsertTypedSearchAttributes(ctx, wfapi.SwitchAttributes(in)...); err != nil {
+			log.Warn("could not record the move as search attributes", "error", err)
+		}
+	}
+	state.Class, state.From, state.To, state.Abandon = string(in.Class), in.From, in.To, in.Abandon
+	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To, "abandon", in.Abandon)
+
+	res, err := move(ctx, in, &state)
+	if err != nil {
 		return nil, err
+	}
+	state.Step, state.Outcome = "done", res.Outcome
+	return finish(ctx, in, res, reresolve)
+}
+
+// move runs the move, step by step, as the Switch doc describes.
+func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) (*wfapi.SwitchResult, error) {
+	local := withLocalActivities(ctx)
+	if in.To == "" {
+		state.Step = "AbandonClaim"
+		var w activities.PoolWrite
+		if err := workflow.ExecuteLocalActivity(local, act.AbandonClaim, activities.ClaimInput{
+			Pool: in.Pool, Class: in.Class, Config: in.Abandon,
+		}).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+		if w.PoolGone {
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		}
+		if err := wake(ctx, state, []string{in.Abandon}); err != nil {
+			return nil, err
+		}
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, nil
+	}
+
+	state.Step = "Protect"
+	check, yieldErr := protectBeforeClaim(ctx, local, in)
+	if yieldErr != nil {
+		return nil, yieldErr // failed, or yields: continues as new, nothing claimed
 	}
 	var release []string
 	var claimed string
+	var claim activities.PoolWrite
 	if check.OK {
-		var claim activities.PoolWrite
+		state.Step = "Claim"
 		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
+			ExpectFrom: true, From: in.From,
+			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
 		}).Get(ctx, &claim); err != nil {
 			return nil, err
 		}
-		// The confirm or roll back writes on the claim's resourceVersion
-		// (nothing else of the switch writes the pool in between). Claims
-		// recorded before it existed return none: those read first.
-		claimed = claim.ResourceVersion
-		if claim.PoolGone {
-			return finish(ctx, in, &SwitchResult{Outcome: wfapi.OutcomePoolGone})
+		switch {
+		case claim.PoolGone:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		case claim.Superseded:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+		case refusedEnds(ctx, &claim):
+			// The target is not protected after all (the Claim was
+			// scheduled without this Protect, or the config was made
+			// again since): nothing claimed, roll back as after a
+			// refused Protect.
+			check = *claim.Refused
 		}
+	}
+	if check.OK {
+		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
 		}
+		// The pool now names the target, so a release that lists the pools
+		// sees it: what the live read finds can be trusted.
+		state.Step = "ReadConfig"
 		var live *resolve.Config
-		if err := s.run(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
+		if err := workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
 			return nil, err
 		}
 		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
-		if check.OK && !live.Protected && s.reprotects(ctx) {
-			// The config the claim names is not the one step 1 protected: it
-			// was deleted and released before the claim landed and created
-			// again under the same name (or its finalizer was taken off by
-			// hand). Protect it again: the claim now stands, so no release
-			// can take the finalizer off before the confirm names it (P1).
-			if err := s.run(ctx, act.Protect,
-				activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+		if check.OK && !live.Protected {
+			// Deleted, released and created again under the same name
+			// between the protection and the claim: protect it again.
+			state.Step = "Protect"
+			if err := workflow.ExecuteLocalActivity(local, act.Protect,
+				activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
 				return nil, err
 			}
 		}
 	}
 
-	var res *SwitchResult
+	var res *wfapi.SwitchResult
 	var err error
 	if check.OK {
-		res, err = confirm(ctx, s, in, claimed)
+		state.Step = "Confirm"
+		res, err = confirm(ctx, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
-		res, err = rollBack(ctx, s, in, check, claimed)
+		state.Step = "RollBack"
+		res, err = rollBack(ctx, in, check, claimed)
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
 	}
-	if len(release) > 0 {
-		if err := s.run(ctx, act.WakeReleases, release).Get(ctx, nil); err != nil {
-			return nil, err
-		}
+	if err := wake(ctx, state, release); err != nil {
+		return nil, err
 	}
-	return finish(ctx, in, res)
+	return res, nil
 }
 
-// steps runs the switch's steps other than its pool writes: as local
-// activities since the "local-steps" change, as regular ones in the
-// histories recorded before it.
-//
-// Running them locally keeps what the switch relies on. Order: a local
-// activity is awaited like any other before the next step starts. At least
-// once: a worker that dies during one leaves the workflow task open, and
-// the worker that takes it over once the task times out runs the step
-// again; every step is idempotent. Never giving up: see withLocalActivities.
-// What it gives up: a local activity's input is not in the history (its
-// type and result are, in a marker), and a step runs inside a workflow task,
-// so the worker needs enough workflow task pollers.
-type steps struct{ local bool }
+// yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
+// received before its claim. Asked only when such a signal interrupts the
+// first Protect, so a history without one carries no marker, and one
+// recorded before the change (the signal then waited for the switch's end)
+// replays as it ran.
+const yieldBeforeClaim = "yield-before-claim"
 
-func (s steps) run(ctx workflow.Context, activity any, args ...any) workflow.Future {
-	if s.local {
-		return workflow.ExecuteLocalActivity(withLocalActivities(ctx), activity, args...)
+// protectBeforeClaim runs the first Protect, and yields to a `reresolve`
+// that arrives before it is done: the step may be failing for as long as
+// its cause lasts (an admission policy refusing the finalizer), and the
+// pool may ask for another move meanwhile (the starter signals when it
+// does). Nothing of the move is written before the claim, so the step is
+// cancelled and the switch continues as new with no input: the next run
+// plans, from its own live read, what the pool then asks for, as an
+// operator's re-resolution does. From the claim on, a signal waits for the
+// switch's end (finish).
+func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (activities.TargetCheck, error) {
+	var check activities.TargetCheck
+	pctx, cancel := workflow.WithCancel(local)
+	defer cancel()
+	f := workflow.ExecuteLocalActivity(pctx, act.Protect,
+		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool})
+	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	signalled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) {})
+	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
+	sel.Select(ctx)
+	if signalled && workflow.GetVersion(ctx, yieldBeforeClaim, workflow.DefaultVersion, 1) >= 1 {
+		drain(reresolve)
+		cancel()
+		workflow.GetLogger(ctx).Info("re-resolution asked before the claim; yielding", "pool", in.Pool.String(), "class", in.Class, "to", in.To)
+		return check, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
 	}
-	return workflow.ExecuteActivity(ctx, activity, args...)
+	// Done, or a history recorded before the change: the signal stays for
+	// finish.
+	err := f.Get(ctx, &check)
+	return check, err
 }
 
-// reprotects reports whether the switch protects a recreated target again.
-// A switch with local steps was started by code that does, so it asks no
-// version (which would add a marker and a search attribute update).
-func (s steps) reprotects(ctx workflow.Context) bool {
-	return s.local || workflow.GetVersion(ctx, "protect-recreated-target", workflow.DefaultVersion, 1) == 1
-}
-
-// eventsLostConfirms reports whether a confirm that found the pool gone
-// after an earlier attempt had moved the class still records the move's
-// event; as reprotects, a switch with local steps always does.
-func (s steps) eventsLostConfirms(ctx workflow.Context) bool {
-	return s.local || workflow.GetVersion(ctx, "switched-event-after-lost-confirm", workflow.DefaultVersion, 1) != workflow.DefaultVersion
-}
-
-func confirm(ctx workflow.Context, s steps, in SwitchInput, claimed string) (*SwitchResult, error) {
+// confirm names the target in configRef and drops the claim; a Confirm that
+// finds the target refused since (missing, of another class, in deletion,
+// unprotected) rolls back instead. Being local, it may follow an earlier
+// run of itself whatever its attempt number.
+func confirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
 	var w activities.PoolWrite
-	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{
+	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Confirm, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
+		Local: true, Claimed: true,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
 	if refusedEnds(ctx, &w) {
-		return rollBack(ctx, s, in, *w.Refused, claimed)
+		return rollBack(ctx, in, *w.Refused, claimed)
 	}
-	return switched(ctx, s, in, &w)
+	return switched(ctx, in, &w)
+}
+
+// rollBack drops the claim and records why the class keeps its config,
+// unless it finds that an earlier run of this task confirmed: then the move
+// stands and is reported.
+func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.TargetCheck, claimed string) (*wfapi.SwitchResult, error) {
+	message := resolve.Keeping(check.Message, in.From)
+	var w activities.PoolWrite
+	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RollBack, activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
+		Reason: check.Reason, Message: message, ResourceVersion: claimed,
+		Local: true, Claimed: claimed != "",
+	}).Get(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.Landed {
+		return switched(ctx, in, &w)
+	}
+	if w.PoolGone {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if supersededEnds(ctx, &w) {
+		// Another writer took the class since the claim: its state is not
+		// this switch's to report.
+		return superseded(), nil
+	}
+	// The Warning of this appearance of the failure: the pool reconciler
+	// reports the same one under the same name, so it is recorded once.
+	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
+	if w.FailingSince != nil {
+		ev = activities.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+	}
+	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
+}
+
+func wake(ctx workflow.Context, state *wfapi.SwitchState, configs []string) error {
+	if len(configs) == 0 {
+		return nil
+	}
+	state.Step = "WakeReleases"
+	return workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.WakeReleases, configs).Get(ctx, nil)
+}
+
+// finish records the outcome, and hands a re-resolution asked for
+// while the switch ran to a new run, which decides on a fresh live read.
+func finish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult, reresolve workflow.ReceiveChannel) (*wfapi.SwitchResult, error) {
+	recordOutcome(ctx, in, res)
+	if drain(reresolve) > 0 {
+		// Empty: the next run decides on its own live read.
+		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
+	}
+	return res, nil
+}
+
+// planFromObservation is the move a live observation asks for, as the
+// starter plans it from its cache.
+func planFromObservation(pool wfapi.PoolRef, obs *activities.Observation) (wfapi.SwitchInput, bool) {
+	if !obs.Exists {
+		return wfapi.SwitchInput{}, false
+	}
+	m, ok := resolve.NextMove(obs.Spec, &obs.Status, obs.Configs)
+	if !ok {
+		return wfapi.SwitchInput{}, false
+	}
+	pool.UID = obs.UID
+	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
 }
 
 // switched reports a confirmed move: its event, then its outcome.
-func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolWrite) (*SwitchResult, error) {
+func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
 	// A confirm whose claim another writer took wrote nothing: no move to
 	// report (see supersededEnds).
 	if supersededEnds(ctx, w) {
@@ -183,10 +359,9 @@ func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolW
 	}
 	// A confirm that found the pool gone ends the switch, unless an earlier
 	// attempt had moved the class before the pool went (its completion lost
-	// with a worker): that move is recorded like any other. Histories from
-	// before this change never carry Landed, so they never get here.
-	if w.PoolGone && (!w.Landed || !s.eventsLostConfirms(ctx)) {
-		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	// with a worker): that move is recorded like any other.
+	if w.PoolGone && !w.Landed {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
 	if in.From == "" {
@@ -194,7 +369,7 @@ func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolW
 	}
 	// The key is this switch's run: a retried event activity, even after a
 	// worker crash, creates the same event name and so records it once.
-	err := s.run(ctx, act.RecordEvent, activities.EventInput{
+	err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, activities.EventInput{
 		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, nil)
@@ -202,43 +377,20 @@ func switched(ctx workflow.Context, s steps, in SwitchInput, w *activities.PoolW
 		return nil, err
 	}
 	if w.PoolGone {
-		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
-	_, reason, message := resolve.CheckTarget(in.To, &resolve.Config{Class: in.Class}, in.Class)
-	return &SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: reason, Message: message}, nil
-}
-
-func rollBack(ctx workflow.Context, s steps, in SwitchInput, check activities.TargetCheck, claimed string) (*SwitchResult, error) {
-	message := resolve.Keeping(check.Message, in.From)
-	var w activities.PoolWrite
-	if err := workflow.ExecuteActivity(ctx, act.RollBack, activities.SettleInput{
-		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message, ResourceVersion: claimed, Claimed: claimed != "",
-	}).Get(ctx, &w); err != nil {
-		return nil, err
-	}
-	if w.PoolGone {
-		return &SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-	}
-	if supersededEnds(ctx, &w) {
-		return superseded(), nil
-	}
-	if err := s.run(ctx, act.RecordEvent,
-		warning(in.Pool, in.Class, check.Reason, message, in.Generation)).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return &SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: resolve.ResolvedMessage(in.To)}, nil
 }
 
 // warning is the Warning event of a failed resolution (see
 // activities.WarningEvent).
-func warning(pool activities.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) activities.EventInput {
+func warning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) activities.EventInput {
 	return activities.WarningEvent(pool, class, reason, message, generation)
 }
 
-// finish records the outcome where an operator looks: the Outcome search
-// attribute and the one-line summary in the memo.
-func finish(ctx workflow.Context, in SwitchInput, res *SwitchResult) (*SwitchResult, error) {
+// recordOutcome records the outcome where an operator looks: the Outcome
+// search attribute and the one-line summary in the memo.
+func recordOutcome(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
 	}
@@ -250,5 +402,4 @@ func finish(ctx workflow.Context, in SwitchInput, res *SwitchResult) (*SwitchRes
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)
 	}
-	return res, nil
 }

@@ -54,40 +54,44 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 	return env, regular, all
 }
 
-// executeSwitch runs a switch of the older shape under the ID its pool
-// workflow gives it: such a switch acts only on the pool its ID names.
-func executeSwitch(env *testsuite.TestWorkflowEnvironment, in SwitchInput) {
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name, 1)})
-	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
-}
-
 func local(activity string) string { return activity + " (local)" }
 
-// localSteps are the switch's steps that run as local activities since the
-// "local-steps" change: all but the pool writes.
-var localSteps = []string{"Protect", "ReadConfig", "RecordEvent", "WakeReleases"}
-
-// switchVersions are the two shapes of a switch: histories recorded before
-// the "local-steps" change replay the first, new switches run the second.
-var switchVersions = []workflow.Version{workflow.DefaultVersion, 1}
-
-// atVersion pins the switch to one shape and says how that shape runs the
-// given steps.
-func atVersion(env *testsuite.TestWorkflowEnvironment, v workflow.Version, steps ...string) []string {
-	env.OnGetVersion("local-steps", workflow.DefaultVersion, 1).Return(v)
+// moveSteps says how a switch runs the given steps: the Claim as a regular
+// activity, every other step as a local one.
+func moveSteps(steps ...string) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = s
-		if v >= 1 && slices.Contains(localSteps, s) {
+		if s != "Claim" {
 			out[i] = local(s)
 		}
 	}
 	return out
 }
 
-var switchIn = SwitchInput{
-	Pool:  activities.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"},
-	Class: v1alpha1.SandboxClassGVisor, From: "old", To: "new", Generation: 3,
+var switchIn = wfapi.SwitchInput{
+	Pool:  wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"},
+	Class: v1alpha1.SandboxClassGVisor, From: "old", To: "new", Generation: 3, PoolResourceVersion: "7",
+}
+
+// executeSwitch runs a switch under its pool's switch ID.
+func executeSwitch(env *testsuite.TestWorkflowEnvironment, in wfapi.SwitchInput) {
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+}
+
+// runSwitch runs a switch under its pool's switch ID and returns how it
+// ended.
+func runSwitch(t *testing.T, env *testsuite.TestWorkflowEnvironment, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
+	t.Helper()
+	executeSwitch(env, in)
+	require.True(t, env.IsWorkflowCompleted())
+	if err := env.GetWorkflowError(); err != nil {
+		return nil, err
+	}
+	var res wfapi.SwitchResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return &res, nil
 }
 
 func liveConfig(name string, deleting bool) *resolve.Config {
@@ -145,34 +149,32 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		for _, v := range switchVersions {
-			t.Run(fmt.Sprintf("%s/version %d", tt.name, v), func(t *testing.T) {
-				env, order := newSwitchEnv(t)
-				want := atVersion(env, v, tt.want...)
-				env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
-				env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-				env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-				env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-				env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-					return in.Message == tt.note && in.Config == "new"
-				})).Return(&activities.PoolWrite{Wrote: true}, nil)
-				var event activities.EventInput
-				env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
-					event = in
-					return nil
-				})
-
-				executeSwitch(env, switchIn)
-				require.True(t, env.IsWorkflowCompleted())
-				require.NoError(t, env.GetWorkflowError())
-				var res SwitchResult
-				require.NoError(t, env.GetWorkflowResult(&res))
-				require.Equal(t, tt.outcome, res.Outcome)
-				require.Equal(t, want, *order)
-				require.Equal(t, tt.eventType, event.Type)
-				require.Equal(t, tt.note, event.Note)
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			want := moveSteps(tt.want...)
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
+				return in.Message == tt.note && in.Config == "new"
+			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+			var event activities.EventInput
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+				event = in
+				return nil
 			})
-		}
+
+			executeSwitch(env, switchIn)
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var res wfapi.SwitchResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, tt.outcome, res.Outcome)
+			require.Equal(t, want, *order)
+			require.Equal(t, tt.eventType, event.Type)
+			require.Equal(t, tt.note, event.Note)
+		})
 	}
 }
 
@@ -192,42 +194,20 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
-// TestSwitchRunsOnlyThePoolWritesAsRegularActivities spells out the shape
-// of a new switch: the claim and the confirm are regular activities, the
-// rest local.
-func TestSwitchRunsOnlyThePoolWritesAsRegularActivities(t *testing.T) {
-	env, order := newSwitchEnv(t)
-	in := switchIn
-	in.FromDeleting = true
-	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil)
-	executeSwitch(env, in)
-	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, []string{"Protect (local)", "Claim", "ReadConfig (local)", "Confirm", "RecordEvent (local)", "WakeReleases (local)"}, *order)
-}
-
 func TestSwitchRetriesAFailedClaim(t *testing.T) {
-	for _, v := range switchVersions {
-		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
-			env, order := newSwitchEnv(t)
-			want := atVersion(env, v, "Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent")
-			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
+	env, order := newSwitchEnv(t)
+	want := moveSteps("Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
-			executeSwitch(env, switchIn)
-			require.NoError(t, env.GetWorkflowError())
-			require.Equal(t, want, *order)
-			env.AssertExpectations(t)
-		})
-	}
+	executeSwitch(env, switchIn)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, want, *order)
+	env.AssertExpectations(t)
 }
 
 // TestSwitchRetriesAFailingLocalStepForever: a local step that keeps
@@ -260,48 +240,27 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 			for range tt.failures + 1 {
 				want = append(want, local("ReadConfig"))
 			}
-			require.Equal(t, append(want, "Confirm", local("RecordEvent")), *order)
+			require.Equal(t, append(want, local("Confirm"), local("RecordEvent")), *order)
 			env.AssertExpectations(t)
 		})
 	}
 }
 
 func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
-	for _, v := range switchVersions {
-		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
-			env, order := newSwitchEnv(t)
-			want := atVersion(env, v, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases")
-			in := switchIn
-			in.FromDeleting = true
-			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-			env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
-			executeSwitch(env, in)
-			require.NoError(t, env.GetWorkflowError())
-			require.Equal(t, want, *order)
-			env.AssertExpectations(t)
-		})
-	}
-}
-
-func TestSwitchEndsQuietlyWhenThePoolIsGone(t *testing.T) {
-	for _, v := range switchVersions {
-		t.Run(fmt.Sprintf("version %d", v), func(t *testing.T) {
-			env, order := newSwitchEnv(t)
-			want := atVersion(env, v, "Protect", "Claim")
-			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true}, nil)
-			executeSwitch(env, switchIn)
-			require.NoError(t, env.GetWorkflowError())
-			var res SwitchResult
-			require.NoError(t, env.GetWorkflowResult(&res))
-			require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
-			require.Equal(t, want, *order, "no event for a pool that is gone")
-		})
-	}
+	env, order := newSwitchEnv(t)
+	want := moveSteps("Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases")
+	in := switchIn
+	in.FromDeleting = true
+	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
+	executeSwitch(env, in)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, want, *order)
+	env.AssertExpectations(t)
 }
 
 // TestSwitchRecordsAMoveWhoseConfirmWasLost: a confirm retried after its
@@ -318,24 +277,145 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 		{name: "never landed", want: []string{"Protect", "Claim", "ReadConfig", "Confirm"}},
 	}
 	for _, tt := range tests {
-		for _, v := range switchVersions {
-			t.Run(fmt.Sprintf("%s/version %d", tt.name, v), func(t *testing.T) {
-				env, order := newSwitchEnv(t)
-				want := atVersion(env, v, tt.want...)
-				env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-				env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-				env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-				env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
-				env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
-					return in.Reason == "SandboxConfigSwitched"
-				})).Return(nil).Maybe()
-				executeSwitch(env, switchIn)
-				require.NoError(t, env.GetWorkflowError())
-				var res SwitchResult
-				require.NoError(t, env.GetWorkflowResult(&res))
-				require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
-				require.Equal(t, want, *order)
-			})
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			want := moveSteps(tt.want...)
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
+				return in.Reason == "SandboxConfigSwitched"
+			})).Return(nil).Maybe()
+			executeSwitch(env, switchIn)
+			require.NoError(t, env.GetWorkflowError())
+			var res wfapi.SwitchResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
+			require.Equal(t, want, *order)
+		})
 	}
+}
+
+func TestSwitch(t *testing.T) {
+	tests := []struct {
+		name    string
+		claim   activities.PoolWrite
+		live    *resolve.Config
+		rolled  activities.PoolWrite
+		want    []string
+		outcome string
+		event   string
+	}{
+		{
+			name:    "confirmed: only the claim is a regular activity",
+			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			live:    liveConfig("new", false),
+			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RecordEvent")},
+			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+		},
+		{
+			name:    "deleted between claim and read: rolled back",
+			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			live:    liveConfig("new", true),
+			rolled:  activities.PoolWrite{Wrote: true},
+			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
+		},
+		{
+			name:    "a re-run of the task finds its earlier confirm: the move stands and is reported",
+			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			live:    liveConfig("new", true),
+			rolled:  activities.PoolWrite{Landed: true},
+			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+		},
+		{
+			name:    "superseded: the class moved since the starter looked; nothing else is done",
+			claim:   activities.PoolWrite{Superseded: true},
+			want:    []string{local("Protect"), "Claim"},
+			outcome: wfapi.OutcomeSuperseded,
+		},
+		{
+			name:    "the pool is gone",
+			claim:   activities.PoolWrite{PoolGone: true},
+			want:    []string{local("Protect"), "Claim"},
+			outcome: wfapi.OutcomePoolGone,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
+				return in.ExpectFrom && in.From == "old" && in.ResourceVersion == "7"
+			})).Return(&tt.claim, nil)
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
+				return in.Local && in.Claimed && in.ResourceVersion == "8"
+			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
+				return in.Local && in.Claimed
+			})).Return(&tt.rolled, nil)
+			var event activities.EventInput
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+				event = in
+				return nil
+			})
+
+			res, err := runSwitch(t, env, switchIn)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, *order)
+			require.Equal(t, tt.outcome, res.Outcome)
+			require.Equal(t, tt.event, event.Reason)
+		})
+	}
+}
+
+// An operator's re-resolution starts a switch with no input: it decides on
+// a live read, recorded by a regular Observe, and ends when nothing moves.
+func TestSwitchStartedByAnOperator(t *testing.T) {
+	t.Run("up to date", func(t *testing.T) {
+		env, order := newSwitchEnv(t)
+		env.OnActivity(act.Observe, mock.Anything, wfapi.PoolRef{Namespace: "ns", Name: "pool"}).Return(&activities.Observation{
+			Exists: true, UID: "uid-1", Generation: 3,
+			Spec:    []v1alpha1.WorkerPoolSandboxClass{{Name: v1alpha1.SandboxClassGVisor}},
+			Status:  v1alpha1.WorkerPoolStatus{SandboxClasses: []v1alpha1.WorkerPoolSandboxClassStatus{{Name: v1alpha1.SandboxClassGVisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "def"}}}},
+			Configs: []resolve.Config{{Name: "def", Class: v1alpha1.SandboxClassGVisor, ClassDefault: true}},
+		}, nil)
+		res, err := runSwitch(t, env, wfapi.SwitchInput{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"Observe"}, *order)
+		require.Equal(t, wfapi.OutcomeUpToDate, res.Outcome)
+	})
+	t.Run("a move to make", func(t *testing.T) {
+		env, order := newSwitchEnv(t)
+		env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{
+			Exists: true, UID: "uid-1", Generation: 3, ResourceVersion: "7",
+			Spec:    []v1alpha1.WorkerPoolSandboxClass{{Name: v1alpha1.SandboxClassGVisor}},
+			Status:  v1alpha1.WorkerPoolStatus{SandboxClasses: []v1alpha1.WorkerPoolSandboxClassStatus{{Name: v1alpha1.SandboxClassGVisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "old"}}}},
+			Configs: []resolve.Config{{Name: "new", Class: v1alpha1.SandboxClassGVisor, ClassDefault: true}, {Name: "old", Class: v1alpha1.SandboxClassGVisor}},
+		}, nil)
+		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
+			return in.ExpectFrom && in.From == "old" && in.Config == "new" && in.Pool.UID == "uid-1"
+		})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
+		env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+		res, err := runSwitch(t, env, wfapi.SwitchInput{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"Observe", local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RecordEvent")}, *order)
+		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
+	})
+}
+
+// A switch acts on the pool its ID names, whatever its input says.
+func TestSwitchActsOnlyOnThePoolItsIDNames(t *testing.T) {
+	env, order := newSwitchEnv(t)
+	in := switchIn
+	in.Pool.Name = "other"
+	_, err := runSwitch(t, env, in)
+	require.ErrorContains(t, err, "switch workflow of WorkerPool ns/pool was given WorkerPool ns/other")
+	require.Empty(t, *order)
 }

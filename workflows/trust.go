@@ -1,9 +1,6 @@
 package workflows
 
 import (
-	"fmt"
-	"strings"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -14,28 +11,10 @@ import (
 
 // Anyone who can start workflows on the task queue can start a switch, with
 // any input (docs/security.md). A switch therefore acts only on the pool its
-// workflow ID names: the lean switch takes its pool from the ID (see
-// leanSwitch), a switch of the older shape must carry an ID of its pool's
-// (ownPool), and the activities check the same again before any pool write.
-// And a switch whose claim was taken over by another writer ends as
-// superseded, without a write or an event (supersededEnds).
-
-// ownPool refuses a switch of the older shape, a pool workflow's child
-// "workerpool/<ns>/<name>/switch/<n>", whose ID names another pool than its
-// input. Histories recorded before the check replay without it (a
-// replayer need not know their IDs).
-func ownPool(ctx workflow.Context, pool wfapi.PoolRef) error {
-	if workflow.GetVersion(ctx, "switch-owns-its-pool", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return nil
-	}
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	if !strings.HasPrefix(id, wfapi.PoolWorkflowID(pool.Namespace, pool.Name)+"/switch/") {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("switch workflow %q was given WorkerPool %s: a switch acts only on the pool its ID names", id, pool),
-			activities.ErrInvalidInput, nil)
-	}
-	return nil
-}
+// workflow ID names (wfapi.SwitchPool, asked by Switch), and the activities
+// check the same again before any pool write. And a switch whose claim was
+// taken over by another writer ends as superseded, without a write or an
+// event (supersededEnds).
 
 // supersededEnds reports whether a Confirm or RollBack that found its claim
 // taken over ends the switch as superseded. It is asked only when the write
@@ -45,7 +24,7 @@ func supersededEnds(ctx workflow.Context, w *activities.PoolWrite) bool {
 	return w.Superseded && workflow.GetVersion(ctx, "settle-superseded", workflow.DefaultVersion, 1) >= 1
 }
 
-func superseded() *SwitchResult { return &SwitchResult{Outcome: wfapi.OutcomeSuperseded} }
+func superseded() *wfapi.SwitchResult { return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded} }
 
 // refusedEnds reports whether a Claim or a Confirm that refused its target
 // (found it missing, of another class, in deletion or unprotected: nothing
@@ -56,14 +35,14 @@ func refusedEnds(ctx workflow.Context, w *activities.PoolWrite) bool {
 	return w.Refused != nil && workflow.GetVersion(ctx, "confirm-refused", workflow.DefaultVersion, 1) >= 1
 }
 
-// refusesInvalidInput reports whether a lean switch whose input no step
+// refusesInvalidInput reports whether a switch whose input no step
 // could carry out (wfapi.SwitchInput.Problem) fails at once. Asked only of
 // such an input: a history recorded before the check ran its steps.
 func refusesInvalidInput(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, "refuse-invalid-input", workflow.DefaultVersion, 1) >= 1
 }
 
-// keepsEarlyReresolve reports whether a lean switch with a move keeps a
+// keepsEarlyReresolve reports whether a switch with a move keeps a
 // reresolve signal that came before its first task, for a look after its
 // move. Asked only when there is one: a history recorded before drained it.
 func keepsEarlyReresolve(ctx workflow.Context) bool {

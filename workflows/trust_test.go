@@ -14,27 +14,17 @@ import (
 
 // A Confirm or RollBack that finds its claim taken by another writer (a
 // switch started by hand beside the real one) writes nothing, and the
-// switch ends as superseded: no event, whichever shape it has.
+// switch ends as superseded: no event.
 func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
-	legacyIn := leanIn
-	legacyIn.Lean = false
 	tests := []struct {
-		name    string
-		in      SwitchInput
-		id      string
-		live    *resolve.Config
-		settle  string
-		want    []string
-		outcome string
+		name string
+		live *resolve.Config
+		want []string
 	}{
-		{name: "lean, confirm", in: leanIn, id: wfapi.PoolSwitchWorkflowID("ns", "pool"), live: liveConfig("new", false),
+		{name: "confirm", live: liveConfig("new", false),
 			want: []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm")}},
-		{name: "lean, roll back", in: leanIn, id: wfapi.PoolSwitchWorkflowID("ns", "pool"), live: liveConfig("new", true),
+		{name: "roll back", live: liveConfig("new", true),
 			want: []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack")}},
-		{name: "older shape, confirm", in: legacyIn, id: wfapi.SwitchWorkflowID("ns", "pool", 4), live: liveConfig("new", false),
-			want: []string{local("Protect"), "Claim", local("ReadConfig"), "Confirm"}},
-		{name: "older shape, roll back", in: legacyIn, id: wfapi.SwitchWorkflowID("ns", "pool", 4), live: liveConfig("new", true),
-			want: []string{local("Protect"), "Claim", local("ReadConfig"), "RollBack"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,31 +39,32 @@ func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.OnActivity(act.WakeReleases, mock.Anything, mock.Anything).Return(nil)
 
-			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: tt.id})
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, tt.in)
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var res SwitchResult
-			require.NoError(t, env.GetWorkflowResult(&res))
+			res, err := runSwitch(t, env, switchIn)
+			require.NoError(t, err)
 			require.Equal(t, wfapi.OutcomeSuperseded, res.Outcome)
 			require.Equal(t, tt.want, *order, "no event")
 		})
 	}
 }
 
-// A switch of the older shape (a pool workflow's child) started by hand
-// with an ID of another pool's does nothing at all.
-func TestSwitchOfTheOlderShapeActsOnlyOnThePoolItsIDNames(t *testing.T) {
-	for _, id := range []string{wfapi.SwitchWorkflowID("ns", "other", 1), wfapi.SwitchWorkflowID("other-ns", "pool", 1), "my-own-switch", wfapi.PoolWorkflowID("ns", "pool")} {
-		t.Run(id, func(t *testing.T) {
+// A switch started by hand under an ID that is not its pool's switch ID
+// does nothing at all: the ID names the pool a switch acts on.
+func TestSwitchActsOnlyUnderItsPoolsID(t *testing.T) {
+	tests := []struct{ id, err string }{
+		{id: wfapi.SwitchWorkflowID("ns", "other"), err: "was given WorkerPool ns/pool"},
+		{id: wfapi.SwitchWorkflowID("other-ns", "pool"), err: "was given WorkerPool ns/pool"},
+		{id: "workerpool/ns/pool/switch/1", err: "a switch's workflow ID names its pool"},
+		{id: "workerpool/ns/pool", err: "a switch's workflow ID names its pool"},
+		{id: "my-own-switch", err: "a switch's workflow ID names its pool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
-			in := leanIn
-			in.Lean = false
-			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
-			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: tt.id})
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
 			require.True(t, env.IsWorkflowCompleted())
 			err := env.GetWorkflowError()
-			require.ErrorContains(t, err, "a switch acts only on the pool its ID names")
+			require.ErrorContains(t, err, tt.err)
 			require.ErrorContains(t, err, activities.ErrInvalidInput)
 			require.Empty(t, *order)
 		})

@@ -29,7 +29,7 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
 		}, 5*time.Minute)
-		_, err := runLean(t, env, leanIn)
+		_, err := runSwitch(t, env, switchIn)
 		var can *workflow.ContinueAsNewError
 		require.ErrorAs(t, err, &can)
 		require.Equal(t, wfapi.SwitchWorkflow, can.WorkflowType.Name)
@@ -56,7 +56,7 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
 		}, 30*time.Second)
-		_, err := runLean(t, env, leanIn)
+		_, err := runSwitch(t, env, switchIn)
 		var can *workflow.ContinueAsNewError
 		require.ErrorAs(t, err, &can, "the signal is handled once the switch has ended")
 		require.Equal(t, local("RollBack"), (*order)[len(*order)-2], "the step was waited for, and the switch ended")
@@ -71,7 +71,7 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound"}, nil)
 		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-		res, err := runLean(t, env, leanIn)
+		res, err := runSwitch(t, env, switchIn)
 		require.NoError(t, err)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 		require.False(t, asked, "the version is asked only when a signal interrupts")

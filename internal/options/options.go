@@ -15,7 +15,6 @@ import (
 	"os"
 	"strings"
 
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -41,7 +40,9 @@ type Options struct {
 const (
 	DefaultTemporalAddress        = "127.0.0.1:7233"
 	DefaultTemporalNamespace      = "default"
-	DefaultTaskQueue              = wfapi.DefaultTaskQueue
+	// DefaultTaskQueue is the task queue the worker polls and the starter
+	// starts on.
+	DefaultTaskQueue              = "ate-orchestrator"
 	DefaultMetricsBindAddress     = ":8080"
 	DefaultHealthProbeBindAddress = ":8081"
 )

@@ -134,7 +134,7 @@ func invalidAtGeneration(pool *v1alpha1.WorkerPool) *metav1.Condition {
 // failure that clears and comes back is a new appearance and is reported
 // again, and a changed reason or message is a new event; the same one,
 // seen again by any pass or after a crash, is recorded once.
-func deploymentWarning(pool activities.PoolRef, c *metav1.Condition) activities.EventInput {
+func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) activities.EventInput {
 	return activities.EventInput{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: c.Reason, Action: "Apply", Note: c.Message,
 		Key: fmt.Sprintf("deployment/%s/%s/%s", c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339)),

@@ -158,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // records. Appearances already recorded by this process are skipped
 // without a request.
 func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPool) error {
-	ref := activities.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
+	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 	for _, st := range pool.Status.SandboxClasses {
 		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
 		if c == nil || c.Status != metav1.ConditionFalse {

@@ -136,7 +136,7 @@ func resolved(class v1alpha1.SandboxClass, name string) Result {
 		Target:   name,
 		Resolved: true,
 		Reason:   v1alpha1.ReasonResolved,
-		Message:  resolvedMessage(name),
+		Message:  ResolvedMessage(name),
 	}
 }
 

@@ -20,10 +20,13 @@ func CheckTarget(name string, c *Config, class v1alpha1.SandboxClass) (ok bool, 
 	case c.Deleting:
 		return false, v1alpha1.ReasonSandboxConfigDeleting, fmt.Sprintf("SandboxConfig %q is being deleted", name)
 	}
-	return true, v1alpha1.ReasonResolved, resolvedMessage(name)
+	return true, v1alpha1.ReasonResolved, ResolvedMessage(name)
 }
 
-func resolvedMessage(name string) string {
+// ResolvedMessage is the message of the Resolved condition of a class that
+// names config name: what resolution, a confirmed switch and the status
+// write of a confirm all say.
+func ResolvedMessage(name string) string {
 	return fmt.Sprintf("resolved to SandboxConfig %q", name)
 }
 

@@ -90,17 +90,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := releases.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the release starter: %w", err)
 	}
-	// Leader only, once per leadership.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if err := retireLegacyPoolWorkflows(ctx, cfg.Temporal, cfg.TaskQueue); err != nil {
-			// Not fatal: the starter's work does not depend on it, and the
-			// next start tries again.
-			ctrl.LoggerFrom(ctx).Error(err, "could not retire the pool workflows of an earlier version")
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}

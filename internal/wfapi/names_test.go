@@ -6,35 +6,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPoolFromSwitchWorkflowID(t *testing.T) {
+func TestSwitchPool(t *testing.T) {
 	tests := []struct {
-		id       string
-		ns, name string
-		ok       bool
+		name  string
+		id    string
+		named PoolRef
+		want  PoolRef
+		err   string
 	}{
-		{id: PoolSwitchWorkflowID("ate-demo", "counter"), ns: "ate-demo", name: "counter", ok: true},
-		{id: SwitchWorkflowID("ate-demo", "counter", 3)},
-		{id: PoolWorkflowID("ate-demo", "counter")},
-		{id: ReleaseWorkflowID("gvisor-default")},
-		{id: "workerpool//counter/switch"},
-		{id: "workerpool/ate-demo//switch"},
-		{id: "workerpool/ate-demo/a/b/switch"},
-		{id: "ReplayId"},
+		{name: "the starter's input", id: SwitchWorkflowID("ate-demo", "counter"),
+			named: PoolRef{Namespace: "ate-demo", Name: "counter", UID: "u1"},
+			want:  PoolRef{Namespace: "ate-demo", Name: "counter", UID: "u1"}},
+		{name: "an operator's empty input", id: SwitchWorkflowID("ate-demo", "counter"),
+			want: PoolRef{Namespace: "ate-demo", Name: "counter"}},
+		{name: "another pool's input", id: SwitchWorkflowID("ate-demo", "counter"),
+			named: PoolRef{Namespace: "ate-demo", Name: "other"}, err: "was given WorkerPool ate-demo/other"},
+		{name: "another namespace's input", id: SwitchWorkflowID("ate-demo", "counter"),
+			named: PoolRef{Namespace: "other", Name: "counter"}, err: "was given WorkerPool other/counter"},
+		{name: "a release's ID", id: ReleaseWorkflowID("gvisor-default"), err: "names its pool"},
+		{name: "a numbered switch ID", id: "workerpool/ate-demo/counter/switch/3", err: "names its pool"},
+		{name: "a pool ID", id: "workerpool/ate-demo/counter", err: "names its pool"},
+		{name: "no namespace", id: "workerpool//counter/switch", err: "names its pool"},
+		{name: "no name", id: "workerpool/ate-demo//switch", err: "names its pool"},
+		{name: "a name with a slash", id: "workerpool/ate-demo/a/b/switch", err: "names its pool"},
+		{name: "a replayer's ID", id: "ReplayId", err: "names its pool"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			ns, name, ok := PoolFromSwitchWorkflowID(tt.id)
-			require.Equal(t, tt.ok, ok)
-			require.Equal(t, tt.ns, ns)
-			require.Equal(t, tt.name, name)
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := SwitchPool(tt.id, tt.named)
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
 		})
 	}
 }
 
-func TestSwitchInputShape(t *testing.T) {
-	require.True(t, SwitchInput{}.IsLean(), "an operator's start carries no input")
-	require.True(t, SwitchInput{Lean: true, To: "x"}.IsLean())
-	require.False(t, SwitchInput{Pool: PoolRef{Namespace: "ns", Name: "p"}, To: "x"}.IsLean(), "a pool workflow's child")
-	require.False(t, SwitchInput{}.IsMove())
+func TestSwitchInputIsMove(t *testing.T) {
+	require.False(t, SwitchInput{}.IsMove(), "an operator's start carries no input")
+	require.True(t, SwitchInput{To: "x"}.IsMove())
 	require.True(t, SwitchInput{Abandon: "x"}.IsMove())
 }

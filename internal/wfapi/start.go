@@ -13,26 +13,6 @@ import (
 	"ate.dev/orchestrator/internal/searchattr"
 )
 
-// SignalPool wakes the pool workflow of a WorkerPool, starting it if it is
-// not running. The signal says "look again"; it carries no diff, so a
-// duplicated or reordered signal is harmless.
-func SignalPool(ctx context.Context, c client.Client, taskQueue, namespace, name string) error {
-	id := PoolWorkflowID(namespace, name)
-	_, err := c.SignalWithStartWorkflow(ctx, id, SignalReresolve, nil, client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: taskQueue,
-		// A pool deleted and created again under the same name gets a new
-		// run under the same ID once the old one has ended.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.WorkerPoolKey.ValueSet(PoolKey(namespace, name))),
-		Memo:                  map[string]any{"summary": fmt.Sprintf("keeps WorkerPool %s on its SandboxConfig", PoolKey(namespace, name))},
-	}, PoolWorkflow, PoolInput{Namespace: namespace, Name: name})
-	if err != nil {
-		return fmt.Errorf("signalling pool workflow %s: %w", id, err)
-	}
-	return nil
-}
-
 // SignalRelease wakes the release workflow of a SandboxConfig in deletion,
 // starting it if it is not running.
 func SignalRelease(ctx context.Context, c client.Client, taskQueue, config string) error {
@@ -54,12 +34,12 @@ func SignalRelease(ctx context.Context, c client.Client, taskQueue, config strin
 // nothing. The starter looks at the pool again once it is done.
 var ErrSwitchRunning = errors.New("a switch of the pool is running")
 
-// StartSwitch starts the lean switch that makes in's move, as a top-level
+// StartSwitch starts the switch that makes in's move, as a top-level
 // execution with the search attributes an operator traces it by. One runs
 // at a time per pool: while one runs, it starts nothing and returns
 // ErrSwitchRunning.
 func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in SwitchInput) error {
-	id := PoolSwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)
+	id := SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: taskQueue,
@@ -82,11 +62,11 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 
 // Reresolve asks for a fresh look at a pool, as an operator does from the
 // CLI: it signals `reresolve` to the pool's running switch, which looks
-// again once it is done (or at once, if it has not claimed yet), or starts a switch with no move, which decides on a
-// live read (and ends "up to date" when there is nothing to do). payload is
+// again once it is done (or at once, if it has not claimed yet), or starts a
+// switch with no move, which decides on a live read (and ends "up to date" when there is nothing to do). payload is
 // ignored by the workflow; the operator's `--input` lands there.
 func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
-	id := PoolSwitchWorkflowID(namespace, name)
+	id := SwitchWorkflowID(namespace, name)
 	_, err := c.SignalWithStartWorkflow(ctx, id, SignalReresolve, payload, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             taskQueue,
@@ -107,7 +87,7 @@ func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name 
 // once it has ended. It starts nothing: a switch that has ended since is
 // reported as an error, and the starter's next try starts the move.
 func SignalSwitch(ctx context.Context, c client.Client, namespace, name string) error {
-	id := PoolSwitchWorkflowID(namespace, name)
+	id := SwitchWorkflowID(namespace, name)
 	if err := c.SignalWorkflow(ctx, id, "", SignalReresolve, nil); err != nil {
 		return fmt.Errorf("signalling %s to switch workflow %s: %w", SignalReresolve, id, err)
 	}

@@ -29,14 +29,14 @@ func (p PoolRef) Key() types.NamespacedName {
 
 // SwitchInput moves one sandbox class of one pool to another config.
 //
-// A lean switch (ID PoolSwitchWorkflowID) started by the starter carries the
-// move the starter's cache asked for; one started by an operator with no
-// input decides its move itself, from a live read.
+// A switch (ID SwitchWorkflowID) started by the starter carries the move
+// the starter's cache asked for; one started by an operator with no input
+// decides its move itself, from a live read.
+//
+// The histories recorded before the first release also carry "lean": true,
+// which marked this shape while an older one lived beside it; decoding
+// ignores it.
 type SwitchInput struct {
-	// Lean marks a switch of the lean shape (see the workflows package):
-	// the starter's. Switches recorded before it, children of the pool
-	// workflow, run the shape they were recorded with.
-	Lean  bool                  `json:"lean,omitempty"`
 	Pool  PoolRef               `json:"pool"`
 	Class v1alpha1.SandboxClass `json:"class"`
 	// From is the config the class's status names now ("" on the first
@@ -47,7 +47,7 @@ type SwitchInput struct {
 	// free it, so its release workflow is woken.
 	FromDeleting bool `json:"fromDeleting,omitempty"`
 	// Abandon names a claim no switch works on (left by a switch stopped by
-	// hand) that a lean switch with no To clears.
+	// hand) that a switch with no To clears.
 	Abandon string `json:"abandon,omitempty"`
 	// Generation is the pool generation the switch acts on.
 	Generation int64 `json:"generation"`
@@ -67,10 +67,6 @@ type SwitchInput struct {
 // the starter's do; an operator's start carries none.
 func (in SwitchInput) IsMove() bool { return in.To != "" || in.Abandon != "" }
 
-// IsLean reports whether the input starts a lean switch: the starter's, or
-// an operator's with no input at all, which decides its move itself.
-func (in SwitchInput) IsLean() bool { return in.Lean || in == SwitchInput{} }
-
 // SwitchResult is how a switch ended.
 type SwitchResult struct {
 	// Outcome is OutcomeConfirmed, OutcomeRolledBack, OutcomePoolGone,
@@ -81,7 +77,7 @@ type SwitchResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// SwitchState is what the `state` query of a lean switch returns: the move,
+// SwitchState is what the `state` query of a switch returns: the move,
 // the step it is at, and its outcome once it has one.
 type SwitchState struct {
 	Pool    string `json:"pool"`
@@ -93,11 +89,11 @@ type SwitchState struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// MoveInput is the input of the lean switch that makes move m, decided on
+// MoveInput is the input of the switch that makes move m, decided on
 // the pool at generation and resourceVersion.
 func MoveInput(pool PoolRef, m resolve.Move, generation int64, resourceVersion string) SwitchInput {
 	in := SwitchInput{
-		Lean: true, Pool: pool, Class: m.Class, From: m.From, To: m.To, FromDeleting: m.FromDeleting,
+		Pool: pool, Class: m.Class, From: m.From, To: m.To, FromDeleting: m.FromDeleting,
 		Generation: generation, PoolResourceVersion: resourceVersion,
 	}
 	if m.To == "" {

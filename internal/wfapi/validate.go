@@ -9,7 +9,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
-// Problem says why a lean switch's input, its pool taken from its workflow
+// Problem says why a switch's input, its pool taken from its workflow
 // ID, is one no step could carry out, or "" when it is not: the pool's
 // namespace is not a DNS label or its name not a DNS subdomain; or, for a
 // move, the class is not one the API knows, the pool's UID is missing, or

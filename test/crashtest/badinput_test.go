@@ -107,7 +107,7 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("a pool that does not exist, re-resolved as an operator does", func(t *testing.T) {
 		require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "never-created", nil))
-		expectClosed(t, tc.GetWorkflow(ctx, wfapi.PoolSwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
+		expectClosed(t, tc.GetWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
 	})
 
 	t.Run("release workflows started by hand", func(t *testing.T) {
@@ -123,14 +123,14 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("switch workflows started by hand", func(t *testing.T) {
-		ref := activities.PoolRef{Namespace: ns, Name: "real"}
-		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, workflows.SwitchInput{}),
+		ref := wfapi.PoolRef{Namespace: ns, Name: "real"}
+		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, wfapi.SwitchInput{}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
 		// A switch of the older shape (a pool workflow's child) runs only
 		// under an ID of its pool's: these carry one.
 		child := func(pool string, n int) client.WorkflowRun {
 			t.Helper()
-			in := workflows.SwitchInput{Pool: activities.PoolRef{Namespace: ns, Name: pool}, Class: v1alpha1.SandboxClassGVisor}
+			in := wfapi.SwitchInput{Pool: wfapi.PoolRef{Namespace: ns, Name: pool}, Class: v1alpha1.SandboxClassGVisor}
 			switch n {
 			case 101:
 			case 102:
@@ -149,18 +149,18 @@ func TestBadInput(t *testing.T) {
 		// itself, before the API server would refuse the value.
 		expectClosed(t, child("real", 102), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `has no sandbox class "kata" in its spec`)
 		// Under any other ID it does nothing at all.
-		expectClosed(t, start("switch-someone-elses", wfapi.SwitchWorkflow, workflows.SwitchInput{
+		expectClosed(t, start("switch-someone-elses", wfapi.SwitchWorkflow, wfapi.SwitchInput{
 			Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare"),
 		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch acts only on the pool its ID names")
 		// A pool's switch acts on the pool its ID names, whatever its input.
-		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.PoolSwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
-			wfapi.SwitchWorkflow, workflows.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
+			wfapi.SwitchWorkflow, wfapi.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
 		require.NoError(t, err)
 		expectClosed(t, run, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("switch workflow of WorkerPool %s/ghost was given WorkerPool %s/real", ns, ns))
 	})
 
 	t.Run("signals with wrong payloads and unknown names", func(t *testing.T) {
-		switchID := wfapi.PoolSwitchWorkflowID(ns, "real")
+		switchID := wfapi.SwitchWorkflowID(ns, "real")
 		releaseID := wfapi.ReleaseWorkflowID(cfg("held"))
 		var rBefore wfapi.ReleaseState
 		v, err := tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState)
@@ -173,7 +173,7 @@ func TestBadInput(t *testing.T) {
 		}
 		require.NoError(t, tc.SignalWorkflow(ctx, releaseID, "", "no-such-signal", "x"))
 		// A signal for a workflow that does not exist is refused clearly.
-		err = tc.SignalWorkflow(ctx, wfapi.PoolSwitchWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
+		err = tc.SignalWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
 		var notFound *serviceerror.NotFound
 		require.ErrorAs(t, err, &notFound)
 

@@ -270,7 +270,7 @@ func waitQuery(t testing.TB, query string) {
 // activity's start-to-close timeout.
 func waitSwitchesDone(t testing.TB, ns, name string) {
 	t.Helper()
-	id := wfapi.PoolSwitchWorkflowID(ns, name)
+	id := wfapi.SwitchWorkflowID(ns, name)
 	eventually(t, stepBound, "the switches of WorkerPool "+ns+"/"+name+" to be done", func() (bool, string) {
 		d, err := testenv.Current().Temporal.DescribeWorkflowExecution(context.Background(), id, "")
 		var notFound *serviceerror.NotFound

@@ -52,8 +52,8 @@ func TestCompetingSwitchCannotConfirmAReleasedConfig(t *testing.T) {
 	// switches.
 	run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: wfapi.SwitchWorkflowID(ns, "pool", 99), TaskQueue: p.TaskQueue,
-	}, wfapi.SwitchWorkflow, workflows.SwitchInput{
-		Pool:  activities.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)},
+	}, wfapi.SwitchWorkflow, wfapi.SwitchInput{
+		Pool:  wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)},
 		Class: v1alpha1.SandboxClassGVisor, From: "first", To: "rival", Generation: wp.Generation,
 	})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestCompetingSwitchCannotConfirmAReleasedConfig(t *testing.T) {
 	gate.Release()
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var res workflows.SwitchResult
+	var res wfapi.SwitchResult
 	require.NoError(t, run.Get(runCtx, &res))
 	// The checker first: it judges every state the pool went through.
 	rep := chk.Check(ctx, crashtest.Scope{

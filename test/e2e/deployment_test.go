@@ -153,7 +153,7 @@ func TestScalingCostsTemporalNothing(t *testing.T) {
 	activities := started.total()
 	runs := func() int {
 		resp, err := p.TemporalClient().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowId = %q", wfapi.PoolSwitchWorkflowID(ns, "idle"))})
+			Query: fmt.Sprintf("WorkflowId = %q", wfapi.SwitchWorkflowID(ns, "idle"))})
 		require.NoError(t, err)
 		return len(resp.Executions)
 	}

@@ -42,14 +42,14 @@ func TestAReresolveLandingBeforeAMovesFirstTask(t *testing.T) {
 
 	// The starter's start, then the operator's signal, both before any
 	// worker takes the run's first task.
-	ref := activities.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
+	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
 	move := resolve.Move{Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second"}
 	require.NoError(t, wfapi.StartSwitch(ctx, tc, p.TaskQueue, wfapi.MoveInput(ref, move, wp.Generation, wp.ResourceVersion)))
 	require.NoError(t, wfapi.Reresolve(ctx, tc, p.TaskQueue, ns, "pool", nil))
 	p.Start(t)
 	p.WaitForConfig(t, ns, "pool", "second", metav1.ConditionTrue)
 
-	id := wfapi.PoolSwitchWorkflowID(ns, "pool")
+	id := wfapi.SwitchWorkflowID(ns, "pool")
 	query := fmt.Sprintf(`WorkflowId = %q`, id)
 	var got []string
 	producttest.Eventually(t, "the move's run, then the look it continued as", func() (bool, string) {

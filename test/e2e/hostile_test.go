@@ -88,14 +88,14 @@ func TestActivitiesHoldTheirOwnInvariants(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	ref := activities.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
+	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
 	run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: wfapi.PoolWorkflowID(ns, "pool") + "/attack", TaskQueue: queue,
 	}, "Attacker", attackInput{
 		TaskQueue: p.TaskQueue,
 		Claim:     activities.ClaimInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare"},
 		Confirm:   activities.SettleInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare", Generation: wp.Generation},
-		Event: activities.EventInput{Pool: activities.PoolRef{Namespace: ns, Name: "other", UID: string(other.UID)},
+		Event: activities.EventInput{Pool: wfapi.PoolRef{Namespace: ns, Name: "other", UID: string(other.UID)},
 			Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched, Action: "Switch",
 			Note: `sandbox class "gvisor" switched from SandboxConfig "first" to "bare"`, Key: "attack"},
 	})
@@ -142,25 +142,25 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 	require.NoError(t, kube.Create(ctx, producttest.MicroVMConfig("vm")))
 	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "pool", "")))
 	wp := p.WaitForConfig(t, ns, "pool", "first", metav1.ConditionTrue)
-	ref := activities.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
-	move := workflows.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second", Generation: wp.Generation}
+	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
+	move := wfapi.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second", Generation: wp.Generation}
 
 	tests := []struct {
 		name   string
 		id     string
-		change func(in *workflows.SwitchInput)
+		change func(in *wfapi.SwitchInput)
 		want   string
 	}{
-		{name: "a class the pool's spec does not have", change: func(in *workflows.SwitchInput) { in.Class, in.From, in.To = v1alpha1.SandboxClassMicroVM, "", "vm" },
+		{name: "a class the pool's spec does not have", change: func(in *wfapi.SwitchInput) { in.Class, in.From, in.To = v1alpha1.SandboxClassMicroVM, "", "vm" },
 			want: `has no sandbox class "microvm" in its spec`},
-		{name: "a move without the pool's UID", change: func(in *workflows.SwitchInput) { in.Pool.UID = "" },
+		{name: "a move without the pool's UID", change: func(in *wfapi.SwitchInput) { in.Pool.UID = "" },
 			want: "a move names the pool's UID"},
-		{name: "a config name with a slash", change: func(in *workflows.SwitchInput) { in.To = "second/x" },
+		{name: "a config name with a slash", change: func(in *wfapi.SwitchInput) { in.To = "second/x" },
 			want: `SandboxConfig name "second/x" is not a DNS subdomain`},
-		{name: "an unknown class", change: func(in *workflows.SwitchInput) { in.Class = "nope" },
+		{name: "an unknown class", change: func(in *wfapi.SwitchInput) { in.Class = "nope" },
 			want: `unknown sandbox class "nope"`},
-		{name: "a namespace that is no namespace name", id: wfapi.PoolSwitchWorkflowID("Bad.NS", "pool"),
-			change: func(in *workflows.SwitchInput) { in.Pool.Namespace = "" },
+		{name: "a namespace that is no namespace name", id: wfapi.SwitchWorkflowID("Bad.NS", "pool"),
+			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace = "" },
 			want:   `namespace "Bad.NS" is not a DNS label`},
 	}
 	for _, tt := range tests {
@@ -170,7 +170,7 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 			tt.change(&in)
 			id := tt.id
 			if id == "" {
-				id = wfapi.PoolSwitchWorkflowID(ns, "pool")
+				id = wfapi.SwitchWorkflowID(ns, "pool")
 			}
 			run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, in)
 			require.NoError(t, err)

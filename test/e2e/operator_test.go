@@ -33,7 +33,7 @@ func temporalCLI(t *testing.T, p *producttest.Product, args ...string) (string, 
 // operator does from the CLI.
 func querySwitch(t *testing.T, p *producttest.Product, ns, name string) wfapi.SwitchState {
 	t.Helper()
-	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.PoolSwitchWorkflowID(ns, name),
+	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.SwitchWorkflowID(ns, name),
 		"--name", wfapi.QueryState, "--output", "json")
 	require.NoError(t, err, out)
 	var resp struct {
@@ -71,7 +71,7 @@ func TestOperatorSurface(t *testing.T) {
 	p.WaitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
 
 	// The README's query.
-	id := wfapi.PoolSwitchWorkflowID(ns, "traced")
+	id := wfapi.SwitchWorkflowID(ns, "traced")
 	switches := func(want int) []string {
 		query := fmt.Sprintf(`WorkerPool = %q AND WorkflowType = %q`, ns+"/traced", wfapi.SwitchWorkflow)
 		var got []string

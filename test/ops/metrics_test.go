@@ -83,15 +83,15 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	// local step fails (no target), one whose Claim fails (a class the API
 	// server refuses), and a workflow type no worker knows (its workflow
 	// task fails until it is terminated).
-	ref := activities.PoolRef{Namespace: ns, Name: "watched"}
+	ref := wfapi.PoolRef{Namespace: ns, Name: "watched"}
 	// They carry IDs of the pool's own (a switch acts only on the pool its
 	// ID names), so their steps run and fail.
 	for i, tc := range []struct {
 		id string
-		in workflows.SwitchInput
+		in wfapi.SwitchInput
 	}{
-		{"no-target", workflows.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}},
-		{"unknown-class", workflows.SwitchInput{Pool: ref, Class: "kata", To: "next"}},
+		{"no-target", wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}},
+		{"unknown-class", wfapi.SwitchInput{Pool: ref, Class: "kata", To: "next"}},
 	} {
 		id := wfapi.SwitchWorkflowID(ns, "watched", 9000+i)
 		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)

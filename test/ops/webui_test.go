@@ -88,7 +88,7 @@ func TestWebUIShowsASwitch(t *testing.T) {
 
 	// The README's query, for this test's pool.
 	query := strings.ReplaceAll(readmeQuery(t), `"ate-demo/counter"`, fmt.Sprintf("%q", ns+"/counter"))
-	id := wfapi.PoolSwitchWorkflowID(ns, "counter")
+	id := wfapi.SwitchWorkflowID(ns, "counter")
 	// Visibility is eventually consistent: wait until the server lists the
 	// switch, so that the page is loaded once it can show it.
 	producttest.Eventually(t, "the switch listed by the README's query", func() (bool, string) {
