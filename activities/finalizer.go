@@ -11,6 +11,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // ProtectInput names the config a class is about to move to.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // TestMovedBeforeDeletion: what a gone pool's replayed states tell a

@@ -4,13 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/kube"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kube"
 )
 
 // The lean switch's claim is written only while the class still names the

@@ -11,6 +11,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Observation is what a pool pass decides on: the pool, every SandboxConfig

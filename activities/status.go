@@ -15,6 +15,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // PoolWrite is the result of a status write.
@@ -161,7 +162,7 @@ func (a *Activities) cachedAt(ctx context.Context, ref wfapi.PoolRef, rv string,
 
 // ClaimInput claims a config for a class of a pool.
 type ClaimInput struct {
-	Pool   wfapi.PoolRef               `json:"pool"`
+	Pool   wfapi.PoolRef         `json:"pool"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	Config string                `json:"config"`
 	// ResourceVersion is the pool's as the pass observed it, or "" (claims
@@ -248,7 +249,7 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 // a roll back keeps configRef; both clear the claim and set the Resolved
 // condition.
 type SettleInput struct {
-	Pool       wfapi.PoolRef               `json:"pool"`
+	Pool       wfapi.PoolRef         `json:"pool"`
 	Class      v1alpha1.SandboxClass `json:"class"`
 	Config     string                `json:"config"`
 	Generation int64                 `json:"generation"`

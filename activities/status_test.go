@@ -16,6 +16,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 const gvisor = v1alpha1.SandboxClassGVisor

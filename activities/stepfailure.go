@@ -17,6 +17,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolstatus"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // A switch step that keeps failing (an admission webhook or policy refusing

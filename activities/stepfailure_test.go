@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // TestAFailingStepReportsOnItsClass: a step that keeps failing sets the

@@ -20,6 +20,7 @@ import (
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 const (

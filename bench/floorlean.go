@@ -10,13 +10,13 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// leanSwitch is the product's switch shape (workflows' SandboxConfigSwitch,
+// floorSwitch is the product's switch shape (workflows' SandboxConfigSwitch,
 // one top-level execution per switch): its first workflow task runs
 // Protect as a local activity and schedules Claim, a regular activity the
 // server hands back eagerly in the task's completion; its second runs
 // ReadConfig, Confirm, RecordEvent and WakeReleases as local activities
 // and upserts the Outcome. The memo is set at start.
-func leanSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
+func floorSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error) {
 	ctx = floorActivities(ctx)
 	local := floorLocalSteps(ctx)
 	workflow.GetLogger(ctx).Info("switching", "pool", in.Pool.key(), "from", in.From, "to", in.To)
@@ -48,28 +48,28 @@ func leanSwitch(ctx workflow.Context, in floorSwitchInput) (*floorResult, error)
 	return res, err
 }
 
-// leanSwitchID is the floor's lean switch ID of a pool key, as
+// floorSwitchID is the floor's switch ID of a pool key, as
 // wfapi.SwitchWorkflowID names the product's.
-func leanSwitchID(key string) string { return key + "/switch" }
+func floorSwitchID(key string) string { return key + "/switch" }
 
-// startLeanSwitches starts n lean switches, floorSignalWorker at a time as
+// startSwitches starts n switches, floorSignalWorker at a time as
 // the starter starts them, each with the product's search attributes and
 // memo.
-func startLeanSwitches(ctx context.Context, tc tclient.Client, n int, prefix, taskQueue string) error {
+func startSwitches(ctx context.Context, tc tclient.Client, n int, prefix, taskQueue string) error {
 	err := parallel(ctx, n, floorSignalWorker, func(ctx context.Context, i int) error {
 		ref := floorRef{Namespace: namespaceName(i), Name: poolName(i)}
 		k := prefix + wfapi.PoolKey(ref.Namespace, ref.Name)
 		sw := floorSwitchFor(ref)
 		_, err := tc.ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{
-			ID: leanSwitchID(k), TaskQueue: taskQueue,
+			ID: floorSwitchID(k), TaskQueue: taskQueue,
 			WorkflowIDReusePolicy: reuseAllowDuplicate,
 			TypedSearchAttributes: floorSearchAttributes(k, sw),
 			Memo:                  map[string]any{"summary": fmt.Sprintf("%s: sandbox class %q from %q to %q", k, sw.Class, sw.From, sw.To)},
-		}, shapeLean.switchType(), sw)
+		}, shapeProduct.switchType(), sw)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("starting the floor's lean switches: %w", err)
+		return fmt.Errorf("starting the floor's switches: %w", err)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ type shapeStats struct {
 	StateTransitions float64 `json:"state_transitions_per_switch"`
 	// LongRunningTransitions: the long-running workflow's share of it.
 	LongRunningTransitions float64 `json:"long_running_transitions_per_switch"`
-	// Executions: executions the switch started (1 in the lean shape: the
+	// Executions: executions the switch started (1 in the product's shape: the
 	// switch itself; 1 in the pool+child shapes: the child).
 	Executions float64 `json:"executions_per_switch"`
 	// EventsPerSwitch: every event of the executions the switch started,

@@ -81,7 +81,7 @@ func main() {
 	flag.StringVar(&cfg.record, "record", "", "add a dated row per size to this markdown file's run table (e.g. BENCHMARKS.md)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (server state and logs)")
 	flag.BoolVar(&cfg.tuned, "tuned-server", true, "run the dev server with the dynamic config make dev and the tests run (servers.DevServerDynamicConfig; false: its SQLite pragmas only)")
-	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed), child (the pool workflow with a child switch, before the lean switch), merged, local-child")
+	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed)")
 	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
 	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
 	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./worker, built with -tags benchtune)")

@@ -25,6 +25,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // plainReconciler is the baseline the product is compared with: the same

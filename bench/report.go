@@ -63,7 +63,7 @@ type result struct {
 	RatioAPIFloor             float64   `json:"ratio_to_api_floor"`
 	RatioTemporalFloor        float64   `json:"ratio_to_temporal_floor"`
 	// Shapes: the no-op floor of each workflow shape timed (product is the
-	// Temporal floor; merged and local are the leaner shapes proposed).
+	// Temporal floor).
 	Shapes map[shape]*shapeFloor `json:"shapes"`
 	// The floor's CPU per process and its worker's schedule-to-start means.
 	FloorCPUSeconds              map[string]float64 `json:"floor_cpu_seconds"`

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// runFloors times the Temporal floor (the lean shape, the product's, the
+// runFloors times the Temporal floor (the product's shape, the
 // best of cfg.floorTries runs, each on its own workflows) and once each of
 // the other -shapes, into r.
 func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, r *result, log *slog.Logger) error {
@@ -18,7 +18,7 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 		if try > 0 {
 			prefix = fmt.Sprintf("%stry%d/", floorIDPrefix, try+1)
 		}
-		run, err := temporalFloor(ctx, s.tc, n, opts, shapeLean, prefix)
+		run, err := temporalFloor(ctx, s.tc, n, opts, shapeProduct, prefix)
 		if err != nil {
 			return fmt.Errorf("Temporal floor: %w", err)
 		}
@@ -36,9 +36,9 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 		return fmt.Errorf("floor histories: %w", err)
 	}
 	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
-	r.Shapes = map[shape]*shapeFloor{shapeLean: newShapeFloor(best, r.FloorHistory, n)}
+	r.Shapes = map[shape]*shapeFloor{shapeProduct: newShapeFloor(best, r.FloorHistory, n)}
 	for _, sh := range cfg.shapes {
-		if sh == shapeLean {
+		if sh == shapeProduct {
 			continue
 		}
 		run, err := temporalFloor(ctx, s.tc, n, opts, sh, "bench-"+string(sh)+"/")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -167,14 +168,13 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 }
 
 // productSample picks k pools spread over the N: their WorkerPool search
-// attribute, and the ID of the pool workflow of the pool+child product (the
-// lean product has none).
+// attribute (the product keeps no long-running workflow per pool).
 func productSample(n, k int) []poolSample {
 	var out []poolSample
 	for j := range k {
 		i := j * n / k
 		ns, name := namespaceName(i), poolName(i)
-		out = append(out, poolSample{Key: wfapi.PoolKey(ns, name), LongRunning: wfapi.PoolWorkflowID(ns, name)})
+		out = append(out, poolSample{Key: wfapi.PoolKey(ns, name)})
 	}
 	return out
 }

@@ -21,10 +21,9 @@ import (
 // The Temporal floor: workflows of a switch's shape whose activities do
 // nothing, on the bench's server, with a worker in this process that runs
 // the product's worker options and the product's activity and local
-// activity options. Only the bodies are empty. The lean shape (floorlean.go)
-// is the product's; the pool+child shapes (floorchild.go) are the ones it
-// replaced, kept selectable (-shapes) so the decision can be compared on the
-// same server.
+// activity options. Only the bodies are empty. The shape (floorlean.go) is
+// the product's; the shapes it replaced were deleted with them before the
+// first release (docs/decisions/0003-one-switch-shape.md).
 const (
 	floorIDPrefix     = "bench-floor/"
 	floorSignalWorker = 8 // the starter's default concurrency
@@ -34,29 +33,19 @@ const (
 type shape string
 
 const (
-	// shapeLean is the product's: a top-level switch execution per switch,
+	// shapeProduct is the product's: a top-level switch execution per switch,
 	// Protect local then Claim regular (eagerly dispatched) in its first
 	// workflow task, ReadConfig, Confirm, RecordEvent and WakeReleases local
 	// in its second, then the Outcome upsert.
-	shapeLean shape = "lean"
-	// shapeChild is the shape before it: a long-running pool workflow,
-	// signalled, runs Observe (local) and a child switch of five steps, the
-	// pool writes (Claim, Confirm) regular, the rest local.
-	shapeChild shape = "child"
-	// shapeMerged: the pool workflow with a child of two activities
-	// (protect+claim; read+confirm/roll back+event).
-	shapeMerged shape = "merged"
-	// shapeLocalChild: the pool workflow with a child of five local
-	// activities.
-	shapeLocalChild shape = "local-child"
+	shapeProduct shape = "lean"
 )
 
-var shapes = []shape{shapeLean, shapeChild, shapeMerged, shapeLocalChild}
+var shapes = []shape{shapeProduct}
 
 // parseShape reads a -shapes entry; "product" names the product's shape.
 func parseShape(s string) (shape, bool) {
 	if s == "product" {
-		return shapeLean, true
+		return shapeProduct, true
 	}
 	for _, sh := range shapes {
 		if string(sh) == s {
@@ -67,9 +56,6 @@ func parseShape(s string) (shape, bool) {
 }
 
 func (s shape) switchType() string { return "BenchSwitch-" + string(s) }
-
-// pooled reports whether the shape keeps a long-running pool workflow.
-func (s shape) pooled() bool { return s != shapeLean }
 
 type floorRef struct {
 	Namespace string `json:"namespace"`
@@ -191,16 +177,9 @@ func (a *floorActs) RecordEvent(_ context.Context, ref floorRef) error {
 	return nil
 }
 
-// WakeReleases is the lean switch's last step (the product runs it when
+// WakeReleases is the switch's last step (the product runs it when
 // the class left a config in deletion; the floor always does).
 func (a *floorActs) WakeReleases(context.Context, []string) error { return nil }
-
-// Settle is the merged shape's second activity: read, confirm, event.
-func (a *floorActs) Settle(_ context.Context, in floorSwitchInput) error {
-	_, e, _ := a.trackers()
-	e.mark(in.Pool.key())
-	return nil
-}
 
 func (a *floorActs) passDone(key string) {
 	_, _, ap := a.trackers()
@@ -237,7 +216,7 @@ func floorLocalSteps(ctx workflow.Context) workflow.Context {
 
 // finishShape ends a switch as the product's does: the Outcome search
 // attribute, the switch metrics and, with memo, the memo's summary (the
-// pool+child shapes' switch rewrote it; the lean one sets it at start).
+// product's switch sets it at start, so the floor passes false).
 func finishShape(ctx workflow.Context, in floorSwitchInput, memo bool) (*floorResult, error) {
 	res := &floorResult{Outcome: wfapi.OutcomeConfirmed}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
@@ -278,10 +257,9 @@ type floorRun struct {
 	WorkflowTaskScheduleToStartMs float64
 }
 
-// temporalFloor times n switches of shape sh: for the lean shape, n
-// top-level executions started as the starter starts them; for the
-// pool+child shapes, n pool workflows started idle (not timed), then n
-// signal-with-starts. The worker runs in this process with opts.
+// temporalFloor times n switches of shape sh: n top-level executions
+// started as the starter starts them. The worker runs in this process with
+// opts.
 func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, sh shape, prefix string) (*floorRun, error) {
 	run := &floorRun{Shape: sh, TaskQueue: fmt.Sprintf("bench-%s-%d", sh, time.Now().UnixNano())}
 	acts := &floorActs{}
@@ -301,13 +279,6 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	defer w.Stop()
 
 	run.Sample = floorSample(prefix, n, min(5, n))
-	if sh.pooled() {
-		warm := time.Now()
-		if err := startFloorPools(ctx, tc, lat, acts, n, sh, prefix, run.TaskQueue); err != nil {
-			return nil, err
-		}
-		run.WarmSeconds = time.Since(warm).Seconds()
-	}
 	if run.lrBefore, err = longRunningTransitions(ctx, tc, run.Sample); err != nil {
 		return nil, err
 	}
@@ -316,12 +287,7 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	lat.reset()
 	cpu := takeCPU()
 	start := time.Now()
-	if sh.pooled() {
-		err = signalFloorPools(ctx, tc, n, sh, prefix, run.TaskQueue)
-	} else {
-		err = startLeanSwitches(ctx, tc, n, prefix, run.TaskQueue)
-	}
-	if err != nil {
+	if err := startSwitches(ctx, tc, n, prefix, run.TaskQueue); err != nil {
 		return nil, err
 	}
 	if err := waitTimeout(ctx, events, 15*time.Minute); err != nil {
@@ -345,11 +311,7 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 }
 
 func registerFloor(w worker.Worker, acts *floorActs) {
-	w.RegisterWorkflowWithOptions(floorPool, workflow.RegisterOptions{Name: floorPoolType})
-	w.RegisterWorkflowWithOptions(childSwitch, workflow.RegisterOptions{Name: shapeChild.switchType()})
-	w.RegisterWorkflowWithOptions(mergedSwitch, workflow.RegisterOptions{Name: shapeMerged.switchType()})
-	w.RegisterWorkflowWithOptions(localChildSwitch, workflow.RegisterOptions{Name: shapeLocalChild.switchType()})
-	w.RegisterWorkflowWithOptions(leanSwitch, workflow.RegisterOptions{Name: shapeLean.switchType()})
+	w.RegisterWorkflowWithOptions(floorSwitch, workflow.RegisterOptions{Name: shapeProduct.switchType()})
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 }
 

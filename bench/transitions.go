@@ -21,7 +21,7 @@ type poolSample struct {
 	Key string
 	// LongRunning is the ID of a workflow that lives across switches (the
 	// pool+child shapes' pool workflow), whose share of a switch is what it
-	// gained during it. In the lean shape no such workflow exists.
+	// gained during it. In the product's shape no such workflow exists.
 	LongRunning string
 }
 

@@ -1,25 +1,24 @@
 // Package replay holds workflow histories recorded from real runs of the
 // product, and the tests that replay them against the current workflow code.
 //
-// The fixtures in testdata/ are named <pool|switch|release>-<scenario>.<version>.json,
+// The fixtures in testdata/ are named <switch|release>-<scenario>.<version>.json,
 // the JSON that `temporal workflow show --output json` writes and the SDK's
-// WorkflowReplayer reads. From v3 (the lean shape: one top-level switch
-// execution per move, no pool workflow) each fixture keeps, in
+// WorkflowReplayer reads. The corpus begins with v3, the shape of the first
+// release (docs/decisions/0003-one-switch-shape.md). Each fixture keeps, in
 // <name>.<version>.execution.json, the workflow ID and run ID it was
-// recorded under: a lean switch reads its pool from its workflow ID, so it
+// recorded under: a switch reads its pool from its workflow ID, so it
 // replays only under that ID (ReplayFixture). The tests (plain `go test`,
 // no servers):
 //
 //   - TestReplay replays every fixture with NewReplayer, which registers the
 //     workflows exactly as the worker does (workflows.RegisterWorkflows) with
 //     the worker's data converter and interceptors (ReplayerOptions);
-//   - TestOrdering reads the order of switches, activities and looks from
-//     the events (and the inputs of a lean switch's local steps from a
-//     replay);
+//   - TestOrdering reads the order of activities and looks from the events
+//     (and the inputs of a switch's local steps from a replay);
 //   - TestReplayCatchesIncompatibleChanges shows that a changed workflow
 //     fails the replay with a nondeterminism error, and
-//     TestOrderingCatchesWrongLeanSwitches that a wrongly shaped lean switch
-//     fails the ordering checks.
+//     TestOrderingCatchesWrongSwitches that a wrongly shaped switch fails
+//     the ordering checks.
 //
 // The recorder is TestRecord, built only with the tag `record`
 // (`make record-histories`). It never overwrites a fixture: to record

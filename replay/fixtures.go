@@ -29,12 +29,13 @@ import (
 // the old code.
 const Version = "v3"
 
-// leanSince is the first version of the lean shape: each switch a top-level
-// execution under the pool's switch ID (wfapi.SwitchWorkflowID), no pool
-// workflow. From it on, a fixture keeps the execution it was recorded under
-// (a lean switch reads its pool from its workflow ID), and no pool fixture
-// can be recorded: the product starts no pool workflow any more.
-const leanSince = 3
+// firstVersion is the first version of the corpus: the shape of the first
+// release, each switch a top-level execution under the pool's switch ID
+// (wfapi.SwitchWorkflowID). The shapes recorded before it were retired
+// before any release, and their fixtures deleted with them
+// (docs/decisions/0003-one-switch-shape.md); from it on, every fixture is
+// kept and replayed for as long as its shape may run.
+const firstVersion = 3
 
 // Dir is where the fixtures live, relative to this package.
 const Dir = "testdata"
@@ -42,23 +43,22 @@ const Dir = "testdata"
 // Workflow kinds, the first part of a fixture's name, and their workflow
 // types.
 var workflowTypes = map[string]string{
-	"pool":    wfapi.PoolWorkflow,
 	"switch":  wfapi.SwitchWorkflow,
 	"release": wfapi.ReleaseWorkflow,
 }
 
-var fixtureName = regexp.MustCompile(`^(pool|switch|release)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
+var fixtureName = regexp.MustCompile(`^(switch|release)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
-// pool-walk.v1.json.
+// switch-confirmed.v3.json.
 type Fixture struct {
 	Path     string
-	Kind     string // pool, switch or release
+	Kind     string // switch or release
 	Scenario string // e.g. walk
-	Version  int    // 1 for v1
+	Version  int    // 3 for v3
 }
 
-// Name is the file name without the version: pool-walk.
+// Name is the file name without the version: switch-confirmed.
 func (f Fixture) Name() string { return f.Kind + "-" + f.Scenario }
 
 // WorkflowType is the registered type of the workflow the history is of.
@@ -68,17 +68,17 @@ func (f Fixture) WorkflowType() string { return workflowTypes[f.Kind] }
 func ParseFixture(path string) (Fixture, error) {
 	m := fixtureName.FindStringSubmatch(filepath.Base(path))
 	if m == nil {
-		return Fixture{}, fmt.Errorf("%s: a fixture is named <pool|switch|release>-<scenario>.v<N>.json", path)
+		return Fixture{}, fmt.Errorf("%s: a fixture is named <switch|release>-<scenario>.v<N>.json", path)
 	}
 	v, err := strconv.Atoi(m[3])
 	if err != nil {
 		return Fixture{}, fmt.Errorf("%s: version: %w", path, err)
 	}
+	if v < firstVersion {
+		return Fixture{}, fmt.Errorf("%s: the corpus begins with v%d, the first release's shape", path, firstVersion)
+	}
 	return Fixture{Path: path, Kind: m[1], Scenario: m[2], Version: v}, nil
 }
-
-// Lean reports whether the fixture is of a version of the lean shape.
-func (f Fixture) Lean() bool { return f.Version >= leanSince }
 
 func versionNumber(v string) int {
 	n, err := strconv.Atoi(v[1:])
@@ -136,12 +136,11 @@ var ErrExists = errors.New("fixture exists")
 
 // Execution is the workflow execution a history was recorded from. The
 // history does not name it (its WorkflowExecutionStarted event leaves the
-// workflow ID out), and a lean switch reads its workflow ID to learn the
-// pool it acts on: replayed under another ID it fails. So every fixture of
-// the lean shape (v3 on) keeps its execution in a file of its own next to
-// it, <kind>-<scenario>.v<N>.execution.json, written with the history and,
-// like it, never overwritten. Fixtures recorded before keep none and replay
-// under the replayer's default ID, as they always did.
+// workflow ID out), and a switch reads its workflow ID to learn the pool it
+// acts on: replayed under another ID it fails. So every fixture keeps its
+// execution in a file of its own next to it,
+// <kind>-<scenario>.v<N>.execution.json, written with the history and, like
+// it, never overwritten.
 type Execution struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId"`
@@ -159,26 +158,23 @@ func (f Fixture) ExecutionPath() string {
 	return strings.TrimSuffix(f.Path, ".json") + executionSuffix
 }
 
-// Execution reads the fixture's execution. ok is false when the fixture
-// keeps none: one recorded before the lean shape. A fixture of the lean
-// shape without one is an error.
-func (f Fixture) Execution() (exec Execution, ok bool, err error) {
+// Execution reads the fixture's execution; a fixture without one is an
+// error.
+func (f Fixture) Execution() (Execution, error) {
+	var exec Execution
 	data, err := os.ReadFile(f.ExecutionPath())
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && !f.Lean():
-		return Execution{}, false, nil
-	case err != nil:
-		return Execution{}, false, fmt.Errorf("the execution of fixture %s: %w", f.Path, err)
+	if err != nil {
+		return Execution{}, fmt.Errorf("the execution of fixture %s: %w", f.Path, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&exec); err != nil {
-		return Execution{}, false, fmt.Errorf("%s: %w", f.ExecutionPath(), err)
+		return Execution{}, fmt.Errorf("%s: %w", f.ExecutionPath(), err)
 	}
 	if exec.WorkflowID == "" || exec.RunID == "" {
-		return Execution{}, false, fmt.Errorf("%s: names no workflow ID or no run ID: %+v", f.ExecutionPath(), exec)
+		return Execution{}, fmt.Errorf("%s: names no workflow ID or no run ID: %+v", f.ExecutionPath(), exec)
 	}
-	return exec, true, nil
+	return exec, nil
 }
 
 // strayExecutions lists the execution files in dir that belong to no
@@ -211,19 +207,14 @@ func strayExecutions(dir string, fixtures []Fixture) ([]string, error) {
 // replay test check nothing. It refuses an existing file (ErrExists), and
 // refuses to write at all when dir holds fixtures of a newer version than
 // Version. To record new histories after changing a workflow, bump Version.
-// Since the lean shape it refuses pool histories: no pool workflow is
-// started any more, and a pool fixture of a lean version would be a lie.
 func WriteFixture(dir, kind, scenario string, exec Execution, h *historypb.History) (string, error) {
 	path := FixturePath(dir, kind, scenario)
 	fx, err := ParseFixture(path)
 	if err != nil {
 		return "", err
 	}
-	if fx.Lean() && fx.Kind == "pool" {
-		return "", fmt.Errorf("%s: no pool workflow is started since %s's lean shape: only switches and releases are recorded", path, Version)
-	}
-	if fx.Lean() && (exec.WorkflowID == "" || exec.RunID == "") {
-		return "", fmt.Errorf("%s: a fixture of the lean shape keeps the execution it was recorded from, got %+v", path, exec)
+	if exec.WorkflowID == "" || exec.RunID == "" {
+		return "", fmt.Errorf("%s: a fixture keeps the execution it was recorded from, got %+v", path, exec)
 	}
 	existing, err := Fixtures(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -252,23 +243,19 @@ func WriteFixture(dir, kind, scenario string, exec Execution, h *historypb.Histo
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
-	if fx.Lean() {
-		if _, err := os.Stat(fx.ExecutionPath()); err == nil {
-			return "", fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", fx.ExecutionPath(), ErrExists)
-		}
+	if _, err := os.Stat(fx.ExecutionPath()); err == nil {
+		return "", fmt.Errorf("%s: %w: fixtures are never re-recorded; bump replay.Version to record new ones", fx.ExecutionPath(), ErrExists)
 	}
 	if err := writeNew(path, data); err != nil {
 		return "", err
 	}
-	if fx.Lean() {
-		execData, err := json.MarshalIndent(exec, "", "  ")
-		if err == nil {
-			err = writeNew(fx.ExecutionPath(), execData)
-		}
-		if err != nil {
-			_ = os.Remove(path)
-			return "", fmt.Errorf("writing the execution of %s: %w", path, err)
-		}
+	execData, err := json.MarshalIndent(exec, "", "  ")
+	if err == nil {
+		err = writeNew(fx.ExecutionPath(), execData)
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("writing the execution of %s: %w", path, err)
 	}
 	return path, nil
 }

@@ -37,33 +37,21 @@ func TestReplayCatchesIncompatibleChanges(t *testing.T) {
 		workflow      string
 		changed       any
 	}{
-		{"a switch that skips the claim", "switch-confirmed", 1, wfapi.SwitchWorkflow, switchWithoutClaim},
-		{"a switch that reads before it claims", "switch-confirmed", 1, wfapi.SwitchWorkflow, switchReadBeforeClaim},
-		{"a running switch that reads before it claims", "switch-open-at-read", 1, wfapi.SwitchWorkflow, switchReadBeforeClaim},
-		{"a release that lists live before asking the cache", "release-at-once", 1, wfapi.ReleaseWorkflow, releaseLiveFirst},
-		// The switch with local steps (v2): a local step leaves a marker that
-		// replay matches like any other command.
-		{"a switch with local steps that skips the claim", "switch-confirmed", 2, wfapi.SwitchWorkflow, localSwitchWithoutClaim},
-		{"a switch with local steps that skips the local protect", "switch-confirmed", 2, wfapi.SwitchWorkflow, localSwitchWithoutProtect},
-		{"a running switch with local steps that reads before it claims", "switch-open-at-claim", 2, wfapi.SwitchWorkflow, localSwitchReadBeforeClaim},
-		{"a switch that claims in a local activity", "switch-confirmed", 2, wfapi.SwitchWorkflow, localSwitchLocalClaim},
-		{"a release that lists live before asking the cache, v2", "release-at-once", 2, wfapi.ReleaseWorkflow, releaseLiveFirst},
-		// The lean shape (v3): a top-level switch per move, replayed under
-		// the execution it was recorded from. Not here: a running switch
-		// that claims locally. The running fixture ends with its first
-		// task's commands, which the replayer matches against the events only
-		// once a later task starts; only the local steps' markers are
-		// matched before. Its replay therefore misses a claim made local
-		// (the completed ones catch it, and so do the ordering checks, in
-		// TestOrderingCatchesWrongLeanSwitches).
-		{"a lean switch that reads before it claims", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanReadBeforeClaim},
-		{"a running lean switch that reads before it claims", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, leanReadBeforeClaim},
-		{"a lean switch that claims in a local activity", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanLocalClaim},
-		{"a running lean switch that confirms without claiming", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
-		{"a lean switch that confirms without claiming", "switch-confirmed", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
-		{"a lean switch that rolls back without claiming", "switch-rolled-back", 3, wfapi.SwitchWorkflow, leanConfirmWithoutClaim},
-		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 3, wfapi.SwitchWorkflow, leanLocalObserve},
-		{"a release that lists live before asking the cache, v3", "release-at-once", 3, wfapi.ReleaseWorkflow, releaseLiveFirst},
+		// A switch is replayed under the execution it was recorded from. Not
+		// here: a running switch that claims locally. The running fixture
+		// ends with its first task's commands, which the replayer matches
+		// against the events only once a later task starts; only the local
+		// steps' markers are matched before. Its replay therefore misses a
+		// claim made local (the completed ones catch it, and so do the
+		// ordering checks, in TestOrderingCatchesWrongSwitches).
+		{"a switch that reads before it claims", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchReadBeforeClaim},
+		{"a running switch that reads before it claims", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, switchReadBeforeClaim},
+		{"a switch that claims in a local activity", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchLocalClaim},
+		{"a running switch that confirms without claiming", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
+		{"a switch that confirms without claiming", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
+		{"a switch that rolls back without claiming", "switch-rolled-back", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
+		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 3, wfapi.SwitchWorkflow, switchLocalObserve},
+		{"a release that lists live before asking the cache", "release-at-once", 3, wfapi.ReleaseWorkflow, releaseLiveFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := fixtureAt(t, tc.fixture, tc.version)
@@ -120,52 +108,6 @@ func guardOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
 }
 
-// switchWithoutClaim is Switch with step 2, the claim, left out: the bug
-// that lets a release remove the finalizer of a config a switch is about to
-// write.
-func switchWithoutClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	ctx = guardOptions(ctx)
-	var check activities.TargetCheck
-	if err := workflow.ExecuteActivity(ctx, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
-		return nil, err
-	}
-	var live *resolve.Config
-	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
-		return nil, err
-	}
-	return settle(ctx, in)
-}
-
-// switchReadBeforeClaim is Switch with steps 2 and 3 swapped: the live read
-// before the claim, which misses a deletion that races the claim.
-func switchReadBeforeClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	ctx = guardOptions(ctx)
-	var check activities.TargetCheck
-	if err := workflow.ExecuteActivity(ctx, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
-		return nil, err
-	}
-	var live *resolve.Config
-	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
-		return nil, err
-	}
-	var claim activities.PoolWrite
-	if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim); err != nil {
-		return nil, err
-	}
-	return settle(ctx, in)
-}
-
-func settle(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	var w activities.PoolWrite
-	if err := workflow.ExecuteActivity(ctx, act.Confirm, activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &w); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteActivity(ctx, act.RecordEvent, activities.EventInput{Pool: in.Pool, Note: fmt.Sprintf("to %s", in.To)}).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
-}
-
 // releaseLiveFirst is Release with the cache check and the live list
 // swapped.
 func releaseLiveFirst(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
@@ -192,95 +134,10 @@ func guardLocal(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
 }
 
-// localProtect is the switch with local steps as far as its first step:
-// the version it records and its local Protect.
-func localProtect(ctx workflow.Context, in wfapi.SwitchInput) error {
-	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
-	var check activities.TargetCheck
-	return workflow.ExecuteLocalActivity(guardLocal(ctx), act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check)
-}
-
-func localRead(ctx workflow.Context, in wfapi.SwitchInput) error {
-	var live *resolve.Config
-	return workflow.ExecuteLocalActivity(guardLocal(ctx), act.ReadConfig, in.To).Get(ctx, &live)
-}
-
-func claim(ctx workflow.Context, in wfapi.SwitchInput) error {
-	var claim activities.PoolWrite
-	return workflow.ExecuteActivity(guardOptions(ctx), act.Claim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim)
-}
-
-// localSettle is settle with the event recorded by a local activity.
-func localSettle(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	var w activities.PoolWrite
-	if err := workflow.ExecuteActivity(guardOptions(ctx), act.Confirm, activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &w); err != nil {
-		return nil, err
-	}
-	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, activities.EventInput{Pool: in.Pool, Note: fmt.Sprintf("to %s", in.To)}).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
-}
-
-// localSwitchWithoutClaim is the switch with local steps, without the claim.
-func localSwitchWithoutClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	if err := localProtect(ctx, in); err != nil {
-		return nil, err
-	}
-	if err := localRead(ctx, in); err != nil {
-		return nil, err
-	}
-	return localSettle(ctx, in)
-}
-
-// localSwitchWithoutProtect leaves out a local step, the finalizer: a claim
-// could then name a config nothing protects (P1).
-func localSwitchWithoutProtect(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	workflow.GetVersion(ctx, "local-steps", workflow.DefaultVersion, 1)
-	if err := claim(ctx, in); err != nil {
-		return nil, err
-	}
-	if err := localRead(ctx, in); err != nil {
-		return nil, err
-	}
-	return localSettle(ctx, in)
-}
-
-// localSwitchReadBeforeClaim is the switch with local steps, its live read
-// moved before the claim.
-func localSwitchReadBeforeClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	if err := localProtect(ctx, in); err != nil {
-		return nil, err
-	}
-	if err := localRead(ctx, in); err != nil {
-		return nil, err
-	}
-	if err := claim(ctx, in); err != nil {
-		return nil, err
-	}
-	return localSettle(ctx, in)
-}
-
-// localSwitchLocalClaim runs the claim as a local activity: the same steps
-// in the same order, but not the same commands.
-func localSwitchLocalClaim(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	if err := localProtect(ctx, in); err != nil {
-		return nil, err
-	}
-	var claim activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Claim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To}).Get(ctx, &claim); err != nil {
-		return nil, err
-	}
-	if err := localRead(ctx, in); err != nil {
-		return nil, err
-	}
-	return localSettle(ctx, in)
-}
-
-// guardSwitch is the lean switch as package workflows runs it, written again
+// guardSwitch is the switch as package workflows runs it, written again
 // here so that one thing at a time can be changed in it. Unchanged, it must
-// replay every lean switch fixture of the version it was written for (the
-// control case of TestLeanGuardIsFaithful): a changed one that fails the
+// replay every switch fixture of the version it was written for (the
+// control case of TestGuardIsFaithful): a changed one that fails the
 // replay then fails for its change, not for something the copy left out.
 type guardSwitch struct {
 	readBeforeClaim bool // the live read before the claim
@@ -289,23 +146,23 @@ type guardSwitch struct {
 	localObserve    bool // an operator's start observes in a local activity
 }
 
-// leanGuardVersion is the fixture version guardSwitch copies.
-const leanGuardVersion = 3
+// guardVersion is the fixture version guardSwitch copies.
+const guardVersion = 3
 
 var (
-	leanReadBeforeClaim     = guardSwitch{readBeforeClaim: true}.run
-	leanLocalClaim          = guardSwitch{localClaim: true}.run
-	leanConfirmWithoutClaim = guardSwitch{skipClaim: true}.run
-	leanLocalObserve        = guardSwitch{localObserve: true}.run
+	switchReadBeforeClaim     = guardSwitch{readBeforeClaim: true}.run
+	switchLocalClaim          = guardSwitch{localClaim: true}.run
+	switchConfirmWithoutClaim = guardSwitch{skipClaim: true}.run
+	switchLocalObserve        = guardSwitch{localObserve: true}.run
 )
 
 func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(id)
-	if !ok {
-		return nil, fmt.Errorf("workflow ID %q names no pool", id)
+	pool, err := wfapi.SwitchPool(id, in.Pool)
+	if err != nil {
+		return nil, err
 	}
-	in.Pool.Namespace, in.Pool.Name = ns, name
+	in.Pool = pool
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
 	drainSignals(reresolve)
 	if !in.IsMove() {
@@ -363,9 +220,9 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 			}
 		}
 		if !g.skipClaim {
-			claim := workflow.ExecuteActivity(guardOptions(ctx), act.Claim, leanClaimInput(in))
+			claim := workflow.ExecuteActivity(guardOptions(ctx), act.Claim, claimInput(in))
 			if g.localClaim {
-				claim = workflow.ExecuteLocalActivity(local, act.Claim, leanClaimInput(in))
+				claim = workflow.ExecuteLocalActivity(local, act.Claim, claimInput(in))
 			}
 			var w activities.PoolWrite
 			if err := claim.Get(ctx, &w); err != nil {
@@ -463,20 +320,20 @@ func drainSignals(ch workflow.ReceiveChannel) int {
 	return n
 }
 
-func leanClaimInput(in wfapi.SwitchInput) activities.ClaimInput {
+func claimInput(in wfapi.SwitchInput) activities.ClaimInput {
 	return activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion, ExpectFrom: true, From: in.From}
 }
 
-// TestLeanGuardIsFaithful is the guards' control: guardSwitch unchanged
-// replays every lean switch fixture of the version it copies, so each
+// TestGuardIsFaithful is the guards' control: guardSwitch unchanged
+// replays every switch fixture of the version it copies, so each
 // changed guardSwitch of TestReplayCatchesIncompatibleChanges fails for its
 // change alone.
-func TestLeanGuardIsFaithful(t *testing.T) {
+func TestGuardIsFaithful(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	n := 0
 	for _, fx := range fixtures {
-		if fx.Kind != "switch" || fx.Version != leanGuardVersion {
+		if fx.Kind != "switch" || fx.Version != guardVersion {
 			continue
 		}
 		n++
@@ -488,14 +345,14 @@ func TestLeanGuardIsFaithful(t *testing.T) {
 			require.NoError(t, ReplayFixture(r, quiet, fx))
 		})
 	}
-	require.NotZero(t, n, "no switch fixture of v%d", leanGuardVersion)
+	require.NotZero(t, n, "no switch fixture of v%d", guardVersion)
 }
 
-// TestOrderingCatchesWrongLeanSwitches proves the lean ordering checks can
-// fail: a recorded lean switch, its events rearranged into what a wrongly
+// TestOrderingCatchesWrongSwitches proves the ordering checks can
+// fail: a recorded switch, its events rearranged into what a wrongly
 // shaped switch would have recorded, fails checkFixture with the rule it
 // breaks; the fixture as recorded passes the same harness.
-func TestOrderingCatchesWrongLeanSwitches(t *testing.T) {
+func TestOrderingCatchesWrongSwitches(t *testing.T) {
 	for _, tc := range []struct {
 		name, fixture string
 		change        func(t testing.TB, h *historypb.History)
@@ -503,23 +360,23 @@ func TestOrderingCatchesWrongLeanSwitches(t *testing.T) {
 	}{
 		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
-		{"a lean switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "ReadConfig"), regularEvents(t, h, "Claim"))
 		}, "ReadConfig after Claim"},
-		{"a lean switch whose claim is local", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch whose claim is local", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			makeLocal(t, h, "Claim")
 		}, "only the claim (and an operator's Observe) is a regular activity"},
-		{"a lean switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			remove(h, regularEvents(t, h, "Claim"))
 		}, "ReadConfig after Claim"},
-		{"a lean switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			remove(h, regularEvents(t, h, "Claim"))
 			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
 		}, "Confirm or RollBack after ReadConfig"},
-		{"a lean switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "RecordEvent"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
-		{"a lean switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+		{"a switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
 		}, "Protect before Claim"},
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
@@ -527,7 +384,7 @@ func TestOrderingCatchesWrongLeanSwitches(t *testing.T) {
 		}, "records its Observe with a regular activity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fx := fixtureAt(t, tc.fixture, leanGuardVersion)
+			fx := fixtureAt(t, tc.fixture, guardVersion)
 			h, err := ReadHistory(fx.Path)
 			require.NoError(t, err)
 			exec, _, err := fx.Execution()

@@ -8,23 +8,21 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/workflows"
 )
 
 // TestOrdering reads every fixture and checks, from the events alone, that
-// the recorded run did its steps in the order the design requires: a pool's
-// switches one at a time, a switch's activities in their order, a release's
-// looks in theirs. The same checks run in the recorder before it writes a
-// fixture, so a fixture of a run that went wrong is never committed. For a
-// switch of the lean shape, whose steps are local activities with no input
-// in the history, the inputs are read from a replay (see replaySteps).
+// the recorded run did its steps in the order the design requires: a
+// switch's activities in their order, a release's looks in theirs. The same
+// checks run in the recorder before it writes a fixture, so a fixture of a
+// run that went wrong is never committed. For a switch, whose steps are
+// local activities with no input in the history, the inputs are read from a
+// replay (see replaySteps).
 func TestOrdering(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
@@ -33,74 +31,55 @@ func TestOrdering(t *testing.T) {
 		t.Run(fmt.Sprintf("%s.v%d", fx.Name(), fx.Version), func(t *testing.T) {
 			h, err := ReadHistory(fx.Path)
 			require.NoError(t, err)
-			exec, _, err := fx.Execution()
+			exec, err := fx.Execution()
 			require.NoError(t, err)
 			checkFixture(t, fx, exec, h)
 		})
 	}
 }
 
-// TestScenariosRecorded: the scenarios the issues ask for exist, the lean
-// shape's in a version of it, and at least one history of each shape was
-// exported while its workflow was still running, as a new worker replays
-// it.
+// TestScenariosRecorded: the scenarios the issues ask for exist, and at
+// least one history was exported while its workflow was still running, as
+// a new worker replays it.
 func TestScenariosRecorded(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	have := map[string]bool{}
-	haveLean := map[string]bool{}
-	open, openLean := 0, 0
+	open := 0
 	for _, fx := range fixtures {
 		have[fx.Name()] = true
 		h, err := ReadHistory(fx.Path)
 		require.NoError(t, err)
-		if fx.Lean() {
-			haveLean[fx.Name()] = true
-		}
 		if isOpen(h) {
 			open++
-			if fx.Lean() {
-				openLean++
-			}
 		}
 	}
-	for _, name := range []string{
-		"pool-walk", "pool-continued-as-new", "pool-after-continue-as-new", "pool-open-mid-switch",
-		"switch-confirmed", "switch-confirmed-from-deleting", "switch-rolled-back", "switch-open-at-read", "switch-open-at-claim",
-		"release-at-once", "release-waited",
-	} {
+	for _, name := range recordedScenarios {
 		require.True(t, have[name], "no fixture of scenario %s in %s", name, Dir)
 	}
-	for _, name := range leanScenarios {
-		require.True(t, haveLean[name], "no fixture of scenario %s of the lean shape (v%d on) in %s", name, leanSince, Dir)
-	}
-	require.GreaterOrEqual(t, open, 2, "histories exported while running")
-	require.GreaterOrEqual(t, openLean, 1, "lean histories exported while running")
+	require.GreaterOrEqual(t, open, 1, "histories exported while running")
 }
 
-// leanScenarios are the fixtures the recorder records for the lean shape.
-var leanScenarios = []string{
+// recordedScenarios are the fixtures the recorder records.
+var recordedScenarios = []string{
 	"switch-first-resolution", "switch-confirmed", "switch-open-at-claim", "switch-rolled-back",
 	"switch-confirmed-from-deleting", "switch-reprotected", "switch-abandoned-claim",
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
 	"release-at-once", "release-waited", "release-waited-for-claim",
 }
 
-// TestFixtureExecutions: every fixture of the lean shape keeps the execution
-// it was recorded from, that execution is the history's own run, and no
+// TestFixtureExecutions: every fixture keeps the execution it was recorded
+// from, that execution is the history's own run, and no
 // execution file is left without its fixture.
 func TestFixtureExecutions(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	for _, fx := range fixtures {
-		exec, ok, err := fx.Execution()
+		exec, err := fx.Execution()
 		require.NoError(t, err)
-		require.Equal(t, fx.Lean(), ok, "%s keeps its execution only from v%d on", fx.Path, leanSince)
-		if ok {
-			h, err := ReadHistory(fx.Path)
-			require.NoError(t, err)
-			checkExecution(t, fx, exec, h)
-		}
+		h, err := ReadHistory(fx.Path)
+		require.NoError(t, err)
+		checkExecution(t, fx, exec, h)
 	}
 	stray, err := strayExecutions(Dir, fixtures)
 	require.NoError(t, err)
@@ -115,39 +94,28 @@ func checkExecution(t testing.TB, fx Fixture, exec Execution, h *historypb.Histo
 	require.Equal(t, started.GetOriginalExecutionRunId(), exec.RunID, "%s: the run the history was recorded from", fx.Path)
 	switch fx.Kind {
 	case "switch":
-		_, _, ok := wfapi.PoolFromSwitchWorkflowID(exec.WorkflowID)
-		require.True(t, ok, "%s: a lean switch's workflow ID %q names its pool", fx.Path, exec.WorkflowID)
+		_, err := wfapi.SwitchPool(exec.WorkflowID, wfapi.PoolRef{})
+		require.NoError(t, err, "%s: a switch's workflow ID %q names its pool", fx.Path, exec.WorkflowID)
 	case "release":
 		var in wfapi.ReleaseInput
 		startInput(t, h, &in)
 		require.Equal(t, wfapi.ReleaseWorkflowID(in.Config), exec.WorkflowID, "%s: a release's workflow ID", fx.Path)
 	default:
-		t.Fatalf("%s: no %s workflow is recorded in the lean shape", fx.Path, fx.Kind)
+		t.Fatalf("%s: no %s workflow is recorded", fx.Path, fx.Kind)
 	}
 }
 
 // checkFixture checks a history against what its workflow must do, and
 // against what its scenario did. exec is the execution the history was
-// recorded from: needed for the lean shape, zero for older fixtures.
+// recorded from.
 func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History) {
 	t.Helper()
 	require.NoError(t, checkWorkflowType(fx, h))
-	if fx.Lean() {
-		checkExecution(t, fx, exec, h)
-	}
+	checkExecution(t, fx, exec, h)
 	checkOneAtATime(t, h)
 	switch fx.Kind {
-	case "pool":
-		checkPool(t, h)
 	case "switch":
-		var in wfapi.SwitchInput
-		startInput(t, h, &in)
-		require.Equal(t, fx.Lean(), in.IsLean(), "a switch of v%d is of the lean shape from v%d on", fx.Version, leanSince)
-		if fx.Lean() {
-			checkLeanSwitch(t, exec, h)
-		} else {
-			checkSwitch(t, h)
-		}
+		checkSwitch(t, exec, h)
 	case "release":
 		checkRelease(t, h)
 	}
@@ -156,11 +124,8 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 	}
 }
 
-// checkOneAtATime: none of the three workflows does two things at once. Each
-// activity and each child workflow is started only after the one before it
-// ended. For a pool, that is "no switch starts before the previous one
-// completed" and more: no status write or Deployment apply runs beside a
-// switch either.
+// checkOneAtATime: neither workflow does two things at once. Each activity
+// is started only after the one before it ended.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
@@ -171,9 +136,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	for _, c := range activityCalls(t, h) {
 		steps = append(steps, step{"activity " + c.Type, c.Scheduled, c.Closed})
 	}
-	for _, c := range children(h) {
-		steps = append(steps, step{"child " + c.ID, c.Initiated, c.Closed})
-	}
+	require.Empty(t, children(h), "no workflow starts a child")
 	slices.SortFunc(steps, func(a, b step) int { return int(a.start - b.start) })
 	for i := 1; i < len(steps); i++ {
 		prev, cur := steps[i-1], steps[i]
@@ -182,167 +145,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	}
 }
 
-// checkPool: a pool's children are its switches, numbered on from the count
-// the run started with, each for this pool.
-func checkPool(t testing.TB, h *historypb.History) {
-	t.Helper()
-	var in wfapi.PoolInput
-	startInput(t, h, &in)
-	n := 0
-	if in.State != nil {
-		n = in.State.Switches
-	}
-	for _, c := range children(h) {
-		n++
-		require.Equal(t, wfapi.SwitchWorkflow, c.Type)
-		require.Equal(t, wfapi.SwitchWorkflowID(in.Namespace, in.Name, n), c.ID)
-		var sw wfapi.SwitchInput
-		decode(t, c.Input, &sw)
-		require.Equal(t, in.Namespace, sw.Pool.Namespace)
-		require.Equal(t, in.Name, sw.Pool.Name)
-		require.NotEmpty(t, sw.To)
-		require.NotEqual(t, sw.From, sw.To, "a switch moves the class")
-	}
-	for _, c := range activityCalls(t, h) {
-		if c.Local {
-			require.Equal(t, "Observe", c.Type, "a pool's only local activity")
-			continue
-		}
-		require.Contains(t, []string{"ApplyDeployment", "SyncStatus", "RecordEvent", "WakeReleases"}, c.Type,
-			"a pool's activities besides Observe")
-	}
-}
-
-// The switch's activities, in order, by outcome. A history is one of these
-// or, while the switch runs or when the pool went away, a prefix of one.
-var switchOrders = map[string][][]string{
-	wfapi.OutcomeConfirmed: {
-		{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"},
-		// the live read found the target recreated, unprotected: protected again
-		{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"},
-	},
-	wfapi.OutcomeRolledBack: {
-		{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"},
-		// the finalizer was refused: nothing was claimed
-		{"Protect", "RollBack", "RecordEvent", "WakeReleases"},
-	},
-}
-
-// localSteps are the switch's steps that run as local activities in a
-// switch that took the "local-steps" change: all but the pool writes (Claim,
-// Confirm, RollBack). In one recorded before it, every step is a regular
-// activity.
-var localSteps = []string{"Protect", "ReadConfig", "RecordEvent", "WakeReleases"}
-
-// changeVersion is the version a workflow took at a workflow.GetVersion
-// change, from its Version marker; DefaultVersion when the history has none
-// (recorded before the change, or not there yet).
-func changeVersion(t testing.TB, h *historypb.History, changeID string) workflow.Version {
-	t.Helper()
-	for _, e := range h.GetEvents() {
-		a := e.GetMarkerRecordedEventAttributes()
-		if e.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || a.GetMarkerName() != "Version" {
-			continue
-		}
-		var id string
-		decode(t, a.GetDetails()["change-id"], &id)
-		if id == changeID {
-			var v workflow.Version
-			decode(t, a.GetDetails()["version"], &v)
-			return v
-		}
-	}
-	return workflow.DefaultVersion
-}
-
-// localSwitch reports whether a switch's history is of the shape with local
-// steps.
-func localSwitch(t testing.TB, h *historypb.History) bool {
-	t.Helper()
-	return changeVersion(t, h, "local-steps") >= 1
-}
-
-// checkSwitch: Protect (finalizer), Claim, ReadConfig (live read), Confirm or
-// RollBack, RecordEvent, each once, in that order, each of the target; each
-// a local or a regular activity as the switch's version says. Local
-// activities' inputs are not in the history: only the regular ones' are
-// checked.
-func checkSwitch(t testing.TB, h *historypb.History) {
-	t.Helper()
-	var in wfapi.SwitchInput
-	startInput(t, h, &in)
-	calls := activityCalls(t, h)
-	got := callTypes(calls)
-	lean := localSwitch(t, h)
-	for _, c := range calls {
-		require.Equalf(t, lean && slices.Contains(localSteps, c.Type), c.Local,
-			"%s (event %d) is local: %v; the switch has local steps: %v", c.Type, c.Scheduled, c.Local, lean)
-	}
-
-	matches := func(orders [][]string, complete bool) bool {
-		for _, order := range orders {
-			// RecordEvent is the last required step; WakeReleases is
-			// optional.
-			required := slices.Index(order, "RecordEvent") + 1
-			if len(got) <= len(order) && slices.Equal(got, order[:len(got)]) && (!complete || len(got) >= required) {
-				return true
-			}
-		}
-		return false
-	}
-	all := append(slices.Clone(switchOrders[wfapi.OutcomeConfirmed]), switchOrders[wfapi.OutcomeRolledBack]...)
-	if isOpen(h) {
-		require.Truef(t, matches(all, false), "a running switch's activities %v are not a prefix of %v", got, all)
-	} else {
-		var res wfapi.SwitchResult
-		result(t, h, &res)
-		switch res.Outcome {
-		case wfapi.OutcomePoolGone:
-			require.Truef(t, matches(all, false), "activities %v of a switch whose pool went away are not a prefix of %v", got, all)
-		case wfapi.OutcomeConfirmed, wfapi.OutcomeRolledBack:
-			require.Truef(t, matches(switchOrders[res.Outcome], true), "a %s switch scheduled %v, not one of %v", res.Outcome, got, switchOrders[res.Outcome])
-		default:
-			t.Fatalf("unknown switch outcome %q", res.Outcome)
-		}
-	}
-
-	for _, c := range calls {
-		if c.Local {
-			continue
-		}
-		switch c.Type {
-		case "Protect":
-			var p activities.ProtectInput
-			decode(t, c.Input, &p)
-			require.Equal(t, activities.ProtectInput{Config: in.To, Class: in.Class}, p, "Protect protects the target")
-		case "Claim":
-			var p activities.ClaimInput
-			decode(t, c.Input, &p)
-			require.Equal(t, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion}, p,
-				"Claim claims the target, on the pool version the pass observed")
-		case "ReadConfig":
-			var name string
-			decode(t, c.Input, &name)
-			require.Equal(t, in.To, name, "ReadConfig reads the target")
-		case "Confirm", "RollBack":
-			var p activities.SettleInput
-			decode(t, c.Input, &p)
-			require.Equal(t, in.Pool, p.Pool)
-			require.Equal(t, in.To, p.Config)
-		case "RecordEvent":
-			var ev activities.EventInput
-			decode(t, c.Input, &ev)
-			require.Equal(t, in.Pool, ev.Pool)
-			want := corev1.EventTypeNormal
-			if slices.Contains(got, "RollBack") {
-				want = corev1.EventTypeWarning
-			}
-			require.Equal(t, want, ev.Type, "the event reports the write before it")
-		}
-	}
-}
-
-// The lean shape (v3 on). A switch is a top-level execution under its
+// A switch is a top-level execution under its
 // pool's switch ID, in two workflow tasks: Protect (local), then Claim, a
 // regular activity, so that its result is recorded before anything else is
 // decided; then ReadConfig, possibly Protect again, Confirm or RollBack,
@@ -351,19 +154,19 @@ func checkSwitch(t testing.TB, h *historypb.History) {
 // it; one that finds nothing to move ends "up to date". A switch with no
 // target clears a claim no switch works on: AbandonClaim, WakeReleases.
 
-// leanRegular are the lean switch's regular activities; every other step
+// regularSteps are the switch's regular activities; every other step
 // is local.
-var leanRegular = []string{"Observe", "Claim"}
+var regularSteps = []string{"Observe", "Claim"}
 
-// leanOrder is one order of a lean switch's steps after an operator's
+// stepOrder is one order of a switch's steps after an operator's
 // Observe. A switch that ended with its outcome ran at least the first
 // required steps; a running one, or one whose pool went away, a prefix.
-type leanOrder struct {
+type stepOrder struct {
 	steps    []string
 	required int
 }
 
-var leanOrders = map[string][]leanOrder{
+var switchOrders = map[string][]stepOrder{
 	wfapi.OutcomeConfirmed: {
 		{[]string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, 5},
 		// the live read found the target recreated, unprotected: protected again
@@ -388,10 +191,10 @@ var leanOrders = map[string][]leanOrder{
 	wfapi.OutcomeUpToDate: {{nil, 0}},
 }
 
-// leanRule is one ordering rule of the lean switch, read from the events
+// orderRule is one ordering rule of the switch, read from the events
 // alone: it returns what breaks it in calls (the steps after an operator's
 // Observe), or "".
-type leanRule struct {
+type orderRule struct {
 	name  string
 	check func(calls []*call) string
 }
@@ -412,11 +215,11 @@ func lastBefore(calls []*call, i int, types ...string) string {
 	return ""
 }
 
-var leanRules = []leanRule{
+var orderRules = []orderRule{
 	{"only the claim (and an operator's Observe) is a regular activity", func(calls []*call) string {
 		for _, c := range calls {
-			if regular := slices.Contains(leanRegular, c.Type); regular == c.Local {
-				return fmt.Sprintf("%s (event %d) is local: %v; of a lean switch's steps exactly %v are regular", c.Type, c.Scheduled, c.Local, leanRegular)
+			if regular := slices.Contains(regularSteps, c.Type); regular == c.Local {
+				return fmt.Sprintf("%s (event %d) is local: %v; of a switch's steps exactly %v are regular", c.Type, c.Scheduled, c.Local, regularSteps)
 			}
 		}
 		return ""
@@ -473,23 +276,23 @@ var leanRules = []leanRule{
 	}},
 }
 
-// leanOutcome is a lean switch's outcome: its result, or, for a run that
+// switchOutcome is a switch's outcome: its result, or, for a run that
 // continued as new, the Outcome it upserted; "" while it runs.
-func leanOutcome(t testing.TB, h *historypb.History) string {
+func switchOutcome(t testing.TB, h *historypb.History) string {
 	t.Helper()
 	upserted, ok := upsertedOutcome(t, h)
 	switch lastEvent(h).GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 		var res wfapi.SwitchResult
 		result(t, h, &res)
-		require.True(t, ok, "a lean switch upserts its Outcome before it completes")
+		require.True(t, ok, "a switch upserts its Outcome before it completes")
 		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
 		return res.Outcome
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-		require.True(t, ok, "a lean switch upserts its Outcome before it continues as new")
+		require.True(t, ok, "a switch upserts its Outcome before it continues as new")
 		return upserted
 	}
-	require.True(t, isOpen(h), "a lean switch ends by completing or continuing as new, not %s", lastEvent(h).GetEventType())
+	require.True(t, isOpen(h), "a switch ends by completing or continuing as new, not %s", lastEvent(h).GetEventType())
 	return ""
 }
 
@@ -507,20 +310,19 @@ func plannedMove(pool wfapi.PoolRef, obs *activities.Observation) (wfapi.SwitchI
 	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
 }
 
-// checkLeanSwitch checks a switch of the lean shape: its workflow ID names
+// checkSwitch checks a switch : its workflow ID names
 // its pool; an operator's start observes first, with a regular activity; the
-// ordering rules (leanRules) hold and its steps are one of leanOrders for
+// ordering rules (orderRules) hold and its steps are one of switchOrders for
 // its outcome; and each step, local or regular, was given the inputs of its
 // move (read from a replay for the local ones: see replaySteps).
-func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
+func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 	t.Helper()
-	ns, name, ok := wfapi.PoolFromSwitchWorkflowID(exec.WorkflowID)
-	require.True(t, ok, "the workflow ID %q names a pool", exec.WorkflowID)
-	pool := wfapi.PoolRef{Namespace: ns, Name: name}
+	pool, err := wfapi.SwitchPool(exec.WorkflowID, wfapi.PoolRef{})
+	require.NoError(t, err, "the workflow ID %q names a pool", exec.WorkflowID)
 	var in wfapi.SwitchInput
 	startInput(t, h, &in)
 	calls := activityCalls(t, h)
-	outcome := leanOutcome(t, h)
+	outcome := switchOutcome(t, h)
 
 	move, steps := in, calls
 	if in.IsMove() {
@@ -562,13 +364,13 @@ func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
 		move = planned
 	}
 
-	for _, rule := range leanRules {
+	for _, rule := range orderRules {
 		if broken := rule.check(steps); broken != "" {
-			t.Fatalf("lean switch: %s: %s (steps %v)", rule.name, broken, callTypes(steps))
+			t.Fatalf("switch: %s: %s (steps %v)", rule.name, broken, callTypes(steps))
 		}
 	}
 	got := callTypes(steps)
-	matches := func(orders []leanOrder, complete bool) bool {
+	matches := func(orders []stepOrder, complete bool) bool {
 		for _, o := range orders {
 			if len(got) <= len(o.steps) && slices.Equal(got, o.steps[:len(got)]) && (!complete || len(got) >= o.required) {
 				return true
@@ -576,21 +378,21 @@ func checkLeanSwitch(t testing.TB, exec Execution, h *historypb.History) {
 		}
 		return false
 	}
-	var all []leanOrder
-	for _, orders := range leanOrders {
+	var all []stepOrder
+	for _, orders := range switchOrders {
 		all = append(all, orders...)
 	}
 	switch outcome {
 	case "", wfapi.OutcomePoolGone:
-		require.Truef(t, matches(all, false), "steps %v of a running lean switch, or of one whose pool went away, are no prefix of an order", got)
+		require.Truef(t, matches(all, false), "steps %v of a running switch, or of one whose pool went away, are no prefix of an order", got)
 	case wfapi.OutcomeUpToDate:
 		t.Fatalf("a switch with a move (%+v) ended %q", move, outcome)
 	default:
-		orders, known := leanOrders[outcome]
+		orders, known := switchOrders[outcome]
 		require.True(t, known, "unknown switch outcome %q", outcome)
-		require.Truef(t, matches(orders, true), "a %s lean switch ran %v, not one of %v", outcome, got, orders)
+		require.Truef(t, matches(orders, true), "a %s switch ran %v, not one of %v", outcome, got, orders)
 	}
-	checkLeanInputs(t, exec, h, move, calls, steps, outcome)
+	checkStepInputs(t, exec, h, move, calls, steps, outcome)
 }
 
 // stepInput is the input of a step: a regular activity's from the history;
@@ -610,9 +412,9 @@ func stepInput[T any](t testing.TB, c *call, asked step) T {
 	return recorded
 }
 
-// checkLeanInputs checks what a lean switch gave each step. The regular
+// checkStepInputs checks what a switch gave each step. The regular
 // steps' inputs are in the history; the local ones' are read from a replay.
-func checkLeanInputs(t testing.TB, exec Execution, h *historypb.History, in wfapi.SwitchInput, calls, steps []*call, outcome string) {
+func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfapi.SwitchInput, calls, steps []*call, outcome string) {
 	t.Helper()
 	replayed := replaySteps(t, exec, h)
 	require.Len(t, replayed, len(calls), "the replay asks for the recorded steps")
@@ -767,14 +569,13 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	}
 }
 
-// leanMove checks a completed lean switch's steps and outcome, and, with
+// checkMove checks a completed switch's steps and outcome, and, with
 // signal set, that it was started by an operator's signal-with-start of
 // that signal (no input); it returns the switch's input.
-func leanMove(t testing.TB, h *historypb.History, signal, outcome string, steps ...string) wfapi.SwitchInput {
+func checkMove(t testing.TB, h *historypb.History, signal, outcome string, steps ...string) wfapi.SwitchInput {
 	t.Helper()
 	var in wfapi.SwitchInput
 	startInput(t, h, &in)
-	require.True(t, in.IsLean(), "a switch of the lean shape")
 	if signal != "" {
 		require.Equal(t, wfapi.SwitchInput{}, in, "an operator's start carries no input")
 		require.Equal(t, []string{signal}, signals(h), "started by signal-with-start")
@@ -789,91 +590,26 @@ func leanMove(t testing.TB, h *historypb.History, signal, outcome string, steps 
 // scenarioChecks check what each recorded scenario did, by fixture name
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
-	// Spec 001's walk: five switches, to the class default each time.
-	"pool-walk": func(t testing.TB, h *historypb.History) {
-		cs := children(h)
-		var from, to []string
-		for _, c := range cs {
-			var sw wfapi.SwitchInput
-			decode(t, c.Input, &sw)
-			from, to = append(from, sw.From), append(to, sw.To)
-			require.Equal(t, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, c.CloseType, "switch %s completed", c.ID)
-			var res wfapi.SwitchResult
-			decode(t, c.Result, &res)
-			require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome, "switch %s", c.ID)
-		}
-		require.Equal(t, []string{"gvisor-default", "gvisor-default-v2", "gvisor-default", "gvisor-default-v2", "gvisor-default"}, to,
-			"the walk's switch targets, in order")
-		require.Equal(t, []string{"", "gvisor-default", "gvisor-default-v2", "gvisor-default", "gvisor-default-v2"}, from)
-		require.Empty(t, h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId(), "one run")
-	},
-	// The run the server told to continue as new, and the run after it.
-	"pool-continued-as-new": func(t testing.TB, h *historypb.History) {
-		last := lastEvent(h)
-		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
-		suggested := false
-		for _, e := range h.GetEvents() {
-			suggested = suggested || e.GetWorkflowTaskStartedEventAttributes().GetSuggestContinueAsNew()
-		}
-		require.True(t, suggested, "the server suggested continuing as new")
-		var next wfapi.PoolInput
-		decode(t, last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
-		require.NotNil(t, next.State, "the pool's state is carried over")
-		require.Equal(t, len(children(h)), next.State.Switches, "the switch count is carried over")
-		require.Greater(t, next.State.Switches, 0)
-	},
-	"pool-after-continue-as-new": func(t testing.TB, h *historypb.History) {
-		started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-		require.NotEmpty(t, started.GetContinuedExecutionRunId(), "a run started by continue-as-new")
-		var in wfapi.PoolInput
-		startInput(t, h, &in)
-		require.NotNil(t, in.State)
-		require.Greater(t, in.State.Switches, 0)
-		require.True(t, isOpen(h), "exported while running")
-	},
-	// A pool waiting for its switch, which is held between its claim and
-	// its live read.
-	"pool-open-mid-switch": func(t testing.TB, h *historypb.History) {
-		require.True(t, isOpen(h), "exported while running")
-		cs := children(h)
-		require.NotEmpty(t, cs)
-		last := cs[len(cs)-1]
-		require.NotZero(t, last.Started, "the switch started")
-		require.Zero(t, last.Closed, "the switch is still running")
-	},
-	// A switch held at its live read, after the claim (v1).
-	"switch-open-at-read": func(t testing.TB, h *historypb.History) {
-		require.True(t, isOpen(h), "exported while running")
-		calls := activityCalls(t, h)
-		require.Equal(t, []string{"Protect", "Claim", "ReadConfig"}, callTypes(calls))
-		require.Zero(t, calls[2].Closed, "the live read is held")
-	},
 	// A switch held once its claim's write landed, before the claim's
-	// completion reached it, so before its live read (v2 on: the read is a
-	// local activity, which leaves nothing in the history until it ends).
+	// completion reached it, so before its live read (a local activity,
+	// which leaves nothing in the history until it ends).
 	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
-		var in wfapi.SwitchInput
-		startInput(t, h, &in)
-		if !in.IsLean() {
-			require.True(t, localSwitch(t, h), "a switch with local steps")
-		}
 		calls := activityCalls(t, h)
 		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
 		require.True(t, calls[0].Local, "the Protect is local")
 		require.False(t, calls[1].Local, "the Claim is regular")
 		require.Zero(t, calls[1].Closed, "the claim's completion is held")
 	},
-	// The lean shape's scenarios (v3 on).
 	// A pool's first resolution: no config before.
 	"switch-first-resolution": func(t testing.TB, h *historypb.History) {
-		in := leanMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		in := checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
 		require.Empty(t, in.From, "the first resolution")
 	},
 	// The target was deleted, released and created again under the same
 	// name between the protection and the claim: protected again.
 	"switch-reprotected": func(t testing.TB, h *historypb.History) {
-		leanMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent")
+		checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent")
 		var live *resolve.Config
 		decode(t, activityCalls(t, h)[2].Result, &live)
 		require.NotNil(t, live, "the live read found the recreated target")
@@ -882,18 +618,18 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// A claim left by a switch stopped by hand, cleared once the pool
 	// needs no move.
 	"switch-abandoned-claim": func(t testing.TB, h *historypb.History) {
-		in := leanMove(t, h, "", wfapi.OutcomeRolledBack, "AbandonClaim", "WakeReleases")
+		in := checkMove(t, h, "", wfapi.OutcomeRolledBack, "AbandonClaim", "WakeReleases")
 		require.Empty(t, in.To)
 		require.NotEmpty(t, in.Abandon)
 	},
 	// An operator's re-resolution of a pool that needs nothing.
 	"switch-reresolve-up-to-date": func(t testing.TB, h *historypb.History) {
-		leanMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeUpToDate, "Observe")
+		checkMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeUpToDate, "Observe")
 	},
 	// An operator's re-resolution, with the starter stopped, of a pool whose
 	// class default changed: it makes the move itself.
 	"switch-reresolve-moved": func(t testing.TB, h *historypb.History) {
-		leanMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeConfirmed, "Observe", "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		checkMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeConfirmed, "Observe", "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
 		require.Empty(t, h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(),
 			"started from the CLI with no input at all")
 	},
@@ -902,7 +638,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	"switch-continued-as-new": func(t testing.TB, h *historypb.History) {
 		var in wfapi.SwitchInput
 		startInput(t, h, &in)
-		require.True(t, in.Lean, "started by the starter")
+		require.True(t, in.IsMove(), "started by the starter, with its move")
 		require.Contains(t, signals(h), wfapi.SignalReresolve, "asked to look again while it ran")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
@@ -917,7 +653,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	"switch-after-continue-as-new": func(t testing.TB, h *historypb.History) {
 		started := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 		require.NotEmpty(t, started.GetContinuedExecutionRunId(), "a run started by continue-as-new")
-		leanMove(t, h, "", wfapi.OutcomeUpToDate, "Observe")
+		checkMove(t, h, "", wfapi.OutcomeUpToDate, "Observe")
 	},
 	"switch-confirmed": func(t testing.TB, h *historypb.History) {
 		var res wfapi.SwitchResult

@@ -69,11 +69,8 @@ type scenario struct {
 	run     func(t *testing.T, rec *recording)
 }
 
-// scenarios are the lean shape's (v3 on). The pool scenarios of v1 and v2
-// (walk, mid-switch, continue-as-new, deleted pool) recorded the pool
-// workflow, which the product no longer starts: their fixtures stay, and
-// replay, but cannot be recorded again (WriteFixture refuses pool fixtures
-// of a lean version).
+// scenarios are what the recorder runs, each recording some of
+// recordedScenarios.
 var scenarios = []scenario{
 	{"walk", []string{"switch-first-resolution", "switch-confirmed"}, recordWalk},
 	{"claim-race", []string{"switch-open-at-claim", "switch-rolled-back", "release-waited-for-claim"}, recordClaimRace},
@@ -90,7 +87,7 @@ func TestRecord(t *testing.T) {
 	for _, sc := range scenarios {
 		outputs = append(outputs, sc.outputs...)
 	}
-	require.ElementsMatch(t, leanScenarios, outputs, "the scenarios record the lean shape's fixtures (leanScenarios), each once")
+	require.ElementsMatch(t, recordedScenarios, outputs, "the scenarios record the fixtures (recordedScenarios), each once")
 	wrote := 0
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -194,7 +191,7 @@ func requireMove(t testing.TB, h *historypb.History, from, to string) {
 	t.Helper()
 	var in wfapi.SwitchInput
 	startInput(t, h, &in)
-	require.True(t, in.Lean, "a switch the starter started")
+	require.True(t, in.IsMove(), "a switch the starter started, with its move")
 	require.Equal(t, from, in.From, "the switch's From")
 	require.Equal(t, to, in.To, "the switch's To")
 }

@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/workerapp"
-	"github.com/stretchr/testify/require"
 )
 
 // TestReplay replays every recorded history with the current workflow code,
@@ -30,17 +31,17 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestLeanSwitchesNeedTheirExecution: a lean switch learns its pool from its
+// TestSwitchesNeedTheirExecution: a switch learns its pool from its
 // workflow ID, so its fixture replays only under the execution it was
 // recorded from; under the replayer's default ID the workflow fails, and
 // the replay with it. Were it not so, the execution files would be
 // decoration.
-func TestLeanSwitchesNeedTheirExecution(t *testing.T) {
+func TestSwitchesNeedTheirExecution(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	n := 0
 	for _, fx := range fixtures {
-		if !fx.Lean() || fx.Kind != "switch" {
+		if fx.Kind != "switch" {
 			continue
 		}
 		n++
@@ -51,7 +52,7 @@ func TestLeanSwitchesNeedTheirExecution(t *testing.T) {
 			require.ErrorContains(t, err, "TMPRL1100", "replayed under the replayer's default workflow ID")
 		})
 	}
-	require.NotZero(t, n, "no lean switch fixture")
+	require.NotZero(t, n, "no switch fixture")
 }
 
 // TestFixtureVersions: every fixture's version is at most Version, so the
@@ -65,24 +66,23 @@ func TestFixtureVersions(t *testing.T) {
 }
 
 // TestWriteFixtureRefusesToOverwrite: a recorded fixture, and the execution
-// kept with it, are never replaced; a lean fixture is not written without
-// its execution, nor a pool fixture at all.
+// kept with it, are never replaced; a fixture is not written without its
+// execution, nor one of a retired kind or version.
 func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
 	var src Fixture
 	for _, fx := range fixtures {
-		if fx.Lean() && fx.Kind == "switch" {
+		if fx.Kind == "switch" {
 			src = fx
 			break
 		}
 	}
-	require.NotEmpty(t, src.Path, "no lean switch fixture to copy")
+	require.NotEmpty(t, src.Path, "no switch fixture to copy")
 	h, err := ReadHistory(src.Path)
 	require.NoError(t, err)
-	exec, ok, err := src.Execution()
+	exec, err := src.Execution()
 	require.NoError(t, err)
-	require.True(t, ok)
 
 	dir := t.TempDir()
 	path, err := WriteFixture(dir, src.Kind, src.Scenario, exec, h)
@@ -113,9 +113,8 @@ func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 	r, err := NewReplayer()
 	require.NoError(t, err)
 	require.NoError(t, ReplayFixture(r, quiet, written))
-	gotExec, ok, err := written.Execution()
+	gotExec, err := written.Execution()
 	require.NoError(t, err)
-	require.True(t, ok)
 	require.Equal(t, exec, gotExec)
 
 	for _, tc := range []struct {
@@ -123,8 +122,8 @@ func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 		exec       Execution
 		want       string
 	}{
-		{"a lean fixture without its execution", src.Kind, Execution{}, "keeps the execution"},
-		{"a pool fixture", "pool", exec, "no pool workflow is started"},
+		{"a fixture without its execution", src.Kind, Execution{}, "keeps the execution"},
+		{"a pool fixture", "pool", exec, "a fixture is named <switch|release>"},
 		{"a name that says another workflow", "release", exec, "workflow type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

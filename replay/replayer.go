@@ -43,20 +43,12 @@ func newReplayer(register func(workflows.Registry), extra ...interceptor.WorkerI
 }
 
 // ReplayFixture replays a fixture with r as a worker replays the workflow it
-// picks up: under the workflow ID and run ID the history was recorded under,
-// for a fixture that keeps them (see Execution; a lean switch learns its
-// pool from its workflow ID), and under the replayer's default ID for one
-// recorded before, as those always replayed.
+// picks up: under the workflow ID and run ID the history was recorded under
+// (see Execution; a switch learns its pool from its workflow ID).
 func ReplayFixture(r worker.WorkflowReplayer, logger log.Logger, fx Fixture) error {
-	exec, ok, err := fx.Execution()
+	exec, err := fx.Execution()
 	if err != nil {
 		return err
-	}
-	if !ok {
-		if err := r.ReplayWorkflowHistoryFromJSONFile(logger, fx.Path); err != nil {
-			return fmt.Errorf("replaying %s: %w", fx.Path, err)
-		}
-		return nil
 	}
 	h, err := ReadHistory(fx.Path)
 	if err != nil {

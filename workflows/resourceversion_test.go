@@ -1,17 +1,13 @@
 package workflows
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/resolve"
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // TestSwitchWritesOnTheVersionsItKnows: the claim gets the pool's version

@@ -3,8 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -13,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"

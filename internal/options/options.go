@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -38,8 +37,8 @@ type Options struct {
 
 // Defaults of the settings that have one.
 const (
-	DefaultTemporalAddress        = "127.0.0.1:7233"
-	DefaultTemporalNamespace      = "default"
+	DefaultTemporalAddress   = "127.0.0.1:7233"
+	DefaultTemporalNamespace = "default"
 	// DefaultTaskQueue is the task queue the worker polls and the starter
 	// starts on.
 	DefaultTaskQueue              = "ate-orchestrator"

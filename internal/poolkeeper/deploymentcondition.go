@@ -15,6 +15,7 @@ import (
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // kept is what a pass did about the pool's Deployment.

@@ -44,6 +44,7 @@ import (
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch

@@ -12,11 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/testenv"
-	"ate.dev/orchestrator/workflows"
 )
 
 // closedBound bounds how long a workflow fed bad input may take to end.
@@ -92,19 +90,6 @@ func TestBadInput(t *testing.T) {
 	starter.release(t, cfg("held"))
 	waitRelease(t, cfg("held"), wfapi.OutcomeWaiting)
 
-	t.Run("pool workflows started by hand", func(t *testing.T) {
-		expectClosed(t, start("pool-empty", wfapi.PoolWorkflow, wfapi.PoolInput{}),
-			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a pool workflow needs the pool's namespace and name")
-		expectClosed(t, start("pool-no-name", wfapi.PoolWorkflow, wfapi.PoolInput{Namespace: ns}),
-			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a pool workflow needs the pool's namespace and name")
-		expectClosed(t, start("pool-not-an-input", wfapi.PoolWorkflow, 42),
-			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "")
-		expectClosed(t, start("pool-ghost", wfapi.PoolWorkflow, wfapi.PoolInput{Namespace: ns, Name: "ghost"}),
-			enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
-		expectClosed(t, start("pool-no-namespace", wfapi.PoolWorkflow, wfapi.PoolInput{Namespace: "no-such-namespace", Name: "ghost"}),
-			enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
-	})
-
 	t.Run("a pool that does not exist, re-resolved as an operator does", func(t *testing.T) {
 		require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "never-created", nil))
 		expectClosed(t, tc.GetWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
@@ -126,35 +111,13 @@ func TestBadInput(t *testing.T) {
 		ref := wfapi.PoolRef{Namespace: ns, Name: "real"}
 		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, wfapi.SwitchInput{}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
-		// A switch of the older shape (a pool workflow's child) runs only
-		// under an ID of its pool's: these carry one.
-		child := func(pool string, n int) client.WorkflowRun {
-			t.Helper()
-			in := wfapi.SwitchInput{Pool: wfapi.PoolRef{Namespace: ns, Name: pool}, Class: v1alpha1.SandboxClassGVisor}
-			switch n {
-			case 101:
-			case 102:
-				in.Class, in.To = "kata", cfg("spare")
-			default:
-				in.To = cfg("no-such-config")
-			}
-			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(ns, pool, n), TaskQueue: tq}, wfapi.SwitchWorkflow, in)
-			require.NoError(t, err)
-			return run
-		}
-		expectClosed(t, child("real", 101),
-			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "protecting a SandboxConfig needs its name and the sandbox class")
-		expectClosed(t, child("ghost", 1), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
-		// A class the pool's spec lacks is refused by the status write
-		// itself, before the API server would refuse the value.
-		expectClosed(t, child("real", 102), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, `has no sandbox class "kata" in its spec`)
 		// Under any other ID it does nothing at all.
 		expectClosed(t, start("switch-someone-elses", wfapi.SwitchWorkflow, wfapi.SwitchInput{
 			Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare"),
-		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch acts only on the pool its ID names")
+		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
 		// A pool's switch acts on the pool its ID names, whatever its input.
 		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
-			wfapi.SwitchWorkflow, wfapi.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
+			wfapi.SwitchWorkflow, wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
 		require.NoError(t, err)
 		expectClosed(t, run, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("switch workflow of WorkerPool %s/ghost was given WorkerPool %s/real", ns, ns))
 	})

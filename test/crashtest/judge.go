@@ -503,7 +503,7 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 			config := keyword(e.SearchAttributes, searchattr.SandboxConfig)
 			ns, _, _ := strings.Cut(pool, "/")
 			switch typ {
-			case wfapi.PoolWorkflow, wfapi.SwitchWorkflow:
+			case wfapi.SwitchWorkflow:
 				if !scope.pool(ns) {
 					continue
 				}
@@ -532,7 +532,7 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 					rep.Releases++
 				}
 			}
-			v, err := c.judgeHistoryEvents(ctx, e, id, typ == wfapi.PoolWorkflow)
+			v, err := c.judgeHistoryEvents(ctx, e, id)
 			if err != nil {
 				return out, err
 			}
@@ -567,12 +567,10 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 	return out, nil
 }
 
-// judgeHistoryEvents reads one run's history: failed workflow tasks, and for
-// a pool workflow, a child (switch) started while another was open.
-func (c *Checker) judgeHistoryEvents(ctx context.Context, e *workflowpb.WorkflowExecutionInfo, id string, pool bool) ([]Violation, error) {
+// judgeHistoryEvents reads one run's history for failed workflow tasks.
+func (c *Checker) judgeHistoryEvents(ctx context.Context, e *workflowpb.WorkflowExecutionInfo, id string) ([]Violation, error) {
 	var out []Violation
 	it := c.temporal.GetWorkflowHistory(ctx, e.Execution.WorkflowId, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	open := 0
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
@@ -585,20 +583,6 @@ func (c *Checker) judgeHistoryEvents(ctx context.Context, e *workflowpb.Workflow
 				out = append(out, Violation{Property: "P6", Objects: []string{id}, Detail: fmt.Sprintf(
 					"workflow task failed (event %d): %s: %s", ev.GetEventId(), a.GetCause(), a.GetFailure().GetMessage())})
 			}
-		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-			if pool && open > 0 {
-				out = append(out, Violation{Property: "P4", Objects: []string{id}, Detail: fmt.Sprintf(
-					"switch %s started (event %d) while another switch was open",
-					ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(), ev.GetEventId())})
-			}
-			open++
-		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED,
-			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
-			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
-			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
-			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
-			enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT:
-			open--
 		}
 	}
 	return out, nil

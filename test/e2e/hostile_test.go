@@ -22,7 +22,6 @@ import (
 	"ate.dev/orchestrator/test/crashtest"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
-	"ate.dev/orchestrator/workflows"
 )
 
 // attackInput is what the attacker's workflow schedules, in order, on the
@@ -90,7 +89,7 @@ func TestActivitiesHoldTheirOwnInvariants(t *testing.T) {
 
 	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
 	run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: wfapi.PoolWorkflowID(ns, "pool") + "/attack", TaskQueue: queue,
+		ID: wfapi.SwitchWorkflowID(ns, "pool"), TaskQueue: queue,
 	}, "Attacker", attackInput{
 		TaskQueue: p.TaskQueue,
 		Claim:     activities.ClaimInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare"},

@@ -18,14 +18,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/deploy/monitoring"
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
-	"ate.dev/orchestrator/workflows"
 )
 
 // TestMonitoringMatchesWhatTheProcessesExport runs the product wired as
@@ -79,22 +77,22 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	producttest.Repin(t, kube, ns, "watched", "next")
 	p.WaitGone(t, held)
 
-	// Failures, started by hand as a mistaken operator would: a switch whose
-	// local step fails (no target), one whose Claim fails (a class the API
-	// server refuses), and a workflow type no worker knows (its workflow
-	// task fails until it is terminated).
-	ref := wfapi.PoolRef{Namespace: ns, Name: "watched"}
-	// They carry IDs of the pool's own (a switch acts only on the pool its
-	// ID names), so their steps run and fail.
-	for i, tc := range []struct {
+	// Failures, started by hand as a mistaken operator would: a switch
+	// whose local step fails (a class the pool's spec lacks: its RollBack
+	// is refused), one whose workflow ID names no pool (it fails before
+	// any step), and a workflow type no worker knows (its workflow task
+	// fails until it is terminated). They run under the pool's switch ID
+	// (a switch acts only on the pool its ID names), one after the other.
+	watched := p.Get(t, ns, "watched")
+	ref := wfapi.PoolRef{Namespace: ns, Name: "watched", UID: string(watched.UID)}
+	for _, tc := range []struct {
 		id string
 		in wfapi.SwitchInput
 	}{
-		{"no-target", wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor}},
-		{"unknown-class", wfapi.SwitchInput{Pool: ref, Class: "kata", To: "next"}},
+		{wfapi.SwitchWorkflowID(ns, "watched"), wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassMicroVM, From: "next", To: "next"}},
+		{"not-a-switch-id", wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: "next"}},
 	} {
-		id := wfapi.SwitchWorkflowID(ns, "watched", 9000+i)
-		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)
+		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: tc.id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)
 		require.NoError(t, err)
 		require.Error(t, run.Get(ctx, nil), "switch %s", tc.id)
 	}
