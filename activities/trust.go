@@ -26,6 +26,14 @@ import (
 //   - an event is recorded only for the pool the calling workflow's ID
 //     names (RecordEvent).
 
+// callerNamesPool reports whether a workflow ID is the switch ID of the
+// pool ref names, as wfapi.SwitchPool derives it: the only workflow that
+// writes a pool's status or records its events.
+func callerNamesPool(id string, ref wfapi.PoolRef) bool {
+	pool, err := wfapi.SwitchPool(id, ref)
+	return err == nil && pool.Key() == ref.Key()
+}
+
 // checkCaller refuses, as no retry can fix it, a pool write asked by a
 // workflow whose ID names another pool. Outside an activity (a unit test
 // calling the method) there is no caller to check.
@@ -34,7 +42,7 @@ func checkCaller(ctx context.Context, ref wfapi.PoolRef) error {
 		return nil
 	}
 	id := activity.GetInfo(ctx).WorkflowExecution.ID
-	if pool, err := wfapi.SwitchPool(id, ref); err != nil || pool.Key() != ref.Key() {
+	if !callerNamesPool(id, ref) {
 		return invalidInput("workflow %q may not write WorkerPool %s: a workflow acts only on the pool its ID names", id, ref)
 	}
 	return nil

@@ -105,12 +105,13 @@ func TestCallerNamesPool(t *testing.T) {
 		want bool
 	}{
 		{wfapi.SwitchWorkflowID("ns", "pool"), true},
-		{wfapi.SwitchWorkflowID("ns", "pool", 3), true},
-		{wfapi.PoolWorkflowID("ns", "pool"), true},
+		{"workerpool/ns/pool/switch/3", false},
+		{"workerpool/ns/pool", false},
+		{"workerpool/ns/pool/attack", false},
 		{wfapi.SwitchWorkflowID("ns", "other"), false},
 		{wfapi.SwitchWorkflowID("other", "pool"), false},
 		{wfapi.SwitchWorkflowID("ns", "pool-2"), false},
-		{wfapi.PoolWorkflowID("ns", "poo"), false},
+		{"workerpool/ns/poo/switch", false},
 		{wfapi.ReleaseWorkflowID("pool"), false},
 		{"my-switch", false},
 	}

@@ -387,7 +387,7 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 			fx := fixtureAt(t, tc.fixture, guardVersion)
 			h, err := ReadHistory(fx.Path)
 			require.NoError(t, err)
-			exec, _, err := fx.Execution()
+			exec, err := fx.Execution()
 			require.NoError(t, err)
 			tc.change(t, h)
 			renumber(h)

@@ -27,29 +27,29 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 	tests := []struct {
 		name   string
 		id     string // "" for the pool's switch ID
-		change func(in *SwitchInput)
+		change func(in *wfapi.SwitchInput)
 		want   string
 	}{
-		{name: "an unknown class", change: func(in *SwitchInput) { in.Class = "nope" },
+		{name: "an unknown class", change: func(in *wfapi.SwitchInput) { in.Class = "nope" },
 			want: `switch of WorkerPool ns/pool refused: unknown sandbox class "nope"`},
-		{name: "no class", change: func(in *SwitchInput) { in.Class = "" },
+		{name: "no class", change: func(in *wfapi.SwitchInput) { in.Class = "" },
 			want: `switch of WorkerPool ns/pool refused: unknown sandbox class ""`},
-		{name: "a move without the pool's UID", change: func(in *SwitchInput) { in.Pool.UID = "" },
+		{name: "a move without the pool's UID", change: func(in *wfapi.SwitchInput) { in.Pool.UID = "" },
 			want: "switch of WorkerPool ns/pool refused: a move names the pool's UID"},
-		{name: "a target that is no object name", change: func(in *SwitchInput) { in.To = "a/b" },
+		{name: "a target that is no object name", change: func(in *wfapi.SwitchInput) { in.To = "a/b" },
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "a/b" is not a DNS subdomain`},
-		{name: "a source that is no object name", change: func(in *SwitchInput) { in.From = "Old" },
+		{name: "a source that is no object name", change: func(in *wfapi.SwitchInput) { in.From = "Old" },
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "Old" is not a DNS subdomain`},
-		{name: "a claim to clear that is no object name", change: func(in *SwitchInput) { in.To, in.Abandon = "", "x y" },
+		{name: "a claim to clear that is no object name", change: func(in *wfapi.SwitchInput) { in.To, in.Abandon = "", "x y" },
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "x y" is not a DNS subdomain`},
 		{name: "a namespace that is no namespace name", id: wfapi.SwitchWorkflowID("Bad.NS", "pool"),
-			change: func(in *SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
+			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool Bad.NS/pool refused: namespace "Bad.NS" is not a DNS label`},
 		{name: "a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
-			change: func(in *SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
+			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
 		{name: "an operator's look at a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
-			change: func(in *SwitchInput) { *in = SwitchInput{} },
+			change: func(in *wfapi.SwitchInput) { *in = wfapi.SwitchInput{} },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
 	}
 	for _, tt := range tests {
@@ -154,7 +154,7 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 
 // carriedAttributes runs a switch and returns the move's search
 // attributes it ends with.
-func carriedAttributes(ctx workflow.Context, in SwitchInput) (map[string]string, error) {
+func carriedAttributes(ctx workflow.Context, in wfapi.SwitchInput) (map[string]string, error) {
 	_, err := Switch(ctx, in)
 	got := map[string]string{}
 	sa := workflow.GetTypedSearchAttributes(ctx)
@@ -184,7 +184,7 @@ func TestAContinuedSwitchDropsThePreviousMove(t *testing.T) {
 		Status:  v1alpha1.WorkerPoolStatus{SandboxClasses: []v1alpha1.WorkerPoolSandboxClassStatus{{Name: v1alpha1.SandboxClassGVisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "def"}}}},
 		Configs: []resolve.Config{{Name: "def", Class: v1alpha1.SandboxClassGVisor, ClassDefault: true}},
 	}, nil)
-	env.ExecuteWorkflow("carriedAttributes", SwitchInput{})
+	env.ExecuteWorkflow("carriedAttributes", wfapi.SwitchInput{})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var got map[string]string
@@ -223,7 +223,7 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{}, nil)
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
-		res, err := runSwitch(t, env, SwitchInput{})
+		res, err := runSwitch(t, env, wfapi.SwitchInput{})
 		require.NoError(t, err, "the run is the look asked for")
 		require.Equal(t, wfapi.OutcomePoolGone, res.Outcome)
 		require.Equal(t, []string{"Observe"}, *order)

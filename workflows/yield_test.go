@@ -33,9 +33,9 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		var can *workflow.ContinueAsNewError
 		require.ErrorAs(t, err, &can)
 		require.Equal(t, wfapi.SwitchWorkflow, can.WorkflowType.Name)
-		var next SwitchInput
+		var next wfapi.SwitchInput
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-		require.Equal(t, SwitchInput{}, next, "the next run decides on its own live read")
+		require.Equal(t, wfapi.SwitchInput{}, next, "the next run decides on its own live read")
 		require.Greater(t, len(*order), 5, "Protect was retried until the signal")
 		for _, a := range *order {
 			require.Equal(t, local("Protect"), a, "nothing but Protect ran: no claim")

@@ -142,7 +142,7 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "pool", "")))
 	wp := p.WaitForConfig(t, ns, "pool", "first", metav1.ConditionTrue)
 	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
-	move := wfapi.SwitchInput{Lean: true, Pool: ref, Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second", Generation: wp.Generation}
+	move := wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second", Generation: wp.Generation}
 
 	tests := []struct {
 		name   string
