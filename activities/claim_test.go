@@ -14,7 +14,7 @@ import (
 	"ate.dev/orchestrator/internal/kube"
 )
 
-// The lean switch's claim is written only while the class still names the
+// The switch's claim is written only while the class still names the
 // config the move was decided from.
 func TestClaimExpectingFrom(t *testing.T) {
 	tests := []struct {
@@ -88,7 +88,7 @@ func TestAbandonClaim(t *testing.T) {
 	require.Equal(t, "old", st.ConfigRef.Name)
 }
 
-// A lean switch's first Protect trusts a cache that shows the target usable
+// A switch's first Protect trusts a cache that shows the target usable
 // and protected, and reads live otherwise.
 func TestProtectFromCache(t *testing.T) {
 	cfg := func(name string, protected, deleting bool) *v1alpha1.SandboxConfig {
