@@ -19,12 +19,12 @@ type ProtectInput struct {
 	Config string                `json:"config"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	// FromCache lets a config the worker's cache shows usable and already
-	// protected pass without a read from the API server. A lean switch's
+	// protected pass without a read from the API server. A switch's
 	// first Protect sets it: the live read after its claim catches a cache
 	// that was behind (a config deleted since rolls back; one recreated
 	// without the finalizer is protected again, live).
 	FromCache bool `json:"fromCache,omitempty"`
-	// Pool is the pool whose switch protects the config, when a lean
+	// Pool is the pool whose switch protects the config, when a
 	// switch calls: a Protect that keeps failing reports on its class (see
 	// reportStepFailure). Last, so the printed input keeps its start.
 	Pool wfapi.PoolRef `json:"pool,omitempty"`

@@ -34,7 +34,7 @@ type PoolWrite struct {
 	// happen, so its event is still due.
 	Landed bool `json:"landed,omitempty"`
 	// FailingSince is the lastTransitionTime of the class's Resolved
-	// condition after a RollBack of a lean switch, when it is False: the
+	// condition after a RollBack of a switch, when it is False: the
 	// appearance of the failure its Warning reports (see FailureWarning).
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 	// Superseded comes from a Claim that expected the class on a config and
@@ -170,7 +170,7 @@ type ClaimInput struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// ExpectFrom makes the claim conditional: it is written only while the
 	// class's status still names From (none when From is ""), the config
-	// the move was decided from. A lean switch decides on the starter's
+	// the move was decided from. A switch decides on the starter's
 	// cache, which may be behind another switch of the pool.
 	ExpectFrom bool   `json:"expectFrom,omitempty"`
 	From       string `json:"from,omitempty"`
@@ -259,7 +259,7 @@ type SettleInput struct {
 	// ResourceVersion is the pool's as the switch's claim left it, or "":
 	// see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Local says the step runs as a local activity of a lean switch: a
+	// Local says the step runs as a local activity of a switch: a
 	// crash re-runs the whole workflow task, so an earlier run of this very
 	// step may have written whatever the attempt number says.
 	Local bool `json:"local,omitempty"`

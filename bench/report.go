@@ -191,7 +191,8 @@ func (r *result) fillCosts(before, mid, after *snap) {
 	r.TemporalCPUMsPerSwitch = round(1000*c["temporal"]/n, 1)
 }
 
-// targets are the issue's goals (issue 17, "A lean switch"), judged on
+// targets are the issue's goals (issue 17, "A lean switch": the switch
+// shape the product runs), judged on
 // this size's numbers; the time and memory ones apply to N=1000 (false
 // elsewhere is not a miss).
 type targets struct {
