@@ -101,6 +101,12 @@ func Run(ctx context.Context, cfg Config) error {
 	})); err != nil {
 		return err
 	}
+	// Leader only: the operator workflow operators signal (operator.go).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return keepOperatorRunning(ctx, cfg.Temporal, cfg.TaskQueue)
+	})); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
