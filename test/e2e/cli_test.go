@@ -180,6 +180,13 @@ func TestCLILines(t *testing.T) {
 	p.Stop(t)
 	p.NoStarter = true
 	p.Start(t)
+	t.Cleanup(func() {
+		// The starter back before the cluster is emptied: it wakes the
+		// release of the config in deletion once its holder is gone.
+		p.Stop(t)
+		p.NoStarter = false
+		p.Start(t)
+	})
 
 	// Each change of the class default is seen by nobody until a line
 	// re-resolves a pool.
