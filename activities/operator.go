@@ -41,6 +41,11 @@ func (a *Activities) OperatorReresolve(ctx context.Context, req wfapi.OperatorRe
 	if req.Signal != wfapi.SignalReresolve {
 		return wfapi.OperatorResult{}, invalidInput("OperatorReresolve takes a reresolve request, got %q", req.Signal)
 	}
+	if err := req.Validate(); err != nil {
+		// A request that came in a hand-made workflow input: one with no
+		// selection would otherwise select every pool.
+		return wfapi.OperatorResult{}, invalidInput("%s: %v", req, err)
+	}
 	keys, unknown, err := a.selectPools(ctx, req)
 	if err != nil {
 		return wfapi.OperatorResult{}, err
@@ -146,8 +151,11 @@ func hasClass(pool *v1alpha1.WorkerPool, class string) bool {
 // reported, not signalled; one not in deletion gets a release run that
 // ends "not needed".
 func (a *Activities) OperatorRecheck(ctx context.Context, req wfapi.OperatorRequest) (wfapi.OperatorResult, error) {
-	if req.Signal != wfapi.SignalRecheck || req.Config == "" {
-		return wfapi.OperatorResult{}, invalidInput("OperatorRecheck takes a recheck request naming a config, got %q", req.String())
+	if req.Signal != wfapi.SignalRecheck {
+		return wfapi.OperatorResult{}, invalidInput("OperatorRecheck takes a recheck request, got %q", req.Signal)
+	}
+	if err := req.Validate(); err != nil {
+		return wfapi.OperatorResult{}, invalidInput("%s: %v", req, err)
 	}
 	var c v1alpha1.SandboxConfig
 	err := a.Live.Get(ctx, types.NamespacedName{Name: req.Config}, &c)

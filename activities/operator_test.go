@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,6 +105,30 @@ func TestOperatorReresolve(t *testing.T) {
 			require.Equal(t, tc.want, temporal.sent)
 		})
 	}
+}
+
+// TestOperatorRefusesUnparsedRequests: a request that did not come through
+// the parser (a hand-made workflow input) is checked again; one selecting
+// nothing does not select every pool.
+func TestOperatorRefusesUnparsedRequests(t *testing.T) {
+	a, tc := operatorActivities(t)
+	for _, req := range []wfapi.OperatorRequest{
+		{Signal: wfapi.SignalReresolve},
+		{Signal: wfapi.SignalReresolve, Namespace: "Bad_NS"},
+		{Signal: wfapi.SignalRecheck},
+		{Signal: "other", Pool: "ns1/a"},
+	} {
+		var err error
+		if req.Signal == wfapi.SignalRecheck {
+			_, err = a.OperatorRecheck(context.Background(), req)
+		} else {
+			_, err = a.OperatorReresolve(context.Background(), req)
+		}
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app, "%+v", req)
+		require.Equal(t, ErrInvalidInput, app.Type())
+	}
+	require.Empty(t, tc.sent)
 }
 
 func TestOperatorRecheck(t *testing.T) {

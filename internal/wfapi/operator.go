@@ -145,7 +145,7 @@ func ParseReresolve(data []byte) (OperatorRequest, error) {
 		} else {
 			req.Pool = s
 		}
-		return req, req.validate()
+		return req, req.Validate()
 	}
 	var obj reresolveRequest
 	if err := strictObject(data, &obj); err != nil {
@@ -155,7 +155,7 @@ func ParseReresolve(data []byte) (OperatorRequest, error) {
 	if req.Pool != "" && (req.Namespace != "" || req.Class != "") {
 		return req, errors.New(`"pool" names one pool: it takes no "namespace" or "class"`)
 	}
-	return req, req.validate()
+	return req, req.Validate()
 }
 
 // ParseRecheck reads the input of a `recheck` signal to the operator
@@ -167,7 +167,7 @@ func ParseRecheck(data []byte) (OperatorRequest, error) {
 		return req, err
 	} else if ok {
 		req.Config = s
-		return req, req.validate()
+		return req, req.Validate()
 	}
 	var obj struct {
 		Config string `json:"config"`
@@ -180,7 +180,7 @@ func ParseRecheck(data []byte) (OperatorRequest, error) {
 	if req.Config == "" {
 		return req, errors.New(`name the SandboxConfig to recheck: "name" or {"config": "name"}`)
 	}
-	return req, req.validate()
+	return req, req.Validate()
 }
 
 // jsonString decodes data when it is a JSON string; ok is false for any
@@ -216,7 +216,10 @@ func strictObject(data []byte, into any) error {
 	return nil
 }
 
-func (r OperatorRequest) validate() error {
+// Validate says why r is not a request the operator workflow can carry out:
+// what the parsers check, checked again by the activities on a request that
+// came in a hand-made workflow input rather than through a parser.
+func (r OperatorRequest) Validate() error {
 	if r.Signal == SignalReresolve && r.Pool == "" && r.Namespace == "" && r.Class == "" {
 		return errors.New(`name what to re-resolve: "ns/name", "ns/*", {"pool": ...}, {"namespace": ...} or {"class": ...}`)
 	}
