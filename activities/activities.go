@@ -45,6 +45,9 @@ type Activities struct {
 	TaskQueue string
 	// Instance names this worker in the events it records.
 	Instance string
+	// OperatorStartsPerSecond paces the signal-with-starts of an operator's
+	// request (DefaultOperatorStartsPerSecond when zero).
+	OperatorStartsPerSecond float64
 }
 
 func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }

@@ -89,8 +89,9 @@ func run(args []string) error {
 	// (re)started during a Temporal outage keeps Deployments scaled and
 	// statuses mirrored, and is not ready until Temporal is reachable.
 	return workerapp.Run(ctx, workerapp.Config{Rest: proc.Rest, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: leader,
-		Dial:           func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
+		LeaderElection:          leader,
+		OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
+		Dial:                    func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
 		OnConnected: func(c client.Client) {
 			readiness.Connected(c)
 			go attrs.Watch(ctx, c)

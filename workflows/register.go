@@ -18,6 +18,7 @@ type Registry interface {
 func RegisterWorkflows(r Registry) {
 	r.RegisterWorkflowWithOptions(Switch, workflow.RegisterOptions{Name: wfapi.SwitchWorkflow})
 	r.RegisterWorkflowWithOptions(Release, workflow.RegisterOptions{Name: wfapi.ReleaseWorkflow})
+	r.RegisterWorkflowWithOptions(Operator, workflow.RegisterOptions{Name: wfapi.OperatorWorkflow})
 }
 
 // ActivityRegistry is a worker's activity registration.

@@ -21,6 +21,9 @@ type WorkerOptions struct {
 	// MaxConcurrentActivities bounds the activities the worker runs at once,
 	// and so the requests it makes to the API server at once.
 	MaxConcurrentActivities int
+	// OperatorStartsPerSecond paces the signal-with-starts the operator
+	// workflow's requests send (docs/operating-with-the-cli.md).
+	OperatorStartsPerSecond int
 
 	// envErr is an environment variable that is not a number, reported by
 	// Validate (BindFlags cannot fail).
@@ -41,6 +44,10 @@ const (
 	DefaultActivityTaskPollers = 2
 	// DefaultMaxConcurrentActivities is the SDK's; runs reached at most 22.
 	DefaultMaxConcurrentActivities = 1000
+	// DefaultOperatorStartsPerSecond: a re-resolution of 10,000 pools
+	// takes about eight minutes and adds at most this many starts a second
+	// to Temporal's load.
+	DefaultOperatorStartsPerSecond = 20
 )
 
 type intSetting struct {
@@ -61,6 +68,9 @@ var workerSettings = []intSetting{
 	{"max-concurrent-activities", "ATE_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities, 1,
 		"activities the worker runs at once, at most",
 		func(o *WorkerOptions) *int { return &o.MaxConcurrentActivities }},
+	{"operator-starts-per-second", "ATE_OPERATOR_STARTS_PER_SECOND", DefaultOperatorStartsPerSecond, 1,
+		"switch (or release) signal-with-starts per second an operator's request to the operator workflow sends, at most",
+		func(o *WorkerOptions) *int { return &o.OperatorStartsPerSecond }},
 }
 
 // DefaultWorkerOptions returns the built-in defaults, as a worker started

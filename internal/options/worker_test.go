@@ -19,25 +19,25 @@ func TestWorkerOptions(t *testing.T) {
 	}{
 		{
 			name: "built-in defaults",
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20},
 		},
 		{
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4", "ATE_MAX_CONCURRENT_ACTIVITIES": "50",
 			},
-			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50},
+			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20},
 		},
 		{
 			name: "flags override environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4"},
-			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10"},
-			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10},
+			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5"},
+			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5},
 		},
 		{
 			name: "empty environment variable keeps the default",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": ""},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20},
 		},
 		{
 			name:    "an environment variable that is not a number",

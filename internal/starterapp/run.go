@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -88,6 +89,12 @@ func Run(ctx context.Context, cfg Config) error {
 	releases := &releaseStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics}
 	if err := releases.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the release starter: %w", err)
+	}
+	// Leader only: the operator workflow operators signal (operator.go).
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return keepOperatorRunning(ctx, cfg.Temporal, cfg.TaskQueue)
+	})); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -52,6 +52,9 @@ type Config struct {
 	Instance string
 	// Worker tunes the Temporal worker; zero values take the SDK defaults.
 	Worker worker.Options
+	// OperatorStartsPerSecond paces the operator workflow's requests
+	// (activities.DefaultOperatorStartsPerSecond when zero).
+	OperatorStartsPerSecond int
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
@@ -236,6 +239,8 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 		Temporal:  cfg.Temporal,
 		TaskQueue: cfg.TaskQueue,
 		Instance:  cfg.Instance,
+
+		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 	}, nil
 }
 

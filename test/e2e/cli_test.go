@@ -1,0 +1,332 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/producttest"
+)
+
+// cliDoc is the document whose CLI lines TestCLILines runs.
+const cliDoc = "docs/operating-with-the-cli.md"
+
+// cliLines reads the tctl and the temporal lines of cliDoc's code blocks,
+// by tool, in the document's order.
+func cliLines(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := servers.RepoRoot()
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join(root, cliDoc))
+	require.NoError(t, err)
+	lines := map[string][]string{}
+	blocks := strings.Split(string(doc), "```")
+	for i := 1; i < len(blocks); i += 2 {
+		for _, line := range strings.Split(blocks[i], "\n") {
+			line = strings.TrimSpace(line)
+			tool, _, _ := strings.Cut(line, " ")
+			if tool == "tctl" || tool == "temporal" {
+				lines[tool] = append(lines[tool], line)
+			}
+		}
+	}
+	require.NotEmpty(t, lines["tctl"], "%s has no tctl line", cliDoc)
+	require.Equal(t, len(lines["tctl"]), len(lines["temporal"]), "%s: a temporal line beside each tctl line", cliDoc)
+	return lines
+}
+
+// tctlBinary finds the tctl to run: ATE_TCTL, or the build CI keeps next
+// to the repository. A user's clone has neither: the test is skipped, and
+// says why; in CI its absence fails the test.
+func tctlBinary(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("ATE_TCTL")
+	if path == "" {
+		root, err := servers.RepoRoot()
+		require.NoError(t, err)
+		path = filepath.Join(root, "..", "shared", "tools", "tctl", "tctl")
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no tctl binary at %s (set ATE_TCTL): CI runs the tctl lines of %s", path, cliDoc)
+		}
+		t.Skipf("skipping the tctl lines of %s: no tctl binary at %s (set ATE_TCTL to a tctl build)", cliDoc, path)
+	}
+	return path
+}
+
+// cliShell runs a documented line as an operator types it, in sh, with
+// tctl and temporal on PATH and the server in their environment variables.
+type cliShell struct {
+	p       *producttest.Product
+	ns      string
+	pathDir string
+}
+
+func newCLIShell(t *testing.T, p *producttest.Product, ns string) *cliShell {
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(p.Env.TemporalCLI, filepath.Join(dir, "temporal")))
+	return &cliShell{p: p, ns: ns, pathDir: dir}
+}
+
+func (s *cliShell) addTctl(t *testing.T, bin string) {
+	abs, err := filepath.Abs(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(abs, filepath.Join(s.pathDir, "tctl")))
+}
+
+// run runs line with the documented names replaced by the test's: the
+// namespace ate-demo, the task queue ate-orchestrator (and so the operator
+// workflow's ID).
+func (s *cliShell) run(t *testing.T, line string) string {
+	t.Helper()
+	line = strings.ReplaceAll(line, "ate-orchestrator", s.p.TaskQueue)
+	line = strings.ReplaceAll(line, "ate-demo", s.ns)
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Env = append(os.Environ(),
+		"PATH="+s.pathDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TEMPORAL_CLI_ADDRESS="+s.p.Env.TemporalAddress, "TEMPORAL_CLI_NAMESPACE="+s.p.Env.TemporalNamespace,
+		"TEMPORAL_ADDRESS="+s.p.Env.TemporalAddress, "TEMPORAL_NAMESPACE="+s.p.Env.TemporalNamespace,
+	)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", line, out)
+	t.Logf("ran %s", line)
+	return string(out)
+}
+
+// The kinds of documented lines, in the order TestCLILines runs them: each
+// starts from the state the one before left.
+var cliKinds = []string{"pool", "namespace", "class", "direct", "switch query", "recheck", "operator query", "operator history"}
+
+func cliKind(t *testing.T, line string) string {
+	t.Helper()
+	switch {
+	case strings.Contains(line, "/operator") && strings.Contains(line, "reresolve"):
+		switch {
+		case strings.Contains(line, `"class"`):
+			return "class"
+		case strings.Contains(line, "/*"):
+			return "namespace"
+		default:
+			return "pool"
+		}
+	case strings.Contains(line, "/operator") && strings.Contains(line, "recheck"):
+		return "recheck"
+	case strings.Contains(line, "/operator") && strings.Contains(line, " query "):
+		return "operator query"
+	case strings.Contains(line, "/operator") && strings.Contains(line, " show "):
+		return "operator history"
+	case strings.Contains(line, "/switch") && strings.Contains(line, " query "):
+		return "switch query"
+	case strings.Contains(line, "/switch") && (strings.Contains(line, "workflow start ") || strings.Contains(line, "signal-with-start")):
+		return "direct"
+	}
+	t.Fatalf("%s: no check for the line %q: teach TestCLILines what it does", cliDoc, line)
+	return ""
+}
+
+// TestCLILines runs every tctl and temporal line of
+// docs/operating-with-the-cli.md against the stack with the starter stopped,
+// so that nothing but the line re-resolves an idle pool, and checks what each
+// did: one pool, a namespace's pools and a class's pools re-resolved through
+// the operator workflow, a switch started directly, a release that looked
+// again, the queries' answers, the operator workflow's history. Then bad
+// inputs: recorded, ignored, the operator workflow still running.
+func TestCLILines(t *testing.T) {
+	lines := cliLines(t)
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+	tc := p.TemporalClient()
+	operatorID := wfapi.OperatorWorkflowID(p.TaskQueue)
+
+	// Two pools following the gvisor default; a third holds a config in
+	// deletion, whose release waits.
+	const a, b, held = "gvisor-default", "gvisor-next", "gvisor-default-v2"
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig(a, true)))
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig(held, false)))
+	p.CreateAfterOthers(t, producttest.GVisorConfig(b, false))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "counter", "")))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "other", "")))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "holder", held)))
+	p.WaitForConfig(t, ns, "counter", a, metav1.ConditionTrue)
+	p.WaitForConfig(t, ns, "other", a, metav1.ConditionTrue)
+	p.WaitForConfig(t, ns, "holder", held, metav1.ConditionTrue)
+	require.NoError(t, kube.Delete(ctx, producttest.GVisorConfig(held, false)))
+	p.WaitForRelease(t, held, wfapi.OutcomeWaiting)
+
+	// The leading starter started the operator workflow; it keeps running
+	// once the starter is stopped.
+	operatorRunning := func() (bool, string) {
+		d, err := tc.DescribeWorkflowExecution(ctx, operatorID, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		st := d.WorkflowExecutionInfo.Status
+		return st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st.String()
+	}
+	producttest.Eventually(t, "the operator workflow to run", operatorRunning)
+	p.Stop(t)
+	p.NoStarter = true
+	p.Start(t)
+	t.Cleanup(func() {
+		// The starter back before the cluster is emptied: it wakes the
+		// release of the config in deletion once its holder is gone.
+		p.Stop(t)
+		p.NoStarter = false
+		p.Start(t)
+	})
+
+	// Each change of the class default is seen by nobody until a line
+	// re-resolves a pool.
+	target, previous := a, b
+	flip := func() {
+		target, previous = previous, target
+		producttest.SetDefault(t, kube, b, target == b)
+	}
+	switchesClosed := func(names ...string) {
+		for _, name := range names {
+			producttest.Eventually(t, "the switch of "+name+" to end", func() (bool, string) {
+				d, err := tc.DescribeWorkflowExecution(ctx, wfapi.SwitchWorkflowID(ns, name), "")
+				if err != nil {
+					return false, err.Error()
+				}
+				st := d.WorkflowExecutionInfo.Status
+				return st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st.String()
+			})
+		}
+	}
+	operatorState := func() wfapi.OperatorState {
+		v, err := tc.QueryWorkflow(ctx, operatorID, "", wfapi.QueryState)
+		require.NoError(t, err)
+		var s wfapi.OperatorState
+		require.NoError(t, v.Get(&s))
+		return s
+	}
+	releaseChecks := func() int {
+		v, err := tc.QueryWorkflow(ctx, wfapi.ReleaseWorkflowID(held), "", wfapi.QueryState)
+		require.NoError(t, err)
+		var s wfapi.ReleaseState
+		require.NoError(t, v.Get(&s))
+		return s.Checks
+	}
+
+	check := map[string]func(t *testing.T, sh *cliShell, line string){
+		"pool": func(t *testing.T, sh *cliShell, line string) {
+			flip()
+			sh.run(t, line)
+			p.WaitForConfig(t, ns, "counter", target, metav1.ConditionTrue)
+			require.Equal(t, previous, producttest.RefName(p.Get(t, ns, "other").Status.SandboxClasses[0].ConfigRef),
+				"one pool's request re-resolves that pool only")
+		},
+		"namespace": func(t *testing.T, sh *cliShell, line string) {
+			sh.run(t, line)
+			p.WaitForConfig(t, ns, "other", target, metav1.ConditionTrue)
+		},
+		"class": func(t *testing.T, sh *cliShell, line string) {
+			flip()
+			sh.run(t, line)
+			p.WaitForConfig(t, ns, "counter", target, metav1.ConditionTrue)
+			p.WaitForConfig(t, ns, "other", target, metav1.ConditionTrue)
+		},
+		"direct": func(t *testing.T, sh *cliShell, line string) {
+			flip()
+			sh.run(t, line)
+			p.WaitForConfig(t, ns, "counter", target, metav1.ConditionTrue)
+			// Not a documented line: bring the other pool along, so the
+			// next tool starts from every pool on one config.
+			require.NoError(t, wfapi.Reresolve(ctx, tc, p.TaskQueue, ns, "other", nil))
+			p.WaitForConfig(t, ns, "other", target, metav1.ConditionTrue)
+		},
+		"switch query": func(t *testing.T, sh *cliShell, line string) {
+			out := sh.run(t, line)
+			require.Contains(t, out, fmt.Sprintf("%q", target), out)
+			require.Contains(t, out, wfapi.OutcomeConfirmed, out)
+		},
+		"recheck": func(t *testing.T, sh *cliShell, line string) {
+			before := releaseChecks()
+			sh.run(t, line)
+			producttest.Eventually(t, "the release to look again", func() (bool, string) {
+				n := releaseChecks()
+				return n > before, fmt.Sprintf("checks %d, was %d", n, before)
+			})
+		},
+		"operator query": func(t *testing.T, sh *cliShell, line string) {
+			out := sh.run(t, line)
+			require.Contains(t, out, ns+"/counter", out)
+			require.Contains(t, out, `"signalled"`, out)
+		},
+		"operator history": func(t *testing.T, sh *cliShell, line string) {
+			out := sh.run(t, line)
+			for _, want := range []string{"reresolve", "recheck", "OperatorReresolve", "OperatorRecheck", ns + "/counter"} {
+				require.Contains(t, out, want, "the history records each request")
+			}
+		},
+	}
+	runLines := func(t *testing.T, sh *cliShell, lines []string) {
+		byKind := map[string][]string{}
+		for _, line := range lines {
+			kind := cliKind(t, line)
+			byKind[kind] = append(byKind[kind], line)
+		}
+		for _, kind := range cliKinds {
+			require.NotEmpty(t, byKind[kind], "%s has no line of kind %q", cliDoc, kind)
+			for _, line := range byKind[kind] {
+				switchesClosed("counter", "other")
+				check[kind](t, sh, line)
+			}
+		}
+	}
+
+	sh := newCLIShell(t, p, ns)
+	t.Run("temporal", func(t *testing.T) { runLines(t, sh, lines["temporal"]) })
+	t.Run("tctl", func(t *testing.T) {
+		sh.addTctl(t, tctlBinary(t))
+		runLines(t, sh, lines["tctl"])
+	})
+
+	// Bad inputs, from the CLI: recorded and ignored; an unknown pool is
+	// recorded as such; the workflow keeps running and takes the next one.
+	t.Run("bad input", func(t *testing.T) {
+		before := operatorState().Received
+		signal := fmt.Sprintf("temporal workflow signal --workflow-id %s --name ", operatorID)
+		for _, bad := range []string{
+			"reresolve",
+			"reresolve --input 42",
+			`reresolve --input '{"namspace": "ate-demo"}'`,
+			`reresolve --input '{"class": "kata"}'`,
+			`recheck --input '"Not_A_Config"'`,
+			`reresolve --input '"ate-demo/no-such-pool"'`,
+		} {
+			sh.run(t, signal+bad)
+		}
+		var s wfapi.OperatorState
+		producttest.Eventually(t, "the bad inputs recorded", func() (bool, string) {
+			s = operatorState()
+			return s.Received == before+6 && len(s.Pending) == 0, fmt.Sprintf("%+v", s)
+		})
+		recent := s.Recent[len(s.Recent)-6:]
+		for _, r := range recent[:5] {
+			require.NotEmpty(t, r.Rejected, "%+v", r)
+		}
+		require.Equal(t, "no WorkerPool "+ns+"/no-such-pool", recent[5].Result.Unknown)
+		ok, status := operatorRunning()
+		require.True(t, ok, status)
+		switchesClosed("counter", "other")
+		flip()
+		sh.run(t, signal+`reresolve --input '"ate-demo/*"'`)
+		p.WaitForConfig(t, ns, "counter", target, metav1.ConditionTrue)
+		p.WaitForConfig(t, ns, "other", target, metav1.ConditionTrue)
+	})
+}
