@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -290,7 +291,7 @@ func rollBackLean(ctx workflow.Context, s steps, in SwitchInput, check activitie
 	// reports the same one under the same name, so it is recorded once.
 	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
 	if w.FailingSince != nil {
-		ev = activities.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
 	}
 	if err := s.run(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 		return nil, err

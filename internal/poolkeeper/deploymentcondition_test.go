@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // TestDeploymentFailures: each way a Deployment cannot be kept gives its
@@ -86,7 +86,7 @@ func TestDeploymentFailures(t *testing.T) {
 // TestDeploymentWarningIsPerAppearance: the same failure since the same
 // time is one event; a new message or a new appearance is another.
 func TestDeploymentWarningIsPerAppearance(t *testing.T) {
-	ref := activities.PoolRef{Namespace: "ns", Name: "p", UID: "uid-1"}
+	ref := wfapi.PoolRef{Namespace: "ns", Name: "p", UID: "uid-1"}
 	at := func(sec int64, msg string) *metav1.Condition {
 		return &metav1.Condition{Type: v1alpha1.ConditionDeploymentApplied, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.ReasonDeploymentApplyFailed, Message: msg, LastTransitionTime: metav1.NewTime(time.Unix(sec, 0))}
