@@ -1,4 +1,4 @@
-package workerapp
+package worker
 
 // The worker's rights beyond those of its activities (activities/) and its
 // pool reconciler (internal/poolkeeper): the Lease its replicas elect the
