@@ -28,7 +28,7 @@ ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
         -ldflags="-s -w -X ate.dev/orchestrator/internal/version.Version=${VERSION}" -o /out/ \
-        ./worker ./starter ./teardown ./hack/compose/httpprobe
+        ./cmd/worker ./cmd/starter ./cmd/teardown ./hack/compose/httpprobe
 
 FROM gcr.io/distroless/static:nonroot AS runtime
 COPY --from=build /out/worker /out/starter /out/teardown /usr/local/bin/

@@ -34,8 +34,8 @@ GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac
 # Packages whose +kubebuilder:rbac markers make each process's roles in
 # deploy/rbac/PROCESS: a ClusterRole ate-orchestrator-PROCESS, and a Role of
 # the same name for the markers with a namespace (leader election).
-RBAC_WORKER_DIRS := activities internal/poolkeeper internal/workerapp worker
-RBAC_STARTER_DIRS := internal/starterapp starter
+RBAC_WORKER_DIRS := activities worker
+RBAC_STARTER_DIRS := starter
 
 .PHONY: help
 help: ## List the targets.
@@ -120,7 +120,7 @@ record-histories: tools ## Record the missing replay fixtures of replay.Version 
 build: ## Compile everything and build the worker, starter and teardown, versioned from git describe, into _out/bin/.
 	go build ./...
 	@mkdir -p $(OUT)
-	@for p in $(PROGRAMS); do echo "go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./$$p"; go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./$$p; done
+	@for p in $(PROGRAMS); do echo "go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p"; go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p; done
 
 .PHONY: version
 version: ## Print the version make builds (git describe).

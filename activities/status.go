@@ -35,7 +35,7 @@ type PoolWrite struct {
 	Landed bool `json:"landed,omitempty"`
 	// FailingSince is the lastTransitionTime of the class's Resolved
 	// condition after a RollBack of a switch, when it is False: the
-	// appearance of the failure its Warning reports (see FailureWarning).
+	// appearance of the failure its Warning reports (see poolevents.FailureWarning).
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 	// Superseded comes from a Claim that expected the class on a config and
 	// found it elsewhere: another switch moved it since the move was

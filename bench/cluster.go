@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -148,7 +148,7 @@ func apiFloor(ctx context.Context, c client.Client, concurrency int) (time.Durat
 		}
 		ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 		ev := &eventsv1.Event{
-			ObjectMeta:          metav1.ObjectMeta{Name: activities.EventName(ref, "bench/api-floor"), Namespace: pool.Namespace},
+			ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, "bench/api-floor"), Namespace: pool.Namespace},
 			EventTime:           metav1.NowMicro(),
 			ReportingController: "ate.dev/bench",
 			ReportingInstance:   "bench",

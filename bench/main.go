@@ -8,7 +8,7 @@
 //     plain client (which also puts the pools on the old default);
 //  2. the Temporal floor: N switches of the product's workflow shape with
 //     no-op activities, on the same server, in this process;
-//  3. the product (./worker and ./starter as subprocesses): a new class
+//  3. the product (./cmd/worker and ./cmd/starter as subprocesses): a new class
 //     default is created; time until every pool names it (Resolved True, no
 //     pending claim) and has its SandboxConfigSwitched event;
 //  4. the release: the old default is deleted; time until it is gone;
@@ -84,10 +84,10 @@ func main() {
 	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed)")
 	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
 	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
-	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./worker, built with -tags benchtune)")
+	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./cmd/worker, built with -tags benchtune)")
 	flag.StringVar(&cfg.workerOptions, "worker-options", "", `Temporal worker options as JSON, e.g. {"MaxConcurrentWorkflowTaskPollers":8}, for the product's worker (its -tags benchtune build reads them) and the floor's`)
 	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
-	flag.StringVar(&cfg.starterMain, "starter-main", "./starter", "package of the starter binary")
+	flag.StringVar(&cfg.starterMain, "starter-main", "./cmd/starter", "package of the starter binary")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
 	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the -shapes, -reps times per size, to compare server and worker settings")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
@@ -106,7 +106,7 @@ func main() {
 		cfg.shapes = append(cfg.shapes, sh)
 	}
 	if cfg.workerMain == "" {
-		cfg.workerMain = "./worker"
+		cfg.workerMain = "./cmd/worker"
 	}
 	var err error
 	if cfg.sizes, err = positiveInts(sizes); err != nil {

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -173,7 +173,7 @@ func (r *plainReconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool,
 func (r *plainReconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
 	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: activities.EventName(ref, "plain/"+to), Namespace: pool.Namespace},
+		ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, "plain/"+to), Namespace: pool.Namespace},
 		EventTime:           metav1.NowMicro(),
 		ReportingController: plainController,
 		ReportingInstance:   "bench",

@@ -19,8 +19,8 @@ import (
 	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
-// buildProduct builds the product's worker and starter from ./worker and
-// ./starter (or the bench's variant of a main, when given) into dir.
+// buildProduct builds the product's worker and starter from ./cmd/worker and
+// ./cmd/starter (or the bench's variant of a main, when given) into dir.
 func buildProduct(ctx context.Context, root, dir string, mains map[string]string) (map[string]string, error) {
 	bins := map[string]string{}
 	for _, name := range []string{"worker", "starter"} {

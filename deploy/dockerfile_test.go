@@ -198,7 +198,7 @@ func TestDockerfile(t *testing.T) {
 
 	// It builds every command, statically.
 	pkgs, env := df.built(t)
-	for _, cmd := range []string{"./worker", "./starter", "./teardown"} {
+	for _, cmd := range []string{"./cmd/worker", "./cmd/starter", "./cmd/teardown"} {
 		if !slices.Contains(pkgs, cmd) {
 			t.Errorf("the Dockerfile builds %v, not %s", pkgs, cmd)
 		}

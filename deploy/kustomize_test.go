@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/workerapp"
 	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/worker"
 )
 
 const systemNamespace = "ate-system"
@@ -318,8 +318,8 @@ func TestWorkerGracePeriodCoversItsStop(t *testing.T) {
 		t.Fatal("the worker's pod has no terminationGracePeriodSeconds: Kubernetes' 30 s default would be implicit")
 	}
 	grace := time.Duration(*g) * time.Second
-	if margin := grace - workerapp.ShutdownBudget; margin < minMargin || margin > maxMargin {
-		t.Errorf("the worker's terminationGracePeriodSeconds is %v and its graceful stop takes up to %v (workerapp.ShutdownBudget): want a margin between %v and %v, have %v",
-			grace, workerapp.ShutdownBudget, minMargin, maxMargin, margin)
+	if margin := grace - worker.ShutdownBudget; margin < minMargin || margin > maxMargin {
+		t.Errorf("the worker's terminationGracePeriodSeconds is %v and its graceful stop takes up to %v (worker.ShutdownBudget): want a margin between %v and %v, have %v",
+			grace, worker.ShutdownBudget, minMargin, maxMargin, margin)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -254,7 +255,7 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 	settle := activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: claimed != ""}
 	var w activities.PoolWrite
 	var res *wfapi.SwitchResult
-	var event activities.EventInput
+	var event poolevents.Event
 	if check.OK {
 		settle.Claimed = true
 		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
@@ -275,7 +276,7 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
 		res = &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}
-		event = activities.EventInput{Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+		event = poolevents.Event{Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 			Action: "Switch", Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	case w.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil

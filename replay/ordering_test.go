@@ -12,6 +12,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -458,7 +459,7 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			}
 			moved = c.Type == "Confirm" || w.Landed
 		case "RecordEvent":
-			ev := stepInput[activities.EventInput](t, c, r)
+			ev := stepInput[poolevents.Event](t, c, r)
 			require.Equal(t, in.Pool, ev.Pool, "the event regards the pool")
 			if moved {
 				require.Equal(t, corev1.EventTypeNormal, ev.Type, "the event of a confirm")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/workerapp"
+	ateworker "ate.dev/orchestrator/worker"
 )
 
 // TestReplay replays every recorded history with the current workflow code,
@@ -147,7 +147,7 @@ func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 // worker writes them with. Both come from one builder; this checks the
 // values, so a setting added to one side only fails here.
 func TestReplayerMatchesWorker(t *testing.T) {
-	w := workerapp.TemporalWorkerOptions()
+	w := ateworker.TemporalWorkerOptions()
 	r := ReplayerOptions()
 	require.Len(t, r.Interceptors, len(w.Interceptors))
 	for i := range w.Interceptors {

@@ -8,16 +8,16 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"ate.dev/orchestrator/internal/workerapp"
+	ateworker "ate.dev/orchestrator/worker"
 	"ate.dev/orchestrator/workflows"
 )
 
 // ReplayerOptions are the options of every replayer of this repository:
-// the worker's (workerapp.ReplayerOptions, built beside the worker's own
+// the worker's (ateworker.ReplayerOptions, built beside the worker's own
 // Temporal options), or a replay would check other code than production
 // runs. TestReplayerMatchesWorker compares the two.
 func ReplayerOptions() worker.WorkflowReplayerOptions {
-	return workerapp.ReplayerOptions()
+	return ateworker.ReplayerOptions()
 }
 
 // NewReplayer returns a replayer with every workflow registered exactly as

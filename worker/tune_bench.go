@@ -1,6 +1,6 @@
 //go:build benchtune
 
-package main
+package worker
 
 import (
 	"encoding/json"

@@ -13,6 +13,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -94,8 +95,8 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 		return in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
 	})).Return(&activities.PoolWrite{Wrote: true}, nil)
-	var event activities.EventInput
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+	var event poolevents.Event
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 		event = in
 		return nil
 	})

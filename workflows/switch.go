@@ -10,6 +10,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -309,7 +310,7 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	// reports the same one under the same name, so it is recorded once.
 	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
 	if w.FailingSince != nil {
-		ev = activities.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
 	}
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
 		return nil, err
@@ -369,7 +370,7 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 	}
 	// The key is this switch's run: a retried event activity, even after a
 	// worker crash, creates the same event name and so records it once.
-	err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, activities.EventInput{
+	err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, poolevents.Event{
 		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, nil)
@@ -384,7 +385,7 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 
 // warning is the Warning event of a failed resolution (see
 // activities.WarningEvent).
-func warning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) activities.EventInput {
+func warning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) poolevents.Event {
 	return activities.WarningEvent(pool, class, reason, message, generation)
 }
 

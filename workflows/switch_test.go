@@ -14,6 +14,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -156,8 +157,8 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Message == tt.note && in.Config == "new"
 			})).Return(&activities.PoolWrite{Wrote: true}, nil)
-			var event activities.EventInput
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+			var event poolevents.Event
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 				event = in
 				return nil
 			})
@@ -183,7 +184,7 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
 	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
 	executeSwitch(env, in)
@@ -281,7 +282,7 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in activities.EventInput) bool {
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 				return in.Reason == "SandboxConfigSwitched"
 			})).Return(nil).Maybe()
 			executeSwitch(env, switchIn)
@@ -354,8 +355,8 @@ func TestSwitch(t *testing.T) {
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Local && in.Claimed
 			})).Return(&tt.rolled, nil)
-			var event activities.EventInput
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.EventInput) error {
+			var event poolevents.Event
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 				event = in
 				return nil
 			})

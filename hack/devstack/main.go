@@ -210,8 +210,8 @@ func (s *stack) temporalExited() <-chan struct{} { return s.temporal.Done() }
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
 	outDir := filepath.Join(root, "_out", "bin")
 	for i, name := range []string{"worker", "starter"} {
-		if !hasPackage(root, name) {
-			s.log.Warn("no ./"+name+" package yet; running the stack without it", "package", "./"+name)
+		if !hasPackage(root, filepath.Join("cmd", name)) {
+			s.log.Warn("no ./cmd/"+name+" package yet; running the stack without it", "package", "./cmd/"+name)
 			continue
 		}
 		// Distinct ports, since both run on this host: the worker's metrics

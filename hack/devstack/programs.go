@@ -18,7 +18,7 @@ import (
 
 // program is one of the orchestrator's own binaries (worker, starter).
 type program struct {
-	name string // also its package directory
+	name string // its command is ./cmd/<name>
 	env  []string
 	// metrics and probes are the addresses it serves them on.
 	metrics, probes string
@@ -34,6 +34,9 @@ func hasPackage(root, pkg string) bool {
 	return len(files) > 0
 }
 
+// pkg is the program's command package.
+func (p *program) pkg() string { return "./cmd/" + p.name }
+
 // build compiles the program into outDir with the go command.
 func (p *program) build(ctx context.Context, root, outDir string) (string, error) {
 	out := filepath.Join(outDir, p.name)
@@ -43,12 +46,12 @@ func (p *program) build(ctx context.Context, root, outDir string) (string, error
 		// worker and starter it runs print the same.
 		args = append(args, "-ldflags", "-X ate.dev/orchestrator/internal/version.Version="+version.Version)
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./"+p.name)...)
+	cmd := exec.CommandContext(ctx, "go", append(args, p.pkg())...)
 	cmd.Dir = root
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./%s: %w\n%s", p.name, err, buf.String())
+		return "", fmt.Errorf("go build %s: %w\n%s", p.pkg(), err, buf.String())
 	}
 	return out, nil
 }

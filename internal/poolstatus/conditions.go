@@ -145,7 +145,7 @@ func SetPoolCondition(status *v1alpha1.WorkerPoolStatus, c metav1.Condition) boo
 // A transition's lastTransitionTime is always a later second than the one
 // before it, even when the condition flaps within a second: the time names
 // the appearance of a failure, which its Warning is keyed by (see
-// activities.FailureWarning and the pool keeper's Deployment warnings), and
+// poolevents.FailureWarning and the pool keeper's Deployment warnings), and
 // the API server keeps whole seconds.
 func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
 	if old := meta.FindStatusCondition(*conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {

@@ -5,7 +5,7 @@
 // The Makefile and the Dockerfile set it at link time from
 // `git describe --tags --always --dirty`:
 //
-//	go build -ldflags "-X ate.dev/orchestrator/internal/version.Version=$(git describe --tags --always --dirty)" ./worker
+//	go build -ldflags "-X ate.dev/orchestrator/internal/version.Version=$(git describe --tags --always --dirty)" ./cmd/worker
 package version
 
 import (

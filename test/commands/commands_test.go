@@ -25,9 +25,9 @@ const stamped = "v0.0.0-commands-test"
 
 // commands maps each binary's name to its package.
 var commands = map[string]string{
-	"worker":   "./worker",
-	"starter":  "./starter",
-	"teardown": "./teardown",
+	"worker":   "./cmd/worker",
+	"starter":  "./cmd/starter",
+	"teardown": "./cmd/teardown",
 	"devstack": "./hack/devstack",
 }
 

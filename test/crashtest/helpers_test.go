@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -211,7 +211,7 @@ func (s starterStandIn) pool(t testing.TB, ns, name string) {
 	t.Helper()
 	env := testenv.Current()
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	_, err := starterapp.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, key)
+	_, err := starter.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, key)
 	if !errors.Is(err, wfapi.ErrSwitchRunning) {
 		require.NoError(t, err)
 		return
@@ -229,7 +229,7 @@ func (s starterStandIn) pool(t testing.TB, ns, name string) {
 				return
 			case <-tick.C:
 			}
-			_, err := starterapp.StartNext(ctx, env.Kube, env.Temporal, s.taskQueue, key)
+			_, err := starter.StartNext(ctx, env.Kube, env.Temporal, s.taskQueue, key)
 			if !errors.Is(err, wfapi.ErrSwitchRunning) {
 				if err != nil && ctx.Err() == nil {
 					t.Logf("standing in for the starter on WorkerPool %s: %v", key, err)

@@ -74,8 +74,8 @@ func buildBinaries() {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i, args := range [][]string{
-			{"build", "-tags", "crashtest", "-o", bins.worker, "./worker"},
-			{"build", "-o", bins.starter, "./starter"},
+			{"build", "-tags", "crashtest", "-o", bins.worker, "./cmd/worker"},
+			{"build", "-o", bins.starter, "./cmd/starter"},
 		} {
 			wg.Add(1)
 			go func() {

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/internal/workerapp"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/worker"
 )
 
 // The Lease timings of these tests (LEADER_ELECTION_*): a killed leader's
@@ -194,14 +194,14 @@ func TestTwoStartersLeaderKilledInBurst(t *testing.T) {
 	for _, r := range append(rs.workers[:], rs.starters[:]...) {
 		r.start()
 	}
-	leader := waitLeader(t, starterapp.LeaseName, rs.starters[:]...)
+	leader := waitLeader(t, starter.LeaseName, rs.starters[:]...)
 	survivor := rs.starters[0]
 	if leader == survivor {
 		survivor = rs.starters[1]
 	}
-	before := readLease(t, leases, starterapp.LeaseName)
+	before := readLease(t, leases, starter.LeaseName)
 	require.NotEmpty(t, holder(before), "the starters' Lease has a holder")
-	waitLeader(t, workerapp.LeaseName, rs.workers[:]...)
+	waitLeader(t, worker.LeaseName, rs.workers[:]...)
 	t.Logf("starter pid %d leads (Lease holder %s); pid %d waits", leader.pid(), holder(before), survivor.pid())
 
 	gv, mv := v1alpha1.SandboxClassGVisor, v1alpha1.SandboxClassMicroVM
@@ -240,13 +240,13 @@ func TestTwoStartersLeaderKilledInBurst(t *testing.T) {
 	require.NoError(t, patchPool(ctx, kube, ns1, "pinned", pin(cfg("gpin"))))
 	createAfterOthers(t, kube, microvmConfig(cfg("m2"), true))
 	require.NoError(t, kube.Delete(ctx, microvmConfig(cfg("m1"), false)))
-	leads, why := survivor.leads(starterapp.LeaseName)
+	leads, why := survivor.leads(starter.LeaseName)
 	require.False(t, leads, "the waiting starter leads %s after the kill, before the Lease could expire: %s",
 		time.Since(killed).Round(time.Millisecond), why)
 	gap := time.Since(killed)
 
-	require.Same(t, survivor, waitLeader(t, starterapp.LeaseName, rs.starters[:]...))
-	after := readLease(t, leases, starterapp.LeaseName)
+	require.Same(t, survivor, waitLeader(t, starter.LeaseName, rs.starters[:]...))
+	after := readLease(t, leases, starter.LeaseName)
 	tookOver := after.Spec.AcquireTime.Time
 	require.NotEqual(t, holder(before), holder(after), "a new holder of the starters' Lease")
 	require.Equal(t, transitions(before)+1, transitions(after), "one transition of the starters' Lease")
@@ -324,13 +324,13 @@ func TestTwoWorkersOneKilledMidWave(t *testing.T) {
 	// The victim starts alone, so it is the worker that leads; the test
 	// checks that rather than assuming it.
 	victim.startCrashing("Confirm", next)
-	require.Same(t, victim, waitLeader(t, workerapp.LeaseName, victim))
+	require.Same(t, victim, waitLeader(t, worker.LeaseName, victim))
 	survivor.start()
 	for _, s := range rs.starters {
 		s.start()
 	}
-	waitLeader(t, starterapp.LeaseName, rs.starters[:]...)
-	require.Same(t, victim, waitLeader(t, workerapp.LeaseName, rs.workers[:]...))
+	waitLeader(t, starter.LeaseName, rs.starters[:]...)
+	require.Same(t, victim, waitLeader(t, worker.LeaseName, rs.workers[:]...))
 	t.Logf("worker pid %d leads and will crash; pid %d survives", victim.pid(), survivor.pid())
 
 	const pools = 16
@@ -343,7 +343,7 @@ func TestTwoWorkersOneKilledMidWave(t *testing.T) {
 	crashed := time.Now()
 	t.Logf("the leading worker crashed after a Confirm to %s; %d of %d pools were on it", next, onConfig(t, ns, next), pools)
 	require.NoError(t, patchPool(ctx, kube, ns, "p0", scale(2)))
-	require.Same(t, survivor, waitLeader(t, workerapp.LeaseName, rs.workers[:]...))
+	require.Same(t, survivor, waitLeader(t, worker.LeaseName, rs.workers[:]...))
 	t.Logf("the surviving worker took the worker Lease %s after the crash", time.Since(crashed).Round(time.Millisecond))
 
 	rep := requireSound(t, chk, scope)

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -81,7 +81,7 @@ func TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- starterapp.Run(runCtx, starterapp.Config{Rest: env.RestConfig, Temporal: tc, TaskQueue: tq, SkipNameValidation: true})
+		done <- starter.Run(runCtx, starter.Config{Rest: env.RestConfig, Temporal: tc, TaskQueue: tq, SkipNameValidation: true})
 	}()
 	name := testenv.UniqueName(t)
 	cfg := producttest.GVisorConfig(name, false)

@@ -18,8 +18,8 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/starterapp"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -74,7 +74,7 @@ func runCounting(t *testing.T, interceptors ...interceptor.WorkerInterceptor) (*
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- starterapp.Run(ctx, starterapp.Config{Rest: env.RestConfig, Temporal: tc, TaskQueue: p.TaskQueue, SkipNameValidation: true})
+		done <- starter.Run(ctx, starter.Config{Rest: env.RestConfig, Temporal: tc, TaskQueue: p.TaskQueue, SkipNameValidation: true})
 	}()
 	// Registered after the Product's cleanup, so run before it: the
 	// cluster is emptied with no starter running, as with the Product's.

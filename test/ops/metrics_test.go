@@ -27,7 +27,7 @@ import (
 )
 
 // TestMonitoringMatchesWhatTheProcessesExport runs the product wired as
-// worker/main.go and starter/main.go wire it (the Temporal SDK's and the
+// worker.Main and starter.Main wire it (the Temporal SDK's and the
 // product's metrics in controller-runtime's registry, which both processes
 // serve on /metrics), makes happen what the dashboard and the alerts watch
 // (a switch; a release that waits, then ends; a switch step that fails; a

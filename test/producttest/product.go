@@ -30,12 +30,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/starterapp"
-	"ate.dev/orchestrator/internal/workerapp"
+	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/testenv"
+	ateworker "ate.dev/orchestrator/worker"
 )
 
 // Product is a worker and a starter on their own task queue, run in this
@@ -49,9 +51,12 @@ type Product struct {
 
 	// Optional: the Temporal client of both processes (default Env.Temporal:
 	// set it to reach another server, or to record metrics) and the
-	// starter's metrics address (default none).
+	// starter's metrics address (default none), served as starter.Main
+	// serves it: controller-runtime's registry, from the first Start until
+	// the test ends.
 	Temporal           tclient.Client
 	StarterMetricsAddr string
+	metricsServed      bool
 	// NoStarter makes Start run the worker alone: a test then plays the
 	// starter, or an operator, by hand.
 	NoStarter bool
@@ -139,10 +144,16 @@ func (p *Product) Start(t testing.TB) {
 	if p.StarterRest != nil {
 		starterRest = p.StarterRest
 	}
+	if p.StarterMetricsAddr != "" && !p.metricsServed {
+		p.metricsServed = true
+		mctx, stop := context.WithCancel(context.Background())
+		t.Cleanup(stop)
+		probes.Serve(mctx, p.StarterMetricsAddr, probes.Alive, ctrlmetrics.Registry, QuietLog)
+	}
 	elect := options.LeaderElection{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
 	go func() {
 		defer wg.Done()
-		errs <- workerapp.Run(ctx, workerapp.Config{Rest: workerRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
+		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
 			Worker:         worker.Options{Interceptors: p.Interceptors},
 			LeaderElection: elect})
 	}()
@@ -152,9 +163,9 @@ func (p *Product) Start(t testing.TB) {
 			<-ctx.Done()
 			return
 		}
-		errs <- starterapp.Run(ctx, starterapp.Config{Rest: starterRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
-			SkipNameValidation: true, MetricsBindAddress: p.StarterMetricsAddr,
-			LeaderElection: elect})
+		errs <- starter.Run(ctx, starter.Config{Rest: starterRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
+			SkipNameValidation: true,
+			LeaderElection:     elect})
 	}()
 	p.halt = func() {
 		cancel()

@@ -36,8 +36,8 @@ func (a access) String() string {
 const poolNamespace = "team-a"
 
 // Every verb each process's code uses (the RBAC markers in activities/,
-// internal/poolkeeper, internal/workerapp and internal/starterapp), and a
-// sample of what it must not do.
+// worker/ with its pool keeper, and starter/), and a sample of what it must
+// not do.
 var (
 	workerAllowed = []access{
 		{verb: "get", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},

@@ -1,6 +1,6 @@
-// Package workerapp runs the Temporal worker: it hosts the workflows and the
+// Package worker runs the Temporal worker: it hosts the workflows and the
 // activities, the only code that writes to the API server.
-package workerapp
+package worker
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -27,8 +25,8 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/internal/poolkeeper"
 	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/worker/poolkeeper"
 	"ate.dev/orchestrator/workflows"
 )
 
@@ -193,25 +191,20 @@ func dial(ctx context.Context, cancel context.CancelFunc, cfg Config, mgrDone <-
 
 // newManager is the controller-runtime manager of the pool reconciler. Its
 // cache (WorkerPools, SandboxConfigs, the pools' Deployments) also serves the
-// activities' first looks. The worker serves its own probes and metrics.
+// activities' first looks. The worker serves its own probes and metrics
+// (Main).
 func newManager(cfg Config) (ctrl.Manager, error) {
 	workerPods, err := labels.NewRequirement(v1alpha1.WorkerPoolLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	mopts := ctrl.Options{
-		Scheme:                 kube.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Only the pools' Deployments are cached, not every Deployment of
-		// the cluster.
-		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
-			&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
-		}},
-		GracefulShutdownTimeout: ptr(ManagerShutdownTimeout),
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
-	}
-	cfg.LeaderElection.Apply(&mopts, LeaseName)
+	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
+		ShutdownTimeout: ManagerShutdownTimeout, SkipNameValidation: cfg.SkipNameValidation}.Options()
+	// Only the pools' Deployments are cached, not every Deployment of the
+	// cluster.
+	mopts.Cache = cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
+	}}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the worker's controller manager: %w", err)
@@ -243,5 +236,3 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 	}, nil
 }
-
-func ptr[T any](v T) *T { return &v }

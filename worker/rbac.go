@@ -1,7 +1,7 @@
-package workerapp
+package worker
 
 // The worker's rights beyond those of its activities (activities/) and its
-// pool reconciler (internal/poolkeeper): the Lease its replicas elect the
+// pool reconciler (worker/poolkeeper): the Lease its replicas elect the
 // pool reconciler's leader with, and the core/v1 events controller-runtime's
 // leader election records about it, both in the worker's own namespace
 // only (a Role; `make generate` writes it with the ClusterRole into

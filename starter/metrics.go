@@ -1,4 +1,4 @@
-package starterapp
+package starter
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

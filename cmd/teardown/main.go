@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 
-	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/teardown"
 	"ate.dev/orchestrator/internal/version"
@@ -38,15 +37,7 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg, err := opts.RestConfig()
-	if err != nil {
-		return err
-	}
-	c, err := kube.LiveClient(cfg)
-	if err != nil {
-		return err
-	}
-	rep, err := teardown.Run(ctx, c)
+	rep, err := teardown.Main(ctx, opts)
 	if err != nil {
 		return err
 	}

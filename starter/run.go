@@ -1,27 +1,22 @@
-// Package starterapp runs the starter: the thin, level-triggered watch bridge
+// Package starter runs the starter: the thin, level-triggered watch bridge
 // from the API server to Temporal. It watches WorkerPools and SandboxConfigs,
 // starts the switch a pool's next move needs (a pool already where it
 // should be costs Temporal nothing), and wakes the release workflow of a
 // config in deletion. It writes nothing to Kubernetes.
-package starterapp
+package starter
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 )
@@ -50,9 +45,7 @@ type Config struct {
 	// controller.
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
-	LeaderElection         options.LeaderElection
-	MetricsBindAddress     string
-	HealthProbeBindAddress string
+	LeaderElection options.LeaderElection
 	// SkipNameValidation lets tests run several starters in one process.
 	SkipNameValidation bool
 }
@@ -62,17 +55,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
 	}
-	if cfg.MetricsBindAddress == "" {
-		cfg.MetricsBindAddress = "0"
-	}
-	mopts := ctrl.Options{
-		Scheme:                  kube.Scheme,
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
-		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
-		GracefulShutdownTimeout: ptr(10 * time.Second),
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptr(cfg.SkipNameValidation)},
-	}
-	cfg.LeaderElection.Apply(&mopts, LeaseName)
+	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
+		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)
@@ -96,16 +80,5 @@ func Run(ctx context.Context, cfg Config) error {
 	})); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("temporal", func(req *http.Request) error {
-		_, err := cfg.Temporal.CheckHealth(req.Context(), &client.CheckHealthRequest{})
-		return err
-	}); err != nil {
-		return err
-	}
 	return mgr.Start(ctx)
 }
-
-func ptr[T any](v T) *T { return &v }

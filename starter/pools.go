@@ -1,4 +1,4 @@
-package starterapp
+package starter
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package workerapp
+package worker
 
 import (
 	"go.temporal.io/sdk/interceptor"

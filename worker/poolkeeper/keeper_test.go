@@ -16,16 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/poolevents"
 )
 
 const gvisor = v1alpha1.SandboxClassGVisor
 
 type recorder struct{ keys []string }
 
-func (r *recorder) RecordEvent(_ context.Context, in activities.EventInput) error {
+func (r *recorder) RecordEvent(_ context.Context, in poolevents.Event) error {
 	r.keys = append(r.keys, in.Reason+": "+in.Note)
 	return nil
 }

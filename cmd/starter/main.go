@@ -1,0 +1,44 @@
+// Command starter is the watch bridge: it watches WorkerPools,
+// SandboxConfigs and the pools' Deployments and starts the switch and release
+// workflows. Its shape is the worker's: flags, then starter.Main.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/version"
+	"ate.dev/orchestrator/starter"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var opts options.Options
+	fs := flag.NewFlagSet("starter", flag.ExitOnError)
+	opts.BindFlags(fs)
+	var leader options.LeaderElection
+	leader.BindFlags(fs)
+	printVersion := version.Flag(fs, "starter")
+	_ = fs.Parse(args)
+	if printVersion(os.Stdout) {
+		return nil
+	}
+	if err := errors.Join(opts.Validate(), leader.Validate()); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return starter.Main(ctx, opts, leader)
+}

@@ -1,0 +1,43 @@
+package options
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"ate.dev/orchestrator/internal/kube"
+)
+
+// Manager describes the controller-runtime manager of the worker (its pool
+// keeper and caches) or the starter (its watches); Options builds what both
+// share, so the two processes cannot drift apart.
+type Manager struct {
+	// LeaseName names the leader election Lease of the process.
+	LeaseName      string
+	LeaderElection LeaderElection
+	// ShutdownTimeout bounds the manager's graceful stop.
+	ShutdownTimeout time.Duration
+	// SkipNameValidation lets tests run several managers of one process in
+	// one test binary (controller names are otherwise unique per process).
+	SkipNameValidation bool
+}
+
+// Options are the manager's options: the product's scheme, the leader
+// election, and no metrics or probe server of the manager's own. Each
+// process serves /metrics, /healthz and /readyz itself (internal/probes),
+// from its start rather than from the manager's: a process waiting for
+// Temporal must answer its liveness probe. The metrics are the same:
+// controller-runtime's registry, which the manager's server would serve.
+func (m Manager) Options() ctrl.Options {
+	o := ctrl.Options{
+		Scheme:                  kube.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: &m.ShutdownTimeout,
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &m.SkipNameValidation},
+	}
+	m.LeaderElection.Apply(&o, m.LeaseName)
+	return o
+}

@@ -1,0 +1,57 @@
+// Package poolevents is what the Events the product records about a
+// WorkerPool are made of, shared by the activities (the RecordEvent
+// activity, whose input this is) and the worker's pool keeper, which records
+// the Warnings of failures a pool's status shows: both must give the same
+// occurrence the same name, so that it is recorded once whoever sees it
+// first. It sits below both so the keeper need not import the activities.
+package poolevents
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// Event is one event about a WorkerPool.
+type Event struct {
+	Pool wfapi.PoolRef `json:"pool"`
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+	Action string `json:"action"`
+	Note   string `json:"note"`
+	// Key identifies the occurrence: the same key always gives the same
+	// event name, so a retried creation is a no-op and an event is recorded
+	// exactly once.
+	Key string `json:"key"`
+}
+
+// FailureWarning is the Warning of one appearance of a failed resolution: a
+// class's Resolved condition False with this reason and message since
+// since (its lastTransitionTime). A failure that goes away and comes back is
+// a new appearance (a new transition time) and is reported again; the same
+// appearance, reported by a switch's roll back, by the pool reconciler, or
+// by either after a crash, is the same event, recorded once.
+func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) Event {
+	return Event{
+		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
+		Key: fmt.Sprintf("failure/%s/%s/%s/%s", class, reason, message, since.UTC().Format(time.RFC3339)),
+	}
+}
+
+// Name is the deterministic name of the event with this key.
+func Name(pool wfapi.PoolRef, key string) string {
+	sum := sha256.Sum256([]byte(pool.UID + "\x00" + key))
+	prefix := pool.Name
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return prefix + "." + hex.EncodeToString(sum[:8])
+}

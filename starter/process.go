@@ -1,0 +1,32 @@
+package starter
+
+import (
+	"context"
+
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/probes"
+)
+
+// Main is the starter process, as cmd/starter's flags configure it, until
+// ctx is done (SIGINT or SIGTERM): logs, probes and metrics, the Temporal
+// connection, then Run.
+func Main(ctx context.Context, opts options.Options, leader options.LeaderElection) error {
+	proc, err := opts.Process("starter")
+	if err != nil {
+		return err
+	}
+	log := proc.Log
+
+	// Probes come up first, as the worker's do: while Temporal is
+	// unreachable the starter is alive but not ready. (Its manager, built
+	// once connected, would serve them only then, leaving the liveness
+	// probe unanswered and the pod restarted while it waits.)
+	endpoints := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.MetricsBindAddress, proc.Temporal.Namespace, log)
+	c, err := options.DialTemporal(ctx, proc.Temporal, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	endpoints.Connected(c)
+	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, LeaderElection: leader})
+}

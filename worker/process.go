@@ -1,0 +1,49 @@
+package worker
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/probes"
+)
+
+// tuneWorker, when set, adjusts the Temporal worker's options last. Only the
+// bench's build sets it (tune_bench.go), to measure options the flags do not
+// cover on the product's own code path.
+var tuneWorker func(*worker.Options) error
+
+// Main is the worker process, as cmd/worker's flags configure it, until ctx
+// is done (SIGINT or SIGTERM): logs, probes and metrics, then Run, which
+// dials Temporal beside the pool keeper.
+func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions, leader options.LeaderElection) error {
+	proc, err := opts.Process("worker")
+	if err != nil {
+		return err
+	}
+	log := proc.Log
+
+	tw := TemporalWorkerOptions()
+	wopts.Apply(&tw)
+	if tuneWorker != nil {
+		if err := tuneWorker(&tw); err != nil {
+			return err
+		}
+	}
+
+	// Probes come up first: while Temporal is unreachable the worker is
+	// alive but not ready.
+	endpoints := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.MetricsBindAddress, proc.Temporal.Namespace, log)
+	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
+		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
+	// The pool keeper starts at once; Temporal is dialled beside it, with
+	// retries, and the Temporal worker starts once it answers: a worker
+	// (re)started during a Temporal outage keeps Deployments scaled and
+	// statuses mirrored, and is not ready until Temporal is reachable.
+	return Run(ctx, Config{Rest: proc.Rest, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
+		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
+		Dial:        func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
+		OnConnected: endpoints.Connected})
+}
