@@ -1,6 +1,7 @@
 # Entry points of the repository. `make help` lists them.
 #
-# Tools (temporal, kube-apiserver, etcd, controller-gen, workflowcheck) are
+# Tools (temporal, kube-apiserver, etcd, controller-gen, workflowcheck, and
+# the local cluster's kube-controller-manager, kube-scheduler and kwok) are
 # built once per machine by hack/tools/install.sh into a version-keyed cache
 # and linked into bin/; every target that needs one depends on `tools`, which
 # builds only what is missing, so warm runs build nothing.

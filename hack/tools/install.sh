@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the tools this project runs (Temporal CLI, kube-apiserver, etcd,
-# controller-gen, workflowcheck, and the Temporal server with its SQL schema
-# tool for the PostgreSQL stack) from their Go modules, each pinned in its own
+# controller-gen, workflowcheck, the Temporal server with its SQL schema
+# tool for the PostgreSQL stack, and the local cluster's kube-controller-manager,
+# kube-scheduler and kwok) from their Go modules, each pinned in its own
 # module under hack/tools/<tool>/, into a cache keyed by tool and version:
 #
 #   ${ATE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ate-orchestrator/tools}/<tool>/<version>/<tool>
@@ -12,7 +13,9 @@
 # stack look for it.
 #
 # Usage: hack/tools/install.sh [tool ...]   (default: all)
-# temporal-server also builds temporal-sql-tool from the same pinned module.
+# temporal-server also builds temporal-sql-tool from the same pinned module;
+# kube-controller-manager and kube-scheduler are built from kube-apiserver's
+# module, so the three always share one Kubernetes version.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,7 +85,10 @@ kube_ldflags() {
 install_tool() {
 	case $1 in
 	temporal) build temporal github.com/temporalio/cli github.com/temporalio/cli/cmd/temporal ;;
-	kube-apiserver) build kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler)
+		build "$1" k8s.io/kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags)" kube-apiserver
+		;;
+	kwok) build kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;
 	etcd) build etcd go.etcd.io/etcd/server/v3 . ;;
 	controller-gen) build controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen ;;
 	temporal-server)
@@ -95,7 +101,8 @@ install_tool() {
 }
 
 if [[ $# -eq 0 ]]; then
-	set -- controller-gen workflowcheck etcd kube-apiserver temporal temporal-server
+	set -- controller-gen workflowcheck etcd kube-apiserver temporal temporal-server \
+		kube-controller-manager kube-scheduler kwok
 fi
 tool_count=$#
 for t in "$@"; do

@@ -17,11 +17,13 @@ import (
 )
 
 // fakeGo answers `go list -m` with a version and makes `go build -o OUT`
-// take a moment before it writes OUT; a FAIL file makes builds fail.
+// take a moment before it writes OUT; a FAIL file makes builds fail. With
+// FAKE_LOG set, each build appends its directory and package to that file.
 const fakeGo = `#!/usr/bin/env bash
 case $1 in
 list) echo v1.2.3 ;;
 build)
+	[[ -n ${FAKE_LOG:-} ]] && echo "$PWD ${*: -1}" >>"$FAKE_LOG"
 	sleep "$FAKE_BUILD_SECONDS"
 	[[ -e "$FAKE_DIR/FAIL" ]] && { echo "compile error" >&2; exit 3; }
 	while [[ $# -gt 0 && $1 != -o ]]; do shift; done
@@ -48,11 +50,18 @@ func newRig(t *testing.T) rig {
 // install runs the copied install.sh with tools, returning its output.
 func (r rig) install(t *testing.T, buildSeconds string, tools ...string) (string, error) {
 	t.Helper()
+	return r.installEnv(t, buildSeconds, nil, tools...)
+}
+
+// installEnv is install with extra environment variables.
+func (r rig) installEnv(t *testing.T, buildSeconds string, env []string, tools ...string) (string, error) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(r.root, "hack", "tools", "install.sh"), tools...)
 	cmd.Env = append(os.Environ(),
 		"PATH="+r.dir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ATE_TOOLS_CACHE="+r.cache, "ATE_TOOLS_PROGRESS_INTERVAL=1",
 		"FAKE_BUILD_SECONDS="+buildSeconds, "FAKE_DIR="+r.dir)
+	cmd.Env = append(cmd.Env, env...)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -106,6 +115,29 @@ func TestInstallShowsProgress(t *testing.T) {
 	out, err = r.install(t, "2.5", "etcd", "kube-apiserver")
 	require.NoError(t, err, out)
 	require.Empty(t, out)
+}
+
+// The controller manager and the scheduler are built from kube-apiserver's
+// module, so the three always run one Kubernetes version; kwok from its own.
+func TestInstallBuildsTheClusterFromTheirModules(t *testing.T) {
+	r := newRig(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(r.root, "hack", "tools", "kwok"), 0o755))
+	log := filepath.Join(r.dir, "builds.log")
+	out, err := r.installEnv(t, "0", []string{"FAKE_LOG=" + log}, "kube-controller-manager", "kube-scheduler", "kwok")
+	require.NoError(t, err, out)
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	tools := filepath.Join(r.root, "hack", "tools")
+	require.Equal(t, []string{
+		filepath.Join(tools, "kube-apiserver") + " k8s.io/kubernetes/cmd/kube-controller-manager",
+		filepath.Join(tools, "kube-apiserver") + " k8s.io/kubernetes/cmd/kube-scheduler",
+		filepath.Join(tools, "kwok") + " sigs.k8s.io/kwok/cmd/kwok",
+	}, strings.Split(strings.TrimSpace(string(b)), "\n"))
+	for _, tool := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
+		link, err := os.Readlink(filepath.Join(r.root, "bin", tool))
+		require.NoError(t, err, "bin/%s", tool)
+		require.Equal(t, filepath.Join(r.cache, tool, "v1.2.3", tool), link)
+	}
 }
 
 func TestInstallReportsAFailedBuild(t *testing.T) {

@@ -35,6 +35,10 @@ type KubeConfig struct {
 	CRDDirs []string
 	// Scheme converts the CRDs; default client-go's scheme.
 	Scheme *runtime.Scheme
+	// APIServerFlags are kube-apiserver flags (name without dashes: value)
+	// set over envtest's defaults, e.g. the default toleration seconds of
+	// the local cluster (see ClusterAPIServerFlags).
+	APIServerFlags map[string]string
 	// EtcdLog and APIServerLog receive each process's output; nil discards.
 	EtcdLog, APIServerLog io.Writer
 	// StartTimeout bounds the start of each process; default 60s.
@@ -113,6 +117,9 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 		SecureServing: envtest.SecureServing{
 			ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)},
 		},
+	}
+	for name, value := range cfg.APIServerFlags {
+		apiServer.Configure().Set(name, value)
 	}
 	k.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
