@@ -21,7 +21,7 @@
 //     and history events per switch (sampled executions), RSS of the worker
 //     and the starter, CPU per process.
 //
-// It prints a table, writes bench/results/latest.json and, with -record,
+// It prints a table, writes test/bench/results/latest.json and, with -record,
 // adds a dated row per size to BENCHMARKS.md. Ctrl-C stops everything.
 package main
 
@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
 )
@@ -77,7 +78,7 @@ func main() {
 	var cfg config
 	var sizes, shapeList, plainList string
 	flag.StringVar(&sizes, "sizes", "10,100,1000", "comma-separated pool counts, one stack each")
-	flag.StringVar(&cfg.out, "out", "bench/results/latest.json", "JSON results file (empty: none)")
+	flag.StringVar(&cfg.out, "out", "test/bench/results/latest.json", "JSON results file (empty: none)")
 	flag.StringVar(&cfg.record, "record", "", "add a dated row per size to this markdown file's run table (e.g. BENCHMARKS.md)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (server state and logs)")
 	flag.BoolVar(&cfg.tuned, "tuned-server", true, "run the dev server with the dynamic config make dev and the tests run (servers.DevServerDynamicConfig; false: its SQLite pragmas only)")
@@ -202,7 +203,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			path = filepath.Join(root, path)
 		}
 		note := cfg.note
-		if cfg.temporalStack == stackPostgres {
+		if cfg.temporalStack == string(localstack.TemporalPostgres) {
 			note = strings.TrimSpace(postgresNote + " " + note)
 		}
 		if err := recordRuns(path, results, note); err != nil {
@@ -311,14 +312,14 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 // -dynamic-config and -sqlite-pragmas.
 func benchTuning(cfg config) (serverTuning, error) {
 	tuning := defaultTuning(cfg.tuned)
-	switch cfg.temporalStack {
-	case stackDev:
-	case stackPostgres:
+	flavour, err := localstack.ParseFlavour(cfg.temporalStack)
+	if err != nil {
+		return tuning, fmt.Errorf("-temporal: %w", err)
+	}
+	if flavour == localstack.TemporalPostgres {
 		// A production server at its defaults: none of the dev server's
 		// tuning, no SQLite.
-		tuning = serverTuning{Stack: stackPostgres}
-	default:
-		return tuning, fmt.Errorf("-temporal %q: want %s or %s", cfg.temporalStack, stackDev, stackPostgres)
+		tuning = serverTuning{Stack: flavour}
 	}
 	if cfg.dynamicConfig != "" {
 		if tuning.DynamicConfig == nil {
@@ -447,8 +448,8 @@ func gitCommit(root string) string {
 	commit := strings.TrimSpace(string(out))
 	// Uncommitted changes to what the bench measures (not to other files,
 	// nor to the results the last run wrote).
-	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "bench", "go.mod",
-		":(exclude)bench/results")
+	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "test/bench", "go.mod",
+		":(exclude)test/bench/results")
 	if diff.Run() != nil {
 		commit += "+dirty"
 	}

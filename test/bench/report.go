@@ -10,7 +10,7 @@ import (
 )
 
 // result is one size's measurements; the JSON names are the contract of
-// bench/results/latest.json.
+// test/bench/results/latest.json.
 type result struct {
 	Pools int    `json:"pools"`
 	Date  string `json:"date"`
