@@ -9,27 +9,21 @@ import (
 
 // latencies is a client.MetricsHandler for the floor's worker. It keeps the
 // mean schedule-to-start latencies, to compare with the product worker's,
-// and counts the workflow task completions the worker reported, so the
-// bench can wait for the pool workflows' first tasks to be done before it
-// starts the clock.
+// and calls switched for each switch the workflows count as ended (their
+// ate_switches counter, which the SDK does not report while replaying).
 type latencies struct {
-	mu          sync.Mutex
-	sum         map[string]time.Duration
-	n           map[string]int
-	completions int
+	mu       sync.Mutex
+	sum      map[string]time.Duration
+	n        map[string]int
+	switched func()
 }
 
-func newLatencies() *latencies {
-	return &latencies{sum: map[string]time.Duration{}, n: map[string]int{}}
+func newLatencies(switched func()) *latencies {
+	return &latencies{sum: map[string]time.Duration{}, n: map[string]int{}, switched: switched}
 }
 
-// tagged is the handler with the tags a metric was asked for with.
-type tagged struct {
-	l         *latencies
-	operation string
-}
-
-const respondCompleted = "RespondWorkflowTaskCompleted"
+// tagged is the handler a metric is asked for with, whatever its tags.
+type tagged struct{ l *latencies }
 
 func (l *latencies) WithTags(tags map[string]string) tclient.MetricsHandler {
 	return tagged{l: l}.WithTags(tags)
@@ -38,27 +32,19 @@ func (l *latencies) Counter(name string) tclient.MetricsCounter { return tagged{
 func (l *latencies) Gauge(name string) tclient.MetricsGauge     { return tagged{l: l}.Gauge(name) }
 func (l *latencies) Timer(name string) tclient.MetricsTimer     { return tagged{l: l}.Timer(name) }
 
-func (t tagged) WithTags(tags map[string]string) tclient.MetricsHandler {
-	if op, ok := tags["operation"]; ok {
-		t.operation = op
-	}
-	return t
-}
+func (t tagged) WithTags(map[string]string) tclient.MetricsHandler { return t }
 
-func (t tagged) Counter(string) tclient.MetricsCounter { return tclient.MetricsNopHandler.Counter("") }
+func (t tagged) Counter(name string) tclient.MetricsCounter {
+	if name == "ate_switches" {
+		return counterFunc(func(int64) { t.l.switched() })
+	}
+	return tclient.MetricsNopHandler.Counter(name)
+}
 func (t tagged) Gauge(string) tclient.MetricsGauge     { return tclient.MetricsNopHandler.Gauge("") }
 
 func (t tagged) Timer(name string) tclient.MetricsTimer {
 	l := t.l
-	switch {
-	case name == "temporal_request_latency" && t.operation == respondCompleted:
-		// Recorded when the server has answered the completion.
-		return timerFunc(func(time.Duration) {
-			l.mu.Lock()
-			l.completions++
-			l.mu.Unlock()
-		})
-	case name == "temporal_activity_schedule_to_start_latency" || name == "temporal_workflow_task_schedule_to_start_latency":
+	if name == "temporal_activity_schedule_to_start_latency" || name == "temporal_workflow_task_schedule_to_start_latency" {
 		return timerFunc(func(d time.Duration) {
 			l.mu.Lock()
 			l.sum[name] += d
@@ -67,14 +53,6 @@ func (t tagged) Timer(name string) tclient.MetricsTimer {
 		})
 	}
 	return tclient.MetricsNopHandler.Timer(name)
-}
-
-// workflowTaskCompletions is how many workflow task completions the
-// server has acknowledged.
-func (l *latencies) workflowTaskCompletions() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.completions
 }
 
 func (l *latencies) meanMs(name string) float64 {
@@ -96,3 +74,7 @@ func (l *latencies) reset() {
 type timerFunc func(time.Duration)
 
 func (f timerFunc) Record(d time.Duration) { f(d) }
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }

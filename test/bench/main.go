@@ -6,8 +6,8 @@
 //
 //  1. the API floor: the least writes a switch of N pools needs, made with a
 //     plain client (which also puts the pools on the old default);
-//  2. the Temporal floor: N switches of the product's workflow shape with
-//     no-op activities, on the same server, in this process;
+//  2. the Temporal floor: N switches of the product's own workflows with
+//     no-op activities, on the same server, in this process (floor.go);
 //  3. the product (./worker and ./starter as subprocesses): a new class
 //     default is created; time until every pool names it (Resolved True, no
 //     pending claim) and has its SandboxConfigSwitched event;
@@ -57,7 +57,6 @@ type config struct {
 	record         string
 	keep           bool
 	tuned          bool
-	shapes         []shape
 	apiConcurrency int
 	samples        int
 	workerMain     string
@@ -76,13 +75,12 @@ type config struct {
 
 func main() {
 	var cfg config
-	var sizes, shapeList, plainList string
+	var sizes, plainList string
 	flag.StringVar(&sizes, "sizes", "10,100,1000", "comma-separated pool counts, one stack each")
 	flag.StringVar(&cfg.out, "out", "test/bench/results/latest.json", "JSON results file (empty: none)")
 	flag.StringVar(&cfg.record, "record", "", "add a dated row per size to this markdown file's run table (e.g. BENCHMARKS.md)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (server state and logs)")
 	flag.BoolVar(&cfg.tuned, "tuned-server", true, "run the dev server with the dynamic config make dev and the tests run (servers.DevServerDynamicConfig; false: its SQLite pragmas only)")
-	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed), child (the pool workflow with a child switch, before the lean switch), merged, local-child")
 	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
 	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
 	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./worker, built with -tags benchtune)")
@@ -90,7 +88,7 @@ func main() {
 	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
 	flag.StringVar(&cfg.starterMain, "starter-main", "./starter", "package of the starter binary")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
-	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the -shapes, -reps times per size, to compare server and worker settings")
+	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the Temporal floor, -reps times per size, to compare server and worker settings")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
 	flag.IntVar(&cfg.floorTries, "floor-tries", 2, "runs of the Temporal floor per size; the best one is the floor")
 	flag.StringVar(&cfg.pragmas, "sqlite-pragmas", "", "extra SQLite pragmas of the dev server, name=value[,name=value...]")
@@ -99,13 +97,6 @@ func main() {
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()
 	cfg.floorTries = max(cfg.floorTries, 1)
-	for _, s := range strings.Split(shapeList, ",") {
-		sh, ok := parseShape(strings.TrimSpace(s))
-		if !ok {
-			fail("unknown shape %q (want one of %v, or product)", s, shapes)
-		}
-		cfg.shapes = append(cfg.shapes, sh)
-	}
 	if cfg.workerMain == "" {
 		cfg.workerMain = "./worker"
 	}

@@ -62,9 +62,9 @@ type result struct {
 	TemporalFloorTriesSeconds []float64 `json:"temporal_floor_tries_seconds"`
 	RatioAPIFloor             float64   `json:"ratio_to_api_floor"`
 	RatioTemporalFloor        float64   `json:"ratio_to_temporal_floor"`
-	// Shapes: the no-op floor of each workflow shape timed (product is the
-	// Temporal floor; merged and local are the leaner shapes proposed).
-	Shapes map[shape]*shapeFloor `json:"shapes"`
+	// Shapes: the no-op floor of the product's workflow shape, under
+	// "lean" (runs recorded before held other shapes beside it).
+	Shapes map[string]*shapeFloor `json:"shapes"`
 	// The floor's CPU per process and its worker's schedule-to-start means.
 	FloorCPUSeconds              map[string]float64 `json:"floor_cpu_seconds"`
 	FloorActivityScheduleToStart float64            `json:"floor_activity_schedule_to_start_ms"`

@@ -8,17 +8,12 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// runFloors times the Temporal floor (the lean shape, the product's, the
-// best of cfg.floorTries runs, each on its own workflows) and once each of
-// the other -shapes, into r.
+// runFloors times the Temporal floor, the best of cfg.floorTries runs, each
+// on pools of its own, into r.
 func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, r *result, log *slog.Logger) error {
 	var best *floorRun
 	for try := range cfg.floorTries {
-		prefix := floorIDPrefix
-		if try > 0 {
-			prefix = fmt.Sprintf("%stry%d/", floorIDPrefix, try+1)
-		}
-		run, err := temporalFloor(ctx, s.tc, n, opts, shapeLean, prefix)
+		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1))
 		if err != nil {
 			return fmt.Errorf("Temporal floor: %w", err)
 		}
@@ -36,35 +31,23 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 		return fmt.Errorf("floor histories: %w", err)
 	}
 	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
-	r.Shapes = map[shape]*shapeFloor{shapeLean: newShapeFloor(best, r.FloorHistory, n)}
-	for _, sh := range cfg.shapes {
-		if sh == shapeLean {
-			continue
-		}
-		run, err := temporalFloor(ctx, s.tc, n, opts, sh, "bench-"+string(sh)+"/")
-		if err != nil {
-			return fmt.Errorf("%s shape: %w", sh, err)
-		}
-		st, err := measureFloor(ctx, s, run)
-		if err != nil {
-			return fmt.Errorf("%s shape histories: %w", sh, err)
-		}
-		r.Shapes[sh] = newShapeFloor(run, st, n)
-		log.Info("shape floor", "shape", sh, "seconds", r.Shapes[sh].Seconds, "stateTransitionsPerSwitch", st.StateTransitions,
-			"eventsPerSwitch", st.EventsPerSwitch, "cpu", formatCPU(run.CPU))
-	}
+	r.Shapes = map[string]*shapeFloor{productShape: newShapeFloor(best, r.FloorHistory, n)}
 	return nil
 }
 
+// productShape keys the floor in the results' shapes, as the runs recorded
+// when other shapes were timed beside it.
+const productShape = "lean"
+
 func measureFloor(ctx context.Context, s *stack, run *floorRun) (*shapeStats, error) {
-	return measureShape(ctx, s.tc, run.Sample, switchWindow{From: run.Start, To: run.End, LRBefore: run.lrBefore, LRAfter: run.lrAfter})
+	return measureShape(ctx, s.tc, run.Sample, switchWindow{From: run.Start, To: run.End})
 }
 
-// shapeFloor is one shape's no-op floor.
+// shapeFloor is the no-op floor of the product's workflow shape.
 type shapeFloor struct {
 	Seconds            float64 `json:"seconds"`
 	TemporalCPUSeconds float64 `json:"temporal_cpu_seconds"`
-	// TemporalCPUMsPerSwitch: the dev server's CPU per switch.
+	// TemporalCPUMsPerSwitch: the Temporal server's CPU per switch.
 	TemporalCPUMsPerSwitch float64     `json:"temporal_cpu_ms_per_switch"`
 	History                *shapeStats `json:"history"`
 }
@@ -76,24 +59,21 @@ func newShapeFloor(run *floorRun, st *shapeStats, n int) *shapeFloor {
 	}
 }
 
-// floorReps times the floor shapes again and again on one server, for
-// comparing settings with less noise than one run gives.
+// floorReps times the floor again and again on one server, for comparing
+// settings with less noise than one run gives.
 func floorReps(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, log *slog.Logger) error {
 	for rep := range cfg.reps {
-		for _, sh := range cfg.shapes {
-			prefix := fmt.Sprintf("bench-rep%d-%s/", rep, sh)
-			fl, err := temporalFloor(ctx, s.tc, n, opts, sh, prefix)
-			if err != nil {
-				return err
-			}
-			st, err := measureFloor(ctx, s, fl)
-			if err != nil {
-				return err
-			}
-			log.Info("floor", "rep", rep, "shape", fl.Shape, "seconds", round(fl.Seconds, 2), "perSecond", round(float64(n)/fl.Seconds, 1),
-				"switchesDone", round(fl.FullSeconds, 2), "stateTransitionsPerSwitch", st.StateTransitions, "eventsPerSwitch", st.EventsPerSwitch,
-				"wftS2S", fl.WorkflowTaskScheduleToStartMs, "actS2S", fl.ActivityScheduleToStartMs, "cpu", formatCPU(fl.CPU), "load", loadAverage())
+		fl, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor-rep%d-", rep+1))
+		if err != nil {
+			return err
 		}
+		st, err := measureFloor(ctx, s, fl)
+		if err != nil {
+			return err
+		}
+		log.Info("floor", "rep", rep+1, "seconds", round(fl.Seconds, 2), "perSecond", round(float64(n)/fl.Seconds, 1),
+			"switchesDone", round(fl.FullSeconds, 2), "stateTransitionsPerSwitch", st.StateTransitions, "eventsPerSwitch", st.EventsPerSwitch,
+			"wftS2S", fl.WorkflowTaskScheduleToStartMs, "actS2S", fl.ActivityScheduleToStartMs, "cpu", formatCPU(fl.CPU), "load", loadAverage())
 	}
 	return nil
 }
