@@ -40,7 +40,7 @@ func (t tagged) Counter(name string) tclient.MetricsCounter {
 	}
 	return tclient.MetricsNopHandler.Counter(name)
 }
-func (t tagged) Gauge(string) tclient.MetricsGauge     { return tclient.MetricsNopHandler.Gauge("") }
+func (t tagged) Gauge(string) tclient.MetricsGauge { return tclient.MetricsNopHandler.Gauge("") }
 
 func (t tagged) Timer(name string) tclient.MetricsTimer {
 	l := t.l
