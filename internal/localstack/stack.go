@@ -163,18 +163,22 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("localstack: %w", err), s.closeLogs())
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(fmt.Errorf("localstack: %w (logs in %s)", err, s.LogDir), s.Stop())
-		}
-	}()
+	if err := s.start(ctx, components); err != nil {
+		return nil, errors.Join(fmt.Errorf("localstack: %w (logs in %s)", err, s.LogDir), s.Stop())
+	}
+	return s, nil
+}
+
+// start starts components in order, each ready before the next unless it
+// is independent; the caller stops what was started on error.
+func (s *Stack) start(ctx context.Context, components []*component) error {
 	var pending []*component // launched, not yet ready
 	for _, c := range components {
 		// Recorded before its launch: a launch that fails halfway (the
 		// database up, the server not) leaves something to stop.
 		s.started = append(s.started, c)
 		if err := c.launch(ctx); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", c.name, err)
+			return fmt.Errorf("starting %s: %w", c.name, err)
 		}
 		switch {
 		case c.ready == nil:
@@ -182,16 +186,16 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			pending = append(pending, c)
 		default:
 			if err := c.ready(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", c.name, err)
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
 	}
 	for _, c := range pending {
 		if err := c.ready(ctx); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
+			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // components are the stack's processes in start order: Temporal first, as
