@@ -13,7 +13,7 @@
 //     pending claim) and has its SandboxConfigSwitched event;
 //  4. the release: the old default is deleted; time until it is gone;
 //  5. a restart of the starter over the N up-to-date pools;
-//  6. the plain reconciler (plain.go), the product stopped: the same
+//  6. the plain reconciler (package baseline), the product stopped: the same
 //     protocol in a controller-runtime reconciler with no Temporal, moving
 //     the pools to two more new defaults, 16 and 1 reconciles at once;
 //  7. costs, counted: API requests (the API server's apiserver_request_total

@@ -107,7 +107,7 @@ type result struct {
 	StarterMetricsDuringSwitch     map[string]float64 `json:"starter_metrics_during_switch"`
 	ReleaseActivities              float64            `json:"release_activities"`
 
-	// The plain reconciler (plain.go), the product stopped: one wave per
+	// The plain reconciler (package baseline), the product stopped: one wave per
 	// MaxConcurrentReconciles. PlainReconcilerSeconds is the faster wave,
 	// PlainReconcilerSecondsSerial the one at 1 (controller-runtime's
 	// default); RatioPlainReconciler = Seconds / PlainReconcilerSeconds.
