@@ -205,23 +205,6 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	return nil
 }
 
-func writeResults(root, out string, results []*result) error {
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	return nil
-}
-
 // runSize measures one size on a stack of its own.
 func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]string, n int, log *slog.Logger) (_ *result, err error) {
 	log = log.With("N", n)
