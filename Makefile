@@ -155,13 +155,13 @@ dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples,
 	$(OUT)/devstack $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(DEVSTACK_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
-# `go run ./bench -h`. By default the runs are added to BENCHMARKS.md.
+# `go run ./test/bench -h`. By default the runs are added to BENCHMARKS.md.
 # TEMPORAL=postgres runs them on temporal-server + PostgreSQL instead of the
 # dev server (rows noted as such).
 BENCH_FLAGS ?= -record BENCHMARKS.md
 
 .PHONY: bench
-bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in bench/results/latest.json.
+bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in test/bench/results/latest.json.
 	@mkdir -p $(OUT)
-	go build -o $(OUT)/bench ./bench
+	go build -o $(OUT)/bench ./test/bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)

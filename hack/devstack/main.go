@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/version"
@@ -92,8 +93,7 @@ func main() {
 type stack struct {
 	cfg      config
 	log      *slog.Logger
-	temporal temporalServer
-	kube     *servers.Kube
+	servers  *localstack.Stack
 	programs []*program
 	stopped  chan struct{}
 }
@@ -105,72 +105,37 @@ func (s *stack) run(ctx context.Context) error {
 		return err
 	}
 	state := inRoot(root, s.cfg.stateDir)
-	logDir := filepath.Join(state, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", logDir, err)
-	}
-	bin := func(name string) (string, error) {
-		return servers.FindBinary(name, filepath.Join(root, "bin", name), "from the repository's bin/")
-	}
-	temporalBin, err := bin("temporal")
+	flavour, err := localstack.ParseFlavour(s.cfg.temporalStack)
 	if err != nil {
-		return err
+		return fmt.Errorf("-temporal: %w", err)
 	}
-	etcdBin, err := bin("etcd")
-	if err != nil {
-		return err
-	}
-	apiServerBin, err := bin("kube-apiserver")
-	if err != nil {
-		return err
-	}
-
-	// Temporal: launch, and wait for it while the control plane starts.
-	if s.temporal, err = s.newTemporal(root, state, logDir, temporalBin); err != nil {
-		return err
-	}
-	s.log.Info("starting the Temporal server", "stack", s.cfg.temporalStack, "address", s.temporal.Address(), "ui", s.temporal.UIAddress())
-	if err := s.temporal.Launch(); err != nil {
-		return err
-	}
-	temporalReady := make(chan error, 1)
-	go func() { temporalReady <- s.temporal.WaitReady(ctx) }()
-
-	etcdLog, err := os.OpenFile(filepath.Join(logDir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer etcdLog.Close()
-	apiServerLog, err := os.OpenFile(filepath.Join(logDir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer apiServerLog.Close()
-	s.log.Info("starting etcd and kube-apiserver", "etcdData", filepath.Join(state, "etcd"))
-	s.kube, err = servers.StartKube(servers.KubeConfig{
-		EtcdBinary: etcdBin, APIServerBinary: apiServerBin,
-		Dir:           filepath.Join(state, "kube"),
+	opts := localstack.Options{
+		Dir: state, Root: root,
+		CRDDirs:       []string{inRoot(root, s.cfg.crds)},
 		EtcdDataDir:   filepath.Join(state, "etcd"),
 		DurableEtcd:   true,
 		APIServerPort: s.cfg.apiServerPort,
-		CRDDirs:       []string{inRoot(root, s.cfg.crds)},
-		Scheme:        servers.NewScheme(),
-		EtcdLog:       etcdLog, APIServerLog: apiServerLog,
-	})
-	if err != nil {
-		return fmt.Errorf("%w (logs in %s)", err, logDir)
+		Temporal:      flavour,
+		TemporalPort:  s.cfg.temporalPort, TemporalNamespace: s.cfg.namespace,
 	}
-	kubeconfig := filepath.Join(state, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, s.kube.KubeConfig, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", kubeconfig, err)
+	if flavour == localstack.TemporalDev {
+		opts.TemporalUI, opts.TemporalUIPort = true, s.cfg.uiPort
+		opts.TemporalDBFile = filepath.Join(state, "temporal.db")
+		// WAL: the UI's reads do not block the server's writes; NORMAL sync
+		// is durable across process crashes (not power loss), and fast.
+		// The dynamic config is what `make bench` measures the product on.
+		opts.SQLitePragmas = servers.DevServerPragmas
+		opts.DynamicConfig = servers.DevServerDynamicConfig()
 	}
-	s.log.Info("kube-apiserver is up; CRDs installed", "server", s.kube.RestConfig.Host, "kubeconfig", kubeconfig)
-	if err := <-temporalReady; err != nil {
+	s.log.Info("starting the Temporal server, etcd and kube-apiserver", "temporal", flavour, "etcdData", opts.EtcdDataDir)
+	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return err
 	}
-	s.log.Info("Temporal is up", "address", s.temporal.Address(), "namespace", s.cfg.namespace)
+	logDir, kubeconfig := s.servers.LogDir, s.servers.KubeconfigPath
+	s.log.Info("the servers are up; CRDs installed", "temporal", s.servers.Temporal.Address(), "namespace", s.cfg.namespace,
+		"apiserver", s.servers.Kube.RestConfig.Host, "kubeconfig", kubeconfig)
 
-	c, err := client.New(s.kube.RestConfig, client.Options{Scheme: servers.NewScheme()})
+	c, err := client.New(s.servers.Kube.RestConfig, client.Options{Scheme: servers.NewScheme()})
 	if err != nil {
 		return fmt.Errorf("creating a Kubernetes client: %w", err)
 	}
@@ -190,8 +155,8 @@ func (s *stack) run(ctx context.Context) error {
 		fmt.Fprintln(os.Stderr) // after the ^C
 		s.log.Info("stopping the stack (Ctrl-C again to kill it at once)")
 		return nil
-	case <-s.temporalExited():
-		return fmt.Errorf("the Temporal server exited unexpectedly: %v (log: %s)", s.temporal.Err(), filepath.Join(logDir, "temporal.log"))
+	case <-s.servers.Temporal.Done():
+		return fmt.Errorf("the Temporal server exited unexpectedly: %v (log: %s)", s.servers.Temporal.Err(), filepath.Join(logDir, "temporal.log"))
 	}
 }
 
@@ -202,8 +167,6 @@ func inRoot(root, path string) string {
 	}
 	return filepath.Join(root, path)
 }
-
-func (s *stack) temporalExited() <-chan struct{} { return s.temporal.Done() }
 
 // startPrograms builds and runs the worker and the starter, each only if
 // its package exists yet.
@@ -219,7 +182,7 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		metrics, probes := "127.0.0.1:"+strconv.Itoa(9090+2*i), "127.0.0.1:"+strconv.Itoa(9091+2*i)
 		p := &program{name: name, metrics: metrics, probes: probes, env: []string{
 			"KUBECONFIG=" + kubeconfig,
-			"TEMPORAL_ADDRESS=" + s.temporal.Address(),
+			"TEMPORAL_ADDRESS=" + s.servers.Temporal.Address(),
 			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
 			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
 			"METRICS_BIND_ADDRESS=" + metrics,
@@ -257,7 +220,7 @@ The local stack is running. Ctrl-C stops all of it.
   kubectl get ate -A
 
   Logs: %s
-`, uiLine(s.temporal.UIAddress()), s.temporal.Address(), s.cfg.namespace, s.kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+`, uiLine(s.servers.Temporal.UIAddress()), s.servers.Temporal.Address(), s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
 }
 
 func uiLine(addr string) string {
@@ -268,8 +231,8 @@ func uiLine(addr string) string {
 }
 
 // shutdown stops everything that was started, in reverse order of
-// dependency: the programs first (they talk to both servers), then
-// Temporal, then kube-apiserver and etcd.
+// dependency: the programs first (they talk to both servers), then the
+// servers (localstack stops them in reverse order of their start).
 func (s *stack) shutdown() error {
 	if s.stopped != nil {
 		close(s.stopped)
@@ -280,16 +243,9 @@ func (s *stack) shutdown() error {
 		s.log.Info("stopping " + p.name)
 		errs = append(errs, p.stop())
 	}
-	if s.temporal != nil {
-		s.log.Info("stopping the Temporal server")
-		errs = append(errs, s.temporal.Stop())
-		if c, ok := s.temporal.(interface{ Close() error }); ok {
-			errs = append(errs, c.Close())
-		}
-	}
-	if s.kube != nil {
-		s.log.Info("stopping kube-apiserver and etcd")
-		errs = append(errs, s.kube.Stop())
+	if s.servers != nil {
+		s.log.Info("stopping kube-apiserver, etcd and the Temporal server")
+		errs = append(errs, s.servers.Stop())
 	}
 	return errors.Join(errs...)
 }

@@ -43,8 +43,8 @@ func TestTemporalUnreachable(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, env.StartTemporal(context.Background())) }) // a no-op once it runs
 
 	require.NoError(t, env.StopTemporal())
-	w := newProcess(t, "worker", tq, freeAddr(t))
-	s := newProcess(t, "starter", tq, freeAddr(t))
+	w := newProcess(t, "worker", tq, testenv.FreeAddr(t))
+	s := newProcess(t, "starter", tq, testenv.FreeAddr(t))
 	w.start()
 	s.start()
 	waitProbes(t, w, http.StatusOK, http.StatusServiceUnavailable)

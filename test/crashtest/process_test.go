@@ -3,12 +3,10 @@ package crashtest
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,15 +168,4 @@ func (p *process) probe(path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// freeAddr is a free local TCP address for a probe server.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

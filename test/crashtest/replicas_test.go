@@ -43,7 +43,7 @@ type replica struct {
 // leaseNamespace.
 func newReplica(t *testing.T, role, taskQueue, leaseNamespace string) *replica {
 	t.Helper()
-	r := &replica{process: newProcess(t, role, taskQueue, ""), metricsAddr: freeAddr(t)}
+	r := &replica{process: newProcess(t, role, taskQueue, ""), metricsAddr: testenv.FreeAddr(t)}
 	// Later entries win over newProcess's METRICS_BIND_ADDRESS=0.
 	r.env = append(r.env,
 		"METRICS_BIND_ADDRESS="+r.metricsAddr,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -22,14 +21,6 @@ import (
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func scrape(t *testing.T, addr string) string {
 	t.Helper()
@@ -56,12 +47,12 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 	t.Cleanup(tc.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	workerMetrics := freeAddr(t)
+	workerMetrics := testenv.FreeAddr(t)
 	probes.Serve(ctx, workerMetrics, func(context.Context) error { return nil }, reg, slog.Default())
 
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
-	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: testenv.FreeAddr(t)}).Run(t)
 	ns := env.Namespace(t)
 	require.NoError(t, env.Kube.Create(context.Background(), producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, env.Kube.Create(context.Background(), producttest.Pool(ns, "measured", "")))

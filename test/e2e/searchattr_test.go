@@ -53,7 +53,7 @@ func TestMissingSearchAttributesKeepAProcessNotReady(t *testing.T) {
 	attrs := &probes.SearchAttributes{Namespace: namespace, Every: 100 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	var conn probes.Connecting
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// As the mains wire it.

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -47,7 +46,7 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	t.Cleanup(tc.Close)
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
-	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: freeAddr(t)}).Run(t)
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: testenv.FreeAddr(t)}).Run(t)
 	kube := env.Kube
 	ns := env.Namespace(t)
 
@@ -156,14 +155,6 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 		require.Contains(t, fams, "workqueue_depth")
 		require.Contains(t, fams, "rest_client_requests_total")
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // scrape reads /metrics as Prometheus does.

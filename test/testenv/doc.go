@@ -15,6 +15,9 @@
 //		_, _ = env.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: tq}, wf)
 //	}
 //
+// The servers are the local stack of package internal/localstack, built as
+// the bench and `make dev` build it.
+//
 // Binaries come from the repository's bin/ (built by `make tools`): etcd and
 // kube-apiserver from $KUBEBUILDER_ASSETS if set, the temporal CLI from
 // $ATE_TEMPORAL_CLI if set. A missing binary fails Start with an error that

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // Namespace creates a Kubernetes namespace named after the test with a
@@ -66,4 +68,15 @@ func UniqueName(t testing.TB) string {
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	return base + "-" + hex.EncodeToString(suffix)
+}
+
+// FreeAddr is a free TCP address on 127.0.0.1 (servers.FreeAddr, the one
+// free-port helper), for a program's metrics or probe server.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := servers.FreeAddr("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }

@@ -15,27 +15,27 @@ var errNoKube = errors.New("testenv: started without Kubernetes")
 
 // StopTemporal stops the Temporal server gracefully.
 func (e *Env) StopTemporal() error {
-	if e.temporal == nil {
+	if e.stack == nil || e.stack.Temporal == nil {
 		return errNoTemporal
 	}
-	return e.temporal.Stop()
+	return e.stack.Temporal.Stop()
 }
 
 // KillTemporal kills the Temporal server at once (SIGKILL), as a crash would.
 func (e *Env) KillTemporal() error {
-	if e.temporal == nil {
+	if e.stack == nil || e.stack.Temporal == nil {
 		return errNoTemporal
 	}
-	return e.temporal.Kill()
+	return e.stack.Temporal.Kill()
 }
 
 // StartTemporal starts a stopped or killed Temporal server and waits until
 // it serves.
 func (e *Env) StartTemporal(ctx context.Context) error {
-	if e.temporal == nil {
+	if e.stack == nil || e.stack.Temporal == nil {
 		return errNoTemporal
 	}
-	return e.temporal.Start(ctx)
+	return e.stack.Temporal.Start(ctx)
 }
 
 // RestartTemporal stops and starts the Temporal server.
@@ -48,27 +48,27 @@ func (e *Env) RestartTemporal(ctx context.Context) error {
 
 // StopKubeAPIServer stops the kube-apiserver gracefully; etcd keeps its data.
 func (e *Env) StopKubeAPIServer() error {
-	if e.kube == nil {
+	if e.stack == nil || e.stack.Kube == nil {
 		return errNoKube
 	}
-	return e.kube.StopAPIServer()
+	return e.stack.Kube.StopAPIServer()
 }
 
 // KillKubeAPIServer kills the kube-apiserver at once, as a crash would.
 func (e *Env) KillKubeAPIServer() error {
-	if e.kube == nil {
+	if e.stack == nil || e.stack.Kube == nil {
 		return errNoKube
 	}
-	return e.kube.KillAPIServer()
+	return e.stack.Kube.KillAPIServer()
 }
 
 // StartKubeAPIServer starts a stopped or killed kube-apiserver and waits
 // until it is healthy.
 func (e *Env) StartKubeAPIServer() error {
-	if e.kube == nil {
+	if e.stack == nil || e.stack.Kube == nil {
 		return errNoKube
 	}
-	return e.kube.StartAPIServer()
+	return e.stack.Kube.StartAPIServer()
 }
 
 // RestartKubeAPIServer stops and starts the kube-apiserver.

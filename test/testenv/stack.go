@@ -1,12 +1,10 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack"
 )
 
 // The Temporal stacks a test package can run on (Options.TemporalStack,
@@ -14,26 +12,14 @@ import (
 const (
 	// StackDev is the temporal CLI's dev server: one process, one history
 	// shard, SQLite. Fast to start; what most packages run on.
-	StackDev = "dev"
+	StackDev = string(localstack.TemporalDev)
 	// StackPostgres is temporal-server (hack/tools/temporal-server) on a
 	// PostgreSQL started from Debian's packages, with SQL visibility and 4
 	// history shards: the server docker-compose.yaml runs in production.
 	// Its state is always persistent (it survives KillTemporal); it has no
 	// Web UI.
-	StackPostgres = "postgres"
+	StackPostgres = string(localstack.TemporalPostgres)
 )
-
-// temporalServer is what Env needs of either stack's server.
-type temporalServer interface {
-	Launch() error
-	WaitReady(context.Context) error
-	Start(context.Context) error
-	Stop() error
-	Kill() error
-	Address() string
-	Namespace() string
-	UIAddress() string
-}
 
 func stackOf(opts Options) (string, error) {
 	s := opts.TemporalStack
@@ -51,18 +37,4 @@ func stackOf(opts Options) (string, error) {
 	default:
 		return "", fmt.Errorf("unknown Temporal stack %q (want %q or %q)", s, StackDev, StackPostgres)
 	}
-}
-
-func newPostgresTemporal(root, logDir string, opts Options) (*servers.TemporalServer, error) {
-	server, sqlTool, err := servers.TemporalServerBinaries(filepath.Join(root, "bin"))
-	if err != nil {
-		return nil, err
-	}
-	return servers.NewTemporalServer(servers.TemporalServerConfig{
-		ServerBinary:  server,
-		SQLToolBinary: sqlTool,
-		Namespace:     opts.TemporalNamespace,
-		DynamicConfig: opts.TemporalDynamicConfig,
-		LogFile:       filepath.Join(logDir, "temporal.log"),
-	})
 }

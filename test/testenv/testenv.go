@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
@@ -77,16 +78,13 @@ type Env struct {
 	// TemporalStack is the stack Temporal runs on (StackDev or StackPostgres).
 	TemporalStack string
 
-	kube     *servers.Kube
-	temporal temporalServer
-	logs     []*os.File // closed by Stop
-	launched bool       // a server process was started, so its logs matter
-	keep     bool
+	stack *localstack.Stack // the servers; nil once stopped
+	keep  bool
 }
 
 // Start starts the servers. On error nothing is left running.
 func Start(opts Options) (_ *Env, err error) {
-	root, err := servers.RepoRoot()
+	flavour, err := stackOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
@@ -99,35 +97,43 @@ func Start(opts Options) (_ *Env, err error) {
 		if err == nil {
 			return
 		}
-		if e.launched {
-			e.keep = true // the logs explain the failure
-			err = fmt.Errorf("%w (server logs in %s)", err, e.logDir())
+		// A server that ran has logs that explain the failure; a missing
+		// binary has none.
+		if !errors.Is(err, servers.ErrMissingBinary) {
+			e.keep = true
 		}
 		err = errors.Join(fmt.Errorf("testenv: %w", err), e.Stop())
 	}()
-	if err := os.Mkdir(e.logDir(), 0o755); err != nil {
+	so := localstack.Options{
+		Dir:         dir,
+		KubeBinDir:  os.Getenv("KUBEBUILDER_ASSETS"),
+		TemporalCLI: os.Getenv("ATE_TEMPORAL_CLI"),
+		NoKube:      opts.NoKube, NoTemporal: opts.NoTemporal,
+		CRDDirs: opts.CRDDirs, Scheme: e.Scheme,
+		Temporal:          localstack.Flavour(flavour),
+		TemporalUI:        opts.TemporalUI,
+		TemporalNamespace: opts.TemporalNamespace,
+		TemporalDBFile:    opts.TemporalDBFile,
+		DynamicConfig:     opts.TemporalDynamicConfig,
+	}
+	if so.TemporalDBFile == "" && opts.PersistTemporal {
+		so.TemporalDBFile = filepath.Join(dir, "temporal.db")
+	}
+	if flavour == StackDev {
+		so.DynamicConfig = dynamicConfig(opts.TemporalDynamicConfig)
+	}
+	if e.stack, err = localstack.Start(context.Background(), so); err != nil {
 		return nil, err
 	}
-
-	// Launch Temporal first and wait for it while the control plane starts:
-	// each takes seconds.
-	temporalReady := make(chan error, 1)
-	if !opts.NoTemporal {
-		if err := e.launchTemporal(root, opts); err != nil {
-			return nil, err
+	if k := e.stack.Kube; k != nil {
+		e.RestConfig, e.KubeconfigPath = k.RestConfig, e.stack.KubeconfigPath
+		if e.Kube, err = client.New(e.RestConfig, client.Options{Scheme: e.Scheme}); err != nil {
+			return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 		}
-		go func() { temporalReady <- e.temporal.WaitReady(context.Background()) }()
-	} else {
-		temporalReady <- nil
 	}
-	var kubeErr error
-	if !opts.NoKube {
-		kubeErr = e.startKube(root, opts)
-	}
-	if err := errors.Join(kubeErr, <-temporalReady); err != nil {
-		return nil, err
-	}
-	if !opts.NoTemporal {
+	if t := e.stack.Temporal; t != nil {
+		e.TemporalStack, e.TemporalCLI = flavour, e.stack.TemporalCLI
+		e.TemporalAddress, e.TemporalNamespace, e.TemporalUIAddress = t.Address(), t.Namespace(), t.UIAddress()
 		if err := e.dialTemporal(); err != nil {
 			return nil, err
 		}
@@ -136,112 +142,6 @@ func Start(opts Options) (_ *Env, err error) {
 }
 
 func (e *Env) logDir() string { return filepath.Join(e.Dir, "logs") }
-
-func (e *Env) logFile(name string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(e.logDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("creating the log of %s: %w", name, err)
-	}
-	e.logs = append(e.logs, f)
-	return f, nil
-}
-
-func (e *Env) startKube(root string, opts Options) error {
-	binDir, how := filepath.Join(root, "bin"), "from the repository's bin/"
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		binDir, how = d, "from $KUBEBUILDER_ASSETS"
-	}
-	etcd, err := servers.FindBinary("etcd", filepath.Join(binDir, "etcd"), how)
-	if err != nil {
-		return err
-	}
-	apiServer, err := servers.FindBinary("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), how)
-	if err != nil {
-		return err
-	}
-	crdDirs := opts.CRDDirs
-	if len(crdDirs) == 0 {
-		crdDirs = []string{filepath.Join(root, "deploy", "crds")}
-	}
-	etcdLog, err := e.logFile("etcd")
-	if err != nil {
-		return err
-	}
-	apiServerLog, err := e.logFile("kube-apiserver")
-	if err != nil {
-		return err
-	}
-	e.launched = true
-	e.kube, err = servers.StartKube(servers.KubeConfig{
-		EtcdBinary: etcd, APIServerBinary: apiServer,
-		Dir:     filepath.Join(e.Dir, "kube"),
-		CRDDirs: crdDirs,
-		Scheme:  e.Scheme,
-		EtcdLog: etcdLog, APIServerLog: apiServerLog,
-	})
-	if err != nil {
-		return err
-	}
-	e.RestConfig = e.kube.RestConfig
-	e.KubeconfigPath = filepath.Join(e.Dir, "kubeconfig")
-	if err := os.WriteFile(e.KubeconfigPath, e.kube.KubeConfig, 0o600); err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
-	}
-	e.Kube, err = client.New(e.RestConfig, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	return nil
-}
-
-func (e *Env) launchTemporal(root string, opts Options) error {
-	path, how := filepath.Join(root, "bin", "temporal"), "from the repository's bin/"
-	if p := os.Getenv("ATE_TEMPORAL_CLI"); p != "" {
-		path, how = p, "from $ATE_TEMPORAL_CLI"
-	}
-	bin, err := servers.FindBinary("temporal", path, how)
-	if err != nil {
-		return err
-	}
-	e.TemporalCLI = bin
-	if e.TemporalStack, err = stackOf(opts); err != nil {
-		return err
-	}
-	// Assigned only on success: a typed nil in e.temporal would be stopped.
-	if e.TemporalStack == StackPostgres {
-		t, err := newPostgresTemporal(root, e.logDir(), opts)
-		if err != nil {
-			return err
-		}
-		e.temporal = t
-	} else {
-		t, err := e.newDevTemporal(bin, opts)
-		if err != nil {
-			return err
-		}
-		e.temporal = t
-	}
-	e.TemporalAddress = e.temporal.Address()
-	e.TemporalNamespace = e.temporal.Namespace()
-	e.TemporalUIAddress = e.temporal.UIAddress()
-	e.launched = true
-	return e.temporal.Launch()
-}
-
-func (e *Env) newDevTemporal(bin string, opts Options) (*servers.Temporal, error) {
-	db := opts.TemporalDBFile
-	if db == "" && opts.PersistTemporal {
-		db = filepath.Join(e.Dir, "temporal.db")
-	}
-	return servers.NewTemporal(servers.TemporalConfig{
-		Binary:        bin,
-		UI:            opts.TemporalUI,
-		DBFile:        db,
-		DynamicConfig: dynamicConfig(opts.TemporalDynamicConfig),
-		Namespace:     opts.TemporalNamespace,
-		LogFile:       filepath.Join(e.logDir(), "temporal.log"),
-	})
-}
 
 func (e *Env) dialTemporal() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -273,21 +173,10 @@ func (e *Env) Stop() error {
 		e.Temporal.Close()
 		e.Temporal = nil
 	}
-	if e.temporal != nil {
-		errs = append(errs, e.temporal.Stop())
-		if c, ok := e.temporal.(interface{ Close() error }); ok {
-			errs = append(errs, c.Close())
-		}
-		e.temporal = nil
+	if e.stack != nil {
+		errs = append(errs, e.stack.Stop())
+		e.stack = nil
 	}
-	if e.kube != nil {
-		errs = append(errs, e.kube.Stop())
-		e.kube = nil
-	}
-	for _, f := range e.logs {
-		_ = f.Close()
-	}
-	e.logs = nil
 	if !e.keep && e.Dir != "" {
 		errs = append(errs, os.RemoveAll(e.Dir))
 		e.Dir = ""

@@ -77,7 +77,7 @@ func NewControllerManager(cfg ControllerManagerConfig) (*ControllerManager, erro
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	port, err := freePort("127.0.0.1")
+	port, err := FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

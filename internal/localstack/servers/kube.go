@@ -76,7 +76,7 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 	port := cfg.APIServerPort
 	if port == 0 {
 		var err error
-		if port, err = freePort("127.0.0.1"); err != nil {
+		if port, err = FreePort("127.0.0.1"); err != nil {
 			return nil, err
 		}
 	} else if err := checkPortFree("kube-apiserver", "127.0.0.1", port); err != nil {

@@ -77,7 +77,7 @@ func NewKwok(cfg KwokConfig) (*Kwok, error) {
 	if err := writeKwokConfig(config); err != nil {
 		return nil, err
 	}
-	port, err := freePort("127.0.0.1")
+	port, err := FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

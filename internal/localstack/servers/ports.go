@@ -7,16 +7,27 @@ import (
 	"strconv"
 )
 
-// freePort asks the kernel for a free TCP port on ip. Another process may
-// take it before the server binds it; the server then fails to start with
-// a clear "address already in use" in its log.
-func freePort(ip string) (int, error) {
+// FreePort asks the kernel for a free TCP port on ip. It is the one
+// free-port helper of the servers, the bench and the tests. Another process
+// may take the port before the server binds it; the server then fails to
+// start with a clear "address already in use" in its log.
+func FreePort(ip string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port on %s: %w", ip, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeAddr is FreePort as a host:port, for a program's metrics or probe
+// address.
+func FreeAddr(ip string) (string, error) {
+	port, err := FreePort(ip)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port)), nil
 }
 
 // checkPortFree fails clearly when a fixed port is already taken, rather
@@ -30,9 +41,9 @@ func checkPortFree(what, ip string, port int) error {
 	return l.Close()
 }
 
-// freeLowPort finds a free TCP port on ip below the kernel's ephemeral range
-// (32768 and up on Linux), for a server that stores its port in a SQL
-// smallint: temporal-server's cluster membership table does.
+// freeLowPort is FreePort below the kernel's ephemeral range (32768 and up
+// on Linux), for a server that stores its port in a SQL smallint:
+// temporal-server's cluster membership table does.
 func freeLowPort(ip string) (int, error) {
 	const lo, hi = 20000, 32767
 	start := lo + rand.IntN(hi-lo)

@@ -91,7 +91,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (_ *Postgres, err er
 		cfg.StartTimeout = 60 * time.Second
 	}
 	if cfg.Port == 0 {
-		if cfg.Port, err = freePort(cfg.IP); err != nil {
+		if cfg.Port, err = FreePort(cfg.IP); err != nil {
 			return nil, err
 		}
 	}

@@ -79,7 +79,7 @@ func NewTemporal(cfg TemporalConfig) (*Temporal, error) {
 	// Ports are fixed once, so a restarted server is found at the same address.
 	var err error
 	if cfg.Port == 0 {
-		if cfg.Port, err = freePort(cfg.IP); err != nil {
+		if cfg.Port, err = FreePort(cfg.IP); err != nil {
 			return nil, err
 		}
 	} else if err := checkPortFree("Temporal gRPC", cfg.IP, cfg.Port); err != nil {
@@ -87,7 +87,7 @@ func NewTemporal(cfg TemporalConfig) (*Temporal, error) {
 	}
 	if cfg.UI {
 		if cfg.UIPort == 0 {
-			if cfg.UIPort, err = freePort(cfg.IP); err != nil {
+			if cfg.UIPort, err = FreePort(cfg.IP); err != nil {
 				return nil, err
 			}
 		} else if err := checkPortFree("Temporal Web UI", cfg.IP, cfg.UIPort); err != nil {

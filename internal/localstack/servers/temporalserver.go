@@ -105,7 +105,7 @@ func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
 	// Ports are fixed once, so a restarted server is found at the same address.
 	var err error
 	if cfg.Port == 0 {
-		if t.cfg.Port, err = freePort(cfg.IP); err != nil {
+		if t.cfg.Port, err = FreePort(cfg.IP); err != nil {
 			return nil, err
 		}
 	} else if err := checkPortFree("Temporal gRPC", cfg.IP, cfg.Port); err != nil {
@@ -115,7 +115,7 @@ func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
 	for _, name := range []string{"frontend.http", "frontend.membership",
 		"history.grpc", "history.membership", "matching.grpc", "matching.membership",
 		"worker.grpc", "worker.membership"} {
-		pick := freePort
+		pick := FreePort
 		if strings.HasSuffix(name, ".membership") {
 			pick = freeLowPort // stored as a smallint
 		}

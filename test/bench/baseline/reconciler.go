@@ -1,4 +1,7 @@
-package main
+// Package baseline is what the bench compares the product with: the
+// product's switch protocol as an ordinary controller-runtime reconciler,
+// with no Temporal (BENCHMARKS.md, "Plain reconciler").
+package baseline
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,14 +32,14 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// plainReconciler is the baseline the product is compared with: the same
+// Reconciler is the baseline the product is compared with: the same
 // protocol as the product's switch (protect the target with the finalizer,
 // claim it in pendingConfigRef, read it live, confirm or roll back, record
 // the event), as an ordinary controller-runtime reconciler with no
 // Temporal. Pools and SandboxConfigs are read from the manager's cache;
 // the target is read live after the claim, as the product's ReadConfig
 // does. It runs in the bench process with the product stopped.
-type plainReconciler struct {
+type Reconciler struct {
 	cache client.Reader // the manager's cache
 	live  client.Client // uncached
 	// reconciles counts Reconcile calls, for the bench to wait out the
@@ -43,10 +47,22 @@ type plainReconciler struct {
 	reconciles atomic.Int64
 }
 
+// New is a reconciler that reads from cache (a manager's) and writes, and
+// reads the target after its claim, with live.
+func New(cache client.Reader, live client.Client) *Reconciler {
+	return &Reconciler{cache: cache, live: live}
+}
+
+// Reconciles is how many times Reconcile has run.
+func (r *Reconciler) Reconciles() int64 { return r.reconciles.Load() }
+
 // plainController names the reconciler's controller and its events.
 const plainController = "ate.dev/bench-plain-reconciler"
 
-func (r *plainReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// workqueue is the queue controller-runtime hands an event handler.
+type workqueue = kworkqueue.TypedRateLimitingInterface[reconcile.Request]
+
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	defer r.reconciles.Add(1)
 	var pool v1alpha1.WorkerPool
 	if err := r.cache.Get(ctx, req.NamespacedName, &pool); err != nil {
@@ -65,7 +81,7 @@ func (r *plainReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
-func (r *plainReconciler) reconcileClass(ctx context.Context, pool *v1alpha1.WorkerPool, entry v1alpha1.WorkerPoolSandboxClass, configs []resolve.Config) error {
+func (r *Reconciler) reconcileClass(ctx context.Context, pool *v1alpha1.WorkerPool, entry v1alpha1.WorkerPoolSandboxClass, configs []resolve.Config) error {
 	current := ""
 	if st := pool.Status.ClassStatus(entry.Name); st != nil && st.ConfigRef != nil {
 		current = st.ConfigRef.Name
@@ -117,7 +133,7 @@ func (r *plainReconciler) reconcileClass(ctx context.Context, pool *v1alpha1.Wor
 // protect adds the protection finalizer to the target unless the cached
 // copy has it; the patch is guarded by the resourceVersion, and a conflict
 // reads live and tries again.
-func (r *plainReconciler) protect(ctx context.Context, name string, class v1alpha1.SandboxClass) (ok bool, reason, message string, err error) {
+func (r *Reconciler) protect(ctx context.Context, name string, class v1alpha1.SandboxClass) (ok bool, reason, message string, err error) {
 	var c v1alpha1.SandboxConfig
 	if err := r.cache.Get(ctx, client.ObjectKey{Name: name}, &c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -153,7 +169,7 @@ func (r *plainReconciler) protect(ctx context.Context, name string, class v1alph
 
 // settle clears a claim and sets the class's Resolved condition, writing
 // only when that changes the status.
-func (r *plainReconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, resolved bool, reason, message string) error {
+func (r *Reconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, resolved bool, reason, message string) error {
 	st := poolstatus.EnsureClass(&pool.Status, class)
 	changed := st.PendingConfigRef != nil
 	st.PendingConfigRef = nil
@@ -170,7 +186,7 @@ func (r *plainReconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool,
 
 // recordSwitch creates the SandboxConfigSwitched event, named from the
 // pool's UID and the target so a retry records it once.
-func (r *plainReconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
+func (r *Reconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
 	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 	ev := &eventsv1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, "plain/"+to), Namespace: pool.Namespace},
@@ -192,10 +208,10 @@ func (r *plainReconciler) recordSwitch(ctx context.Context, pool *v1alpha1.Worke
 	return nil
 }
 
-// setup registers the reconciler: pools on creation and spec changes
+// Setup registers the reconciler with at most mcr reconciles at once: pools on creation and spec changes
 // (its own status writes do not wake it), and every pool on a config
 // event that can change what they resolve to.
-func (r *plainReconciler) setup(mgr ctrl.Manager, mcr int) error {
+func (r *Reconciler) Setup(mgr ctrl.Manager, mcr int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(fmt.Sprintf("bench-plain-mcr%d", mcr)).
 		For(&v1alpha1.WorkerPool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -204,7 +220,7 @@ func (r *plainReconciler) setup(mgr ctrl.Manager, mcr int) error {
 		Complete(r)
 }
 
-func (r *plainReconciler) configEvents() handler.Funcs {
+func (r *Reconciler) configEvents() handler.Funcs {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue) { r.enqueueAll(ctx, q) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue) {
@@ -224,7 +240,7 @@ func configRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 		old.IsDeleting() != cur.IsDeleting() || (cur.IsDeleting() && old.IsProtected() != cur.IsProtected())
 }
 
-func (r *plainReconciler) enqueueAll(ctx context.Context, q workqueue) {
+func (r *Reconciler) enqueueAll(ctx context.Context, q workqueue) {
 	var pools v1alpha1.WorkerPoolList
 	if err := r.cache.List(ctx, &pools); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing WorkerPools from the cache")

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // buildProduct builds the product's worker and starter from ./cmd/worker and
@@ -53,22 +53,13 @@ type process struct {
 	log         *os.File
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func startProcess(name, bin, logDir string, env []string) (*process, error) {
 	p := &process{name: name}
 	var err error
-	if p.metricsAddr, err = freeAddr(); err != nil {
+	if p.metricsAddr, err = servers.FreeAddr("127.0.0.1"); err != nil {
 		return nil, err
 	}
-	if p.healthAddr, err = freeAddr(); err != nil {
+	if p.healthAddr, err = servers.FreeAddr("127.0.0.1"); err != nil {
 		return nil, err
 	}
 	if p.log, err = os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {

@@ -6,14 +6,14 @@
 //
 //  1. the API floor: the least writes a switch of N pools needs, made with a
 //     plain client (which also puts the pools on the old default);
-//  2. the Temporal floor: N switches of the product's workflow shape with
-//     no-op activities, on the same server, in this process;
+//  2. the Temporal floor: N switches of the product's own workflows with
+//     no-op activities, on the same server, in this process (floor.go);
 //  3. the product (./cmd/worker and ./cmd/starter as subprocesses): a new class
 //     default is created; time until every pool names it (Resolved True, no
 //     pending claim) and has its SandboxConfigSwitched event;
 //  4. the release: the old default is deleted; time until it is gone;
 //  5. a restart of the starter over the N up-to-date pools;
-//  6. the plain reconciler (plain.go), the product stopped: the same
+//  6. the plain reconciler (package baseline), the product stopped: the same
 //     protocol in a controller-runtime reconciler with no Temporal, moving
 //     the pools to two more new defaults, 16 and 1 reconciles at once;
 //  7. costs, counted: API requests (the API server's apiserver_request_total
@@ -21,7 +21,7 @@
 //     and history events per switch (sampled executions), RSS of the worker
 //     and the starter, CPU per process.
 //
-// It prints a table, writes bench/results/latest.json and, with -record,
+// It prints a table, writes test/bench/results/latest.json and, with -record,
 // adds a dated row per size to BENCHMARKS.md. Ctrl-C stops everything.
 package main
 
@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
 )
@@ -56,7 +57,6 @@ type config struct {
 	record         string
 	keep           bool
 	tuned          bool
-	shapes         []shape
 	apiConcurrency int
 	samples        int
 	workerMain     string
@@ -75,13 +75,12 @@ type config struct {
 
 func main() {
 	var cfg config
-	var sizes, shapeList, plainList string
+	var sizes, plainList string
 	flag.StringVar(&sizes, "sizes", "10,100,1000", "comma-separated pool counts, one stack each")
-	flag.StringVar(&cfg.out, "out", "bench/results/latest.json", "JSON results file (empty: none)")
+	flag.StringVar(&cfg.out, "out", "test/bench/results/latest.json", "JSON results file (empty: none)")
 	flag.StringVar(&cfg.record, "record", "", "add a dated row per size to this markdown file's run table (e.g. BENCHMARKS.md)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (server state and logs)")
 	flag.BoolVar(&cfg.tuned, "tuned-server", true, "run the dev server with the dynamic config make dev and the tests run (servers.DevServerDynamicConfig; false: its SQLite pragmas only)")
-	flag.StringVar(&shapeList, "shapes", "lean", "workflow shapes to time with no-op activities: lean (= product, the Temporal floor, always timed)")
 	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
 	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
 	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./cmd/worker, built with -tags benchtune)")
@@ -89,7 +88,7 @@ func main() {
 	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
 	flag.StringVar(&cfg.starterMain, "starter-main", "./cmd/starter", "package of the starter binary")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
-	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the -shapes, -reps times per size, to compare server and worker settings")
+	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the Temporal floor, -reps times per size, to compare server and worker settings")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
 	flag.IntVar(&cfg.floorTries, "floor-tries", 2, "runs of the Temporal floor per size; the best one is the floor")
 	flag.StringVar(&cfg.pragmas, "sqlite-pragmas", "", "extra SQLite pragmas of the dev server, name=value[,name=value...]")
@@ -98,13 +97,6 @@ func main() {
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()
 	cfg.floorTries = max(cfg.floorTries, 1)
-	for _, s := range strings.Split(shapeList, ",") {
-		sh, ok := parseShape(strings.TrimSpace(s))
-		if !ok {
-			fail("unknown shape %q (want one of %v, or product)", s, shapes)
-		}
-		cfg.shapes = append(cfg.shapes, sh)
-	}
 	if cfg.workerMain == "" {
 		cfg.workerMain = "./cmd/worker"
 	}
@@ -202,30 +194,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			path = filepath.Join(root, path)
 		}
 		note := cfg.note
-		if cfg.temporalStack == stackPostgres {
+		if cfg.temporalStack == string(localstack.TemporalPostgres) {
 			note = strings.TrimSpace(postgresNote + " " + note)
 		}
 		if err := recordRuns(path, results, note); err != nil {
 			return err
 		}
 		log.Info("recorded the runs in " + path)
-	}
-	return nil
-}
-
-func writeResults(root, out string, results []*result) error {
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	return nil
 }
@@ -311,14 +286,14 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 // -dynamic-config and -sqlite-pragmas.
 func benchTuning(cfg config) (serverTuning, error) {
 	tuning := defaultTuning(cfg.tuned)
-	switch cfg.temporalStack {
-	case stackDev:
-	case stackPostgres:
+	flavour, err := localstack.ParseFlavour(cfg.temporalStack)
+	if err != nil {
+		return tuning, fmt.Errorf("-temporal: %w", err)
+	}
+	if flavour == localstack.TemporalPostgres {
 		// A production server at its defaults: none of the dev server's
 		// tuning, no SQLite.
-		tuning = serverTuning{Stack: stackPostgres}
-	default:
-		return tuning, fmt.Errorf("-temporal %q: want %s or %s", cfg.temporalStack, stackDev, stackPostgres)
+		tuning = serverTuning{Stack: flavour}
 	}
 	if cfg.dynamicConfig != "" {
 		if tuning.DynamicConfig == nil {
@@ -447,8 +422,8 @@ func gitCommit(root string) string {
 	commit := strings.TrimSpace(string(out))
 	// Uncommitted changes to what the bench measures (not to other files,
 	// nor to the results the last run wrote).
-	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "bench", "go.mod",
-		":(exclude)bench/results")
+	diff := exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", "workflows", "activities", "internal", "worker", "starter", "test/bench", "go.mod",
+		":(exclude)test/bench/results")
 	if diff.Run() != nil {
 		commit += "+dirty"
 	}

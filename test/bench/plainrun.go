@@ -7,16 +7,13 @@ import (
 	"sync"
 	"time"
 
-	kworkqueue "k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/test/bench/baseline"
 )
-
-type workqueue = kworkqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // plainRun is one wave of the plain reconciler.
 type plainRun struct {
@@ -55,8 +52,8 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	if err != nil {
 		return nil, fmt.Errorf("plain reconciler's manager: %w", err)
 	}
-	r := &plainReconciler{cache: mgr.GetClient(), live: s.kc}
-	if err := r.setup(mgr, mcr); err != nil {
+	r := baseline.New(mgr.GetClient(), s.kc)
+	if err := r.Setup(mgr, mcr); err != nil {
 		return nil, fmt.Errorf("plain reconciler's controller: %w", err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -92,12 +89,12 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 
 	// The initial list reconciles every pool once (each finds its pool up
 	// to date); the clock starts when that is over.
-	if err := settleCount(ctx, 5*time.Minute, "the plain reconciler's initial reconciles", int64(n), r.reconciles.Load, running); err != nil {
+	if err := settleCount(ctx, 5*time.Minute, "the plain reconciler's initial reconciles", int64(n), r.Reconciles, running); err != nil {
 		return nil, err
 	}
 
 	run := &plainRun{MaxConcurrentReconciles: mcr, Config: config}
-	own, cpu, reconciles := s.own.snapshot(), takeCPU(), r.reconciles.Load()
+	own, cpu, reconciles := s.own.snapshot(), takeCPU(), r.Reconciles()
 	start := time.Now()
 	if err := s.kc.Create(ctx, gvisorDefault(config)); err != nil {
 		return nil, fmt.Errorf("creating class default %s: %w", config, err)
@@ -112,7 +109,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	run.Seconds, run.StatusSeconds, run.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
 	run.HalfSeconds, run.P90Seconds = times.HalfSeconds, times.P90Seconds
 	run.CPUSeconds = takeCPU().since(cpu)
-	run.Reconciles = r.reconciles.Load() - reconciles
+	run.Reconciles = r.Reconciles() - reconciles
 	reqs := s.own.snapshot().sub(own)
 	// Less the bench's own create of the config.
 	if created := (reqKey{Verb: "POST", Resource: "sandboxconfigs.ate.dev"}); reqs[created] <= 1 {

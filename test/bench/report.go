@@ -1,16 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"os"
 	"strings"
-	"text/tabwriter"
-	"time"
 )
 
 // result is one size's measurements; the JSON names are the contract of
-// bench/results/latest.json.
+// test/bench/results/latest.json.
 type result struct {
 	Pools int    `json:"pools"`
 	Date  string `json:"date"`
@@ -62,9 +57,9 @@ type result struct {
 	TemporalFloorTriesSeconds []float64 `json:"temporal_floor_tries_seconds"`
 	RatioAPIFloor             float64   `json:"ratio_to_api_floor"`
 	RatioTemporalFloor        float64   `json:"ratio_to_temporal_floor"`
-	// Shapes: the no-op floor of each workflow shape timed (product is the
-	// Temporal floor).
-	Shapes map[shape]*shapeFloor `json:"shapes"`
+	// Shapes: the no-op floor of the product's workflow shape, under
+	// "lean" (runs recorded before held other shapes beside it).
+	Shapes map[string]*shapeFloor `json:"shapes"`
 	// The floor's CPU per process and its worker's schedule-to-start means.
 	FloorCPUSeconds              map[string]float64 `json:"floor_cpu_seconds"`
 	FloorActivityScheduleToStart float64            `json:"floor_activity_schedule_to_start_ms"`
@@ -107,7 +102,7 @@ type result struct {
 	StarterMetricsDuringSwitch     map[string]float64 `json:"starter_metrics_during_switch"`
 	ReleaseActivities              float64            `json:"release_activities"`
 
-	// The plain reconciler (plain.go), the product stopped: one wave per
+	// The plain reconciler (package baseline), the product stopped: one wave per
 	// MaxConcurrentReconciles. PlainReconcilerSeconds is the faster wave,
 	// PlainReconcilerSecondsSerial the one at 1 (controller-runtime's
 	// default); RatioPlainReconciler = Seconds / PlainReconcilerSeconds.
@@ -191,58 +186,8 @@ func (r *result) fillCosts(before, mid, after *snap) {
 	r.TemporalCPUMsPerSwitch = round(1000*c["temporal"]/n, 1)
 }
 
-// targets are the issue's goals (issue 17, "A lean switch": the switch
-// shape the product runs), judged on
-// this size's numbers; the time and memory ones apply to N=1000 (false
-// elsewhere is not a miss).
-type targets struct {
-	Within30s bool `json:"all_moved_within_30s"`
-	// AtMost6Transitions: at most 6 Temporal state transitions per switch,
-	// counted (StateTransitionsPerSwitch).
-	AtMost6Transitions bool `json:"at_most_6_state_transitions_per_switch"`
-	// Within4xPlain: at most 4x the faster plain reconciler wave.
-	Within4xPlain bool `json:"within_4x_plain_reconciler"`
-	// KubeCPUAtMost40ms: kube-apiserver + etcd + worker + starter CPU per
-	// switch.
-	KubeCPUAtMost40ms bool `json:"kube_cpu_at_most_40ms_per_switch"`
-	// AtMost3Writes: at most 3 writes per switch (claim, confirm, event),
-	// of which at most 1 event create, besides the one finalizer patch on the
-	// new default that all N switches share (the API floor writes it too:
-	// 3 + 1/N is the least a switch can cost); NoPoolList: no LIST of all
-	// WorkerPools during the switch.
-	AtMost3Writes bool `json:"at_most_3_writes_1_event_per_switch"`
-	NoPoolList    bool `json:"no_pool_list_per_switch"`
-	// Under300MiB: worker + starter peak RSS.
-	Under300MiB    bool `json:"worker_starter_under_300_mib"`
-	ReleaseUnder1s bool `json:"release_under_1s"`
-	// RestartAlmostFree: a starter restart over N up-to-date pools costs at
-	// most 0.01 state transitions per pool (10 for 1000 pools): the bench's
-	// reading of "(almost) nothing".
-	RestartAlmostFree bool `json:"restart_at_most_0_01_transitions_per_pool"`
-	// WorkerUnder150MiB: the worker's RSS at rest after the switch.
-	WorkerUnder150MiB bool `json:"worker_rss_under_150_mib"`
-	// The previous issue's, kept for comparison.
-	WithinTemporalFloor125 bool `json:"within_1_25x_temporal_floor"`
-	AtMost40Events         bool `json:"at_most_40_history_events_per_switch"`
-}
-
 func (r *result) finish() {
-	defer func() {
-		r.Targets = targets{
-			Within30s:              r.Seconds <= 30,
-			AtMost6Transitions:     r.StateTransitionsPerSwitch > 0 && r.StateTransitionsPerSwitch <= 6,
-			Within4xPlain:          r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 4,
-			KubeCPUAtMost40ms:      r.KubeCPUMsPerSwitch <= 40,
-			AtMost3Writes:          r.Pools > 0 && r.WritesPerSwitch <= 3+1/float64(r.Pools)+1e-9 && r.EventCreatesPerSwitch <= 1,
-			NoPoolList:             r.PoolListsDuringSwitch == 0,
-			Under300MiB:            r.RSSMiB < 300,
-			ReleaseUnder1s:         r.ReleaseSeconds < 1,
-			RestartAlmostFree:      r.Restart != nil && r.RestartStateTransitionsPerPool <= 0.01,
-			WorkerUnder150MiB:      r.WorkerRSSMiB < 150,
-			WithinTemporalFloor125: r.RatioTemporalFloor <= 1.25,
-			AtMost40Events:         r.HistoryEventsPerSwitch <= 40,
-		}
-	}()
+	defer func() { r.Targets = judge(r) }()
 	if r.Seconds > 0 {
 		r.SwitchesPerSecond = round(float64(r.Pools)/r.Seconds, 1)
 	}
@@ -297,78 +242,4 @@ func signals(m map[string]float64) map[string]float64 {
 		}
 	}
 	return out
-}
-
-func printTable(w io.Writer, rs []*result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\tx Temporal\t"+
-		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\trestart s\trestart trans/pool\tworker MiB\tpeak w+s MiB\tload\t")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.1f\t\n",
-			r.Pools, r.Seconds, r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.RatioTemporalFloor,
-			r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.PoolListsDuringSwitch, r.HistoryEventsPerSwitch,
-			r.ReleaseSeconds, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.RSSMiB, r.Load1)
-	}
-	_ = tw.Flush()
-	last := rs[len(rs)-1]
-	t := last.Targets
-	fmt.Fprintf(w, "targets at N=%d: all moved within 30 s: %v (%.1f s); at most 6 state transitions per switch: %v (%.2f); "+
-		"within 4x the plain reconciler: %v (%.2fx of %.1f s); Kubernetes-side CPU at most 40 ms per switch: %v (%.1f ms); "+
-		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
-		"worker+starter under 300 MiB: %v (%.0f MiB peak); release under 1 s: %v (%.2f s); "+
-		"starter restart (almost) free: %v (%.3f state transitions per pool, %.2f s); worker under 150 MiB at rest: %v (%.0f MiB)\n",
-		last.Pools, t.Within30s, last.Seconds, t.AtMost6Transitions, last.StateTransitionsPerSwitch,
-		t.Within4xPlain, last.RatioPlainReconciler, last.PlainReconcilerSeconds, t.KubeCPUAtMost40ms, last.KubeCPUMsPerSwitch,
-		t.AtMost3Writes, last.WritesPerSwitch, last.EventCreatesPerSwitch, t.NoPoolList, last.PoolListsDuringSwitch,
-		t.Under300MiB, last.RSSMiB, t.ReleaseUnder1s, last.ReleaseSeconds,
-		t.RestartAlmostFree, last.RestartStateTransitionsPerPool, last.RestartSeconds, t.WorkerUnder150MiB, last.WorkerRSSMiB)
-}
-
-// runsMarker precedes the run table in BENCHMARKS.md; rows go right under
-// the table's header, newest first.
-const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"
-
-const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | load | note |\n" +
-	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
-
-func recordRuns(path string, rs []*result, note string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	doc := string(b)
-	i := strings.Index(doc, runsMarker)
-	if i < 0 {
-		return fmt.Errorf("%s has no line %q to put the runs under", path, runsMarker)
-	}
-	head := doc[:i+len(runsMarker)] + "\n\n"
-	rest := dropTableHeader(strings.TrimLeft(doc[i+len(runsMarker):], "\n"))
-	var rows strings.Builder
-	for _, r := range rs {
-		date := r.Date
-		if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
-			date = t.Format("2006-01-02 15:04")
-		}
-		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f | %s |\n",
-			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
-			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB,
-			r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, note)
-	}
-	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
-}
-
-// dropTableHeader removes the run table's header (this one, or an older
-// one with other columns) from the start of the table.
-func dropTableHeader(rest string) string {
-	if !strings.HasPrefix(rest, "| date (UTC) |") {
-		return rest
-	}
-	for range 2 { // the header line and its alignment line
-		if j := strings.IndexByte(rest, '\n'); j >= 0 {
-			rest = rest[j+1:]
-		}
-	}
-	return rest
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The recorder: the results as a table on stdout, as JSON
+// (test/bench/results/latest.json) and as rows of BENCHMARKS.md's run table.
+
+func writeResults(root, out string, results []*result) error {
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	return nil
+}
+
+func printTable(w io.Writer, rs []*result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\tx Temporal\t"+
+		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\trestart s\trestart trans/pool\tworker MiB\tpeak w+s MiB\tload\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.1f\t\n",
+			r.Pools, r.Seconds, r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
+			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.RatioTemporalFloor,
+			r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.PoolListsDuringSwitch, r.HistoryEventsPerSwitch,
+			r.ReleaseSeconds, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.RSSMiB, r.Load1)
+	}
+	_ = tw.Flush()
+	last := rs[len(rs)-1]
+	t := last.Targets
+	fmt.Fprintf(w, "targets at N=%d: all moved within 30 s: %v (%.1f s); at most 6 state transitions per switch: %v (%.2f); "+
+		"within 4x the plain reconciler: %v (%.2fx of %.1f s); Kubernetes-side CPU at most 40 ms per switch: %v (%.1f ms); "+
+		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
+		"worker+starter under 300 MiB: %v (%.0f MiB peak); release under 1 s: %v (%.2f s); "+
+		"starter restart (almost) free: %v (%.3f state transitions per pool, %.2f s); worker under 150 MiB at rest: %v (%.0f MiB)\n",
+		last.Pools, t.Within30s, last.Seconds, t.AtMost6Transitions, last.StateTransitionsPerSwitch,
+		t.Within4xPlain, last.RatioPlainReconciler, last.PlainReconcilerSeconds, t.KubeCPUAtMost40ms, last.KubeCPUMsPerSwitch,
+		t.AtMost3Writes, last.WritesPerSwitch, last.EventCreatesPerSwitch, t.NoPoolList, last.PoolListsDuringSwitch,
+		t.Under300MiB, last.RSSMiB, t.ReleaseUnder1s, last.ReleaseSeconds,
+		t.RestartAlmostFree, last.RestartStateTransitionsPerPool, last.RestartSeconds, t.WorkerUnder150MiB, last.WorkerRSSMiB)
+}
+
+// runsMarker precedes the run table in BENCHMARKS.md; rows go right under
+// the table's header, newest first.
+const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"
+
+const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | load | note |\n" +
+	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+
+func recordRuns(path string, rs []*result, note string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	i := strings.Index(doc, runsMarker)
+	if i < 0 {
+		return fmt.Errorf("%s has no line %q to put the runs under", path, runsMarker)
+	}
+	head := doc[:i+len(runsMarker)] + "\n\n"
+	rest := dropTableHeader(strings.TrimLeft(doc[i+len(runsMarker):], "\n"))
+	var rows strings.Builder
+	for _, r := range rs {
+		date := r.Date
+		if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
+			date = t.Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f | %s |\n",
+			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
+			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB,
+			r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
+			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, note)
+	}
+	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
+}
+
+// dropTableHeader removes the run table's header (this one, or an older
+// one with other columns) from the start of the table.
+func dropTableHeader(rest string) string {
+	if !strings.HasPrefix(rest, "| date (UTC) |") {
+		return rest
+	}
+	for range 2 { // the header line and its alignment line
+		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+			rest = rest[j+1:]
+		}
+	}
+	return rest
+}

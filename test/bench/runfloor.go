@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// runFloors times the Temporal floor, the best of cfg.floorTries runs, each
+// on pools of its own, into r.
+func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, r *result, log *slog.Logger) error {
+	var best *floorRun
+	for try := range cfg.floorTries {
+		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1))
+		if err != nil {
+			return fmt.Errorf("Temporal floor: %w", err)
+		}
+		log.Info("Temporal floor", "try", try+1, "seconds", round(run.Seconds, 2), "switchesDone", round(run.FullSeconds, 2),
+			"wftScheduleToStartMs", run.WorkflowTaskScheduleToStartMs, "activityScheduleToStartMs", run.ActivityScheduleToStartMs, "cpu", formatCPU(run.CPU))
+		r.TemporalFloorTriesSeconds = append(r.TemporalFloorTriesSeconds, round(run.Seconds, 2))
+		if best == nil || run.Seconds < best.Seconds {
+			best = run
+		}
+	}
+	r.TemporalFloorSeconds, r.TemporalFloorFullSeconds = round(best.Seconds, 2), round(best.FullSeconds, 2)
+	r.FloorCPUSeconds, r.FloorActivityScheduleToStart, r.FloorWFTaskScheduleToStart = best.CPU, best.ActivityScheduleToStartMs, best.WorkflowTaskScheduleToStartMs
+	var err error
+	if r.FloorHistory, err = measureFloor(ctx, s, best); err != nil {
+		return fmt.Errorf("floor histories: %w", err)
+	}
+	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
+	r.Shapes = map[string]*shapeFloor{productShape: newShapeFloor(best, r.FloorHistory, n)}
+	return nil
+}
+
+// productShape keys the floor in the results' shapes, as the runs recorded
+// when other shapes were timed beside it.
+const productShape = "lean"
+
+func measureFloor(ctx context.Context, s *stack, run *floorRun) (*shapeStats, error) {
+	return measureShape(ctx, s.tc, run.Sample, switchWindow{From: run.Start, To: run.End})
+}
+
+// shapeFloor is the no-op floor of the product's workflow shape.
+type shapeFloor struct {
+	Seconds            float64 `json:"seconds"`
+	TemporalCPUSeconds float64 `json:"temporal_cpu_seconds"`
+	// TemporalCPUMsPerSwitch: the Temporal server's CPU per switch.
+	TemporalCPUMsPerSwitch float64     `json:"temporal_cpu_ms_per_switch"`
+	History                *shapeStats `json:"history"`
+}
+
+func newShapeFloor(run *floorRun, st *shapeStats, n int) *shapeFloor {
+	return &shapeFloor{
+		Seconds: round(run.Seconds, 2), TemporalCPUSeconds: run.CPU["temporal"],
+		TemporalCPUMsPerSwitch: round(1000*run.CPU["temporal"]/float64(n), 1), History: st,
+	}
+}
+
+// floorReps times the floor again and again on one server, for comparing
+// settings with less noise than one run gives.
+func floorReps(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, log *slog.Logger) error {
+	for rep := range cfg.reps {
+		fl, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor-rep%d-", rep+1))
+		if err != nil {
+			return err
+		}
+		st, err := measureFloor(ctx, s, fl)
+		if err != nil {
+			return err
+		}
+		log.Info("floor", "rep", rep+1, "seconds", round(fl.Seconds, 2), "perSecond", round(float64(n)/fl.Seconds, 1),
+			"switchesDone", round(fl.FullSeconds, 2), "stateTransitionsPerSwitch", st.StateTransitions, "eventsPerSwitch", st.EventsPerSwitch,
+			"wftS2S", fl.WorkflowTaskScheduleToStartMs, "actS2S", fl.ActivityScheduleToStartMs, "cpu", formatCPU(fl.CPU), "load", loadAverage())
+	}
+	return nil
+}
