@@ -56,7 +56,7 @@ func optionEnvNames(t testing.TB) []string {
 // helper named env* (the starter's envBool).
 func mainEnvNames(t testing.TB, command string) []string {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), command, "main.go")
+	path := filepath.Join(repoRoot(t), "cmd", command, "main.go")
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
