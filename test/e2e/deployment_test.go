@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"strings"
 	"sync"
 	"testing"
@@ -161,10 +162,16 @@ func TestScalingCostsTemporalNothing(t *testing.T) {
 
 	producttest.Scale(t, kube, ns, "idle", 3)
 	p.WaitForDeployment(t, ns, "idle", 3)
-	var wp v1alpha1.WorkerPool
-	require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "idle"}, &wp))
-	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{Labels: map[string]v1alpha1.LabelValue{"team": "infra"}}
-	require.NoError(t, kube.Update(ctx, &wp))
+	// The keeper writes the pool's status while it mirrors the scale: the
+	// spec update reads again on a conflict, as any client must.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var wp v1alpha1.WorkerPool
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "idle"}, &wp); err != nil {
+			return err
+		}
+		wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{Labels: map[string]v1alpha1.LabelValue{"team": "infra"}}
+		return kube.Update(ctx, &wp)
+	}))
 	producttest.Eventually(t, "the template label on the Deployment and the status at the pool's generation", func() (bool, string) {
 		var d appsv1.Deployment
 		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "idle"}, &d); err != nil {

@@ -7,12 +7,16 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	tworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -20,6 +24,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/deploy/monitoring"
 	"ate.dev/orchestrator/internal/metrics"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
@@ -95,6 +100,21 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 		require.NoError(t, err)
 		require.Error(t, run.Get(ctx, nil), "switch %s", tc.id)
 	}
+	// A regular activity that fails: a workflow of the test's own, on a
+	// queue of its own, schedules the product's RecordEvent for a pool its
+	// ID does not name; the activity refuses it (the caller check), so the
+	// product's worker counts an activity execution failure.
+	queue := p.TaskQueue + "-misdirected"
+	mw := tworker.New(p.TemporalClient(), queue, tworker.Options{})
+	mw.RegisterWorkflowWithOptions(misdirectedEvent, workflow.RegisterOptions{Name: "MisdirectedEvent"})
+	require.NoError(t, mw.Start())
+	t.Cleanup(mw.Stop)
+	misdirected, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: "ops-misdirected-" + p.TaskQueue, TaskQueue: queue},
+		"MisdirectedEvent", p.TaskQueue, poolevents.Event{Pool: ref, Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+			Action: "Switch", Note: "not from a switch", Key: "misdirected"})
+	require.NoError(t, err)
+	require.Error(t, misdirected.Get(ctx, nil), "RecordEvent for a pool the caller's ID does not name")
+
 	unknown := tclient.StartWorkflowOptions{ID: "ops-unknown-type-" + p.TaskQueue, TaskQueue: p.TaskQueue,
 		WorkflowExecutionErrorWhenAlreadyStarted: true}
 	_, err = p.TemporalClient().ExecuteWorkflow(ctx, unknown, "NoSuchWorkflow")
@@ -222,4 +242,14 @@ func labelValue(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// misdirectedEvent schedules the product's RecordEvent activity once, on the
+// product's task queue, from a workflow whose ID names no switch.
+func misdirectedEvent(ctx workflow.Context, productQueue string, ev poolevents.Event) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: productQueue, StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	return workflow.ExecuteActivity(ctx, "RecordEvent", ev).Get(ctx, nil)
 }
