@@ -195,14 +195,30 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switchi
 	return switching
 }
 
-// confirmDrops reads live every config that the cached configs would make
-// a class of the pool drop (gone, of another class, or in deletion without
+// confirmDrops reads live a pinned config the cache lacks, and every config
+// that the cached configs would make a class of the pool drop (gone, of another class, or in deletion without
 // the finalizer, as the cache says), and returns configs with the live
 // answer in its place: present and keepable, the class keeps it (and
 // resolves against it); gone, it is dropped. A pool on its config costs no
 // read.
 func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool, configs []resolve.Config) ([]resolve.Config, error) {
 	for _, entry := range pool.Spec.SandboxClasses {
+		// A pinned config the cache does not hold yet (created just before
+		// the pool, its watch event not in) would read as
+		// SandboxConfigNotFound, with a Warning for a failure that never
+		// was: a live read settles it. Only a miss costs the read.
+		if pinned := entry.ConfigRef.NameOf(); pinned != "" &&
+			!slices.ContainsFunc(configs, func(c resolve.Config) bool { return c.Name == pinned }) {
+			var live v1alpha1.SandboxConfig
+			err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: pinned}, &live)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, fmt.Errorf("reading SandboxConfig %q, pinned by WorkerPool %s/%s, live: %w", pinned, pool.Namespace, pool.Name, err)
+			default:
+				configs = append(slices.Clone(configs), resolve.ConfigFrom(&live))
+			}
+		}
 		p := resolve.PlanClass(entry, &pool.Status, configs)
 		if p.NeedsSwitch() || p.Result.Target != "" || p.Current == "" {
 			continue

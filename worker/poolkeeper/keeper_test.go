@@ -226,3 +226,46 @@ func TestControlledByEarlierPool(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestReconcilerConfirmsAMissingPinLive: a new pool pins a config its
+// cache has not seen yet (created just before the pool). The keeper reads
+// it live before it calls the class SandboxConfigNotFound: found, the class
+// is left to its switch, with no failure condition and no Warning; gone
+// live too, the failure is written and reported.
+func TestReconcilerConfirmsAMissingPinLive(t *testing.T) {
+	tests := []struct {
+		name        string
+		live        []ctrlclient.Object
+		wantFailure bool
+	}{
+		{name: "the cache lags: left to its switch", live: []ctrlclient.Object{config("pinned", false)}},
+		{name: "missing live too: not found", wantFailure: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pool("", "")
+			p.Spec.SandboxClasses[0].ConfigRef = &v1alpha1.SandboxConfigReference{Name: "pinned"}
+			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(tt.live, p)...).
+				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+			rec := &recorder{}
+			r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{"pinned": true}}, Live: c,
+				Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			require.NoError(t, err)
+			var got v1alpha1.WorkerPool
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+			var cond *metav1.Condition
+			if st := got.Status.ClassStatus(gvisor); st != nil {
+				cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+			}
+			if !tt.wantFailure {
+				require.Nil(t, cond, "a class its switch is to move has no condition from the keeper")
+				require.Empty(t, rec.keys, "no Warning for a config the API server has")
+				return
+			}
+			require.NotNil(t, cond)
+			require.Equal(t, v1alpha1.ReasonSandboxConfigNotFound, cond.Reason)
+			require.Equal(t, []string{`SandboxConfigNotFound: SandboxConfig "pinned" not found`}, rec.keys)
+		})
+	}
+}
