@@ -37,6 +37,22 @@ type Observation struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
+// NextMove is the move the observation asks of pool (its UID taken from the
+// observation), as the starter plans it from its cache; false when the pool
+// is gone or up to date. A switch started with no input plans its move with
+// it.
+func (o *Observation) NextMove(pool wfapi.PoolRef) (wfapi.SwitchInput, bool) {
+	if !o.Exists {
+		return wfapi.SwitchInput{}, false
+	}
+	m, ok := resolve.NextMove(o.Spec, &o.Status, o.Configs)
+	if !ok {
+		return wfapi.SwitchInput{}, false
+	}
+	pool.UID = o.UID
+	return wfapi.MoveInput(pool, m, o.Generation, o.ResourceVersion), true
+}
+
 // DeploymentState is the part of a pool's Deployment its status mirrors.
 type DeploymentState struct {
 	Replicas      int32  `json:"replicas"`

@@ -176,7 +176,7 @@ func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.Swi
 		if err := observe.Get(ctx, &obs); err != nil {
 			return nil, err
 		}
-		move, ok := plannedMove(in.Pool, &obs)
+		move, ok := obs.NextMove(in.Pool)
 		if !ok {
 			res := &wfapi.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
 			if !obs.Exists {

@@ -297,20 +297,6 @@ func switchOutcome(t testing.TB, h *historypb.History) string {
 	return ""
 }
 
-// plannedMove is the move an operator's switch plans from its Observe, as
-// the workflow does (and the starter does from its cache).
-func plannedMove(pool wfapi.PoolRef, obs *activities.Observation) (wfapi.SwitchInput, bool) {
-	if !obs.Exists {
-		return wfapi.SwitchInput{}, false
-	}
-	m, ok := resolve.NextMove(obs.Spec, &obs.Status, obs.Configs)
-	if !ok {
-		return wfapi.SwitchInput{}, false
-	}
-	pool.UID = obs.UID
-	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
-}
-
 // checkSwitch checks a switch : its workflow ID names
 // its pool; an operator's start observes first, with a regular activity; the
 // ordering rules (orderRules) hold and its steps are one of switchOrders for
@@ -350,7 +336,7 @@ func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 		}
 		var obs activities.Observation
 		decode(t, first.Result, &obs)
-		planned, moves := plannedMove(pool, &obs)
+		planned, moves := obs.NextMove(pool)
 		if !moves {
 			require.Empty(t, steps, "nothing to move: nothing but the Observe")
 			want := wfapi.OutcomeUpToDate

@@ -142,11 +142,12 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 		})
 	}
 	t.Run("an operator's look plans with the spec it read", func(t *testing.T) {
-		in, ok := planFromObservation(wfapi.PoolRef{Namespace: "ns", Name: "pool"}, &activities.Observation{
+		obs := &activities.Observation{
 			Exists: true, UID: "uid-1", Generation: 3,
 			Spec:    []v1alpha1.WorkerPoolSandboxClass{{Name: v1alpha1.SandboxClassGVisor, ConfigRef: &v1alpha1.SandboxConfigReference{Name: "new"}}},
 			Configs: []resolve.Config{{Name: "new", Class: v1alpha1.SandboxClassGVisor}},
-		})
+		}
+		in, ok := obs.NextMove(wfapi.PoolRef{Namespace: "ns", Name: "pool"})
 		require.True(t, ok)
 		require.NotNil(t, in.SpecConfigRef)
 		require.Equal(t, "new", *in.SpecConfigRef)

@@ -104,7 +104,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		if err := workflow.ExecuteActivity(ctx, act.Observe, in.Pool).Get(ctx, &obs); err != nil {
 			return nil, err
 		}
-		planned, ok := planFromObservation(in.Pool, &obs)
+		planned, ok := obs.NextMove(in.Pool)
 		if !ok {
 			res := &wfapi.SwitchResult{Outcome: wfapi.OutcomeUpToDate}
 			if !obs.Exists {
@@ -335,20 +335,6 @@ func finish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult,
 		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
 	}
 	return res, nil
-}
-
-// planFromObservation is the move a live observation asks for, as the
-// starter plans it from its cache.
-func planFromObservation(pool wfapi.PoolRef, obs *activities.Observation) (wfapi.SwitchInput, bool) {
-	if !obs.Exists {
-		return wfapi.SwitchInput{}, false
-	}
-	m, ok := resolve.NextMove(obs.Spec, &obs.Status, obs.Configs)
-	if !ok {
-		return wfapi.SwitchInput{}, false
-	}
-	pool.UID = obs.UID
-	return wfapi.MoveInput(pool, m, obs.Generation, obs.ResourceVersion), true
 }
 
 // switched reports a confirmed move: its event, then its outcome.

@@ -2,7 +2,7 @@ package main
 
 // The checker: what the bench judges its numbers against.
 
-// targets are the issue's goals (issue 17, "A lean switch"), judged on
+// targets are issue 17's goals for the switch, judged on
 // this size's numbers; the time and memory ones apply to N=1000 (false
 // elsewhere is not a miss).
 type targets struct {

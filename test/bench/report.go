@@ -57,8 +57,9 @@ type result struct {
 	TemporalFloorTriesSeconds []float64 `json:"temporal_floor_tries_seconds"`
 	RatioAPIFloor             float64   `json:"ratio_to_api_floor"`
 	RatioTemporalFloor        float64   `json:"ratio_to_temporal_floor"`
-	// Shapes: the no-op floor of the product's workflow shape, under
-	// "lean" (runs recorded before held other shapes beside it).
+	// Shapes: the no-op floor of the switch workflow, under floorKey
+	// (runs recorded before decisions/0003 key it "lean" and may hold
+	// other, since deleted, shapes beside it).
 	Shapes map[string]*shapeFloor `json:"shapes"`
 	// The floor's CPU per process and its worker's schedule-to-start means.
 	FloorCPUSeconds              map[string]float64 `json:"floor_cpu_seconds"`

@@ -548,7 +548,7 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 		sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
 		for i := 1; i < len(execs); i++ {
 			prev, cur := execs[i-1], execs[i]
-			// Runs under one workflow ID (a pool's lean switches) are kept
+			// Runs under one workflow ID (a pool's successive switches) are kept
 			// apart by the server itself (the ID's conflict policy refuses a
 			// start while a run is open), but their times are taken before
 			// the ID is locked: a start queued behind a closing run may be

@@ -5,9 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"ate.dev/orchestrator/internal/localstack/procs"
@@ -16,7 +19,8 @@ import (
 // component is one process of the local cluster beside the API server (the
 // controller manager, the scheduler, kwok): a binary started with fixed
 // arguments, its output appended to a log file, healthy once an HTTP(S)
-// health endpoint answers 200.
+// health endpoint answers 200. Each server type embeds it, so its exported
+// methods (Start, Stop, Kill, Running, Done, Pid) are the server's.
 type component struct {
 	name, binary string
 	args         []string
@@ -29,13 +33,13 @@ type component struct {
 	proc         *procs.Process
 }
 
-// running reports whether the process runs.
-func (c *component) running() bool { return c.proc != nil && !c.proc.Exited() }
+// Running reports whether the process runs.
+func (c *component) Running() bool { return c.proc != nil && !c.proc.Exited() }
 
-// start launches the process, unless it runs, and waits until it is healthy;
+// Start launches the process, unless it runs, and waits until it is healthy;
 // on failure it kills the process and says why, with the log's last lines.
-func (c *component) start(ctx context.Context) error {
-	if c.running() {
+func (c *component) Start(ctx context.Context) error {
+	if c.Running() {
 		return nil
 	}
 	cmd := exec.Command(c.binary, c.args...)
@@ -91,34 +95,57 @@ func (c *component) probe(ctx context.Context) error {
 	return nil
 }
 
-// stop stops the process gracefully (SIGTERM, then SIGKILL after 10s).
-func (c *component) stop() error {
+// Stop stops the process gracefully (SIGTERM, then SIGKILL after 10s).
+func (c *component) Stop() error {
 	if c.proc == nil {
 		return nil
 	}
 	return c.proc.Stop(10 * time.Second)
 }
 
-// kill kills the process at once, as a crash would.
-func (c *component) kill() error {
+// Kill kills the process at once, as a crash would.
+func (c *component) Kill() error {
 	if c.proc == nil {
 		return nil
 	}
 	return c.proc.Kill()
 }
 
-// done is closed when the current process exits; nil before the first start.
-func (c *component) done() <-chan struct{} {
+// Done is closed when the current process exits; nil before the first start.
+func (c *component) Done() <-chan struct{} {
 	if c.proc == nil {
 		return nil
 	}
 	return c.proc.Done()
 }
 
-// pid is the process's ID, or 0 when it does not run.
-func (c *component) pid() int {
-	if !c.running() {
+// Pid is the process's ID, or 0 when it does not run.
+func (c *component) Pid() int {
+	if !c.Running() {
 		return 0
 	}
 	return c.proc.Pid()
+}
+
+// kubeServing picks a free secure port for a Kubernetes component (the
+// controller manager, the scheduler) and makes the directory for the
+// serving certificate it generates, and returns the flags that serve its
+// health endpoint there, on loopback, without leader election or profiling.
+func kubeServing(name, dir string) (healthURL string, flags []string, err error) {
+	port, err := FreePort("127.0.0.1")
+	if err != nil {
+		return "", nil, err
+	}
+	certDir := filepath.Join(dir, name+"-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("%s: creating %s: %w", name, certDir, err)
+	}
+	return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz", []string{
+		// One instance: no lease to take, no wait for it at start.
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + certDir,
+		"--profiling=false",
+	}, nil
 }

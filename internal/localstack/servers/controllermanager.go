@@ -1,12 +1,7 @@
 package servers
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -55,7 +50,7 @@ type ControllerManagerConfig struct {
 }
 
 // ControllerManager is a kube-controller-manager process.
-type ControllerManager struct{ c component }
+type ControllerManager struct{ component }
 
 // NewControllerManager validates cfg and picks a free secure port; Start
 // starts the process.
@@ -77,25 +72,16 @@ func NewControllerManager(cfg ControllerManagerConfig) (*ControllerManager, erro
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	port, err := FreePort("127.0.0.1")
+	healthURL, serving, err := kubeServing("kube-controller-manager", cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	certDir := filepath.Join(cfg.Dir, "kube-controller-manager-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return nil, fmt.Errorf("kube-controller-manager: creating %s: %w", certDir, err)
-	}
-	return &ControllerManager{c: component{
+	return &ControllerManager{component{
 		name:   "kube-controller-manager",
 		binary: cfg.Binary,
-		args: []string{
+		args: append([]string{
 			"--kubeconfig=" + cfg.KubeconfigFile,
 			"--controllers=" + strings.Join(cfg.Controllers, ","),
-			// One instance: no lease to take, no wait for it at start.
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
-			"--cert-dir=" + certDir,
 			"--service-account-private-key-file=" + cfg.ServiceAccountKeyFile,
 			"--root-ca-file=" + cfg.RootCAFile,
 			// Every controller acts as the admin of the kubeconfig, rather
@@ -106,29 +92,9 @@ func NewControllerManager(cfg ControllerManagerConfig) (*ControllerManager, erro
 			// grace period, so tests of node failure take seconds.
 			"--node-monitor-period=1s",
 			"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
-			"--profiling=false",
-		},
+		}, serving...),
 		logFile:      cfg.LogFile,
-		healthURL:    "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz",
+		healthURL:    healthURL,
 		startTimeout: cfg.StartTimeout,
 	}}, nil
 }
-
-// Start starts the controller manager and waits until it is healthy.
-// Starting a running one is a no-op.
-func (m *ControllerManager) Start(ctx context.Context) error { return m.c.start(ctx) }
-
-// Stop stops it gracefully.
-func (m *ControllerManager) Stop() error { return m.c.stop() }
-
-// Kill kills it at once, as a crash would.
-func (m *ControllerManager) Kill() error { return m.c.kill() }
-
-// Running reports whether the process runs.
-func (m *ControllerManager) Running() bool { return m.c.running() }
-
-// Done is closed when the current process exits.
-func (m *ControllerManager) Done() <-chan struct{} { return m.c.done() }
-
-// Pid is the process ID, or 0 when it does not run.
-func (m *ControllerManager) Pid() int { return m.c.pid() }

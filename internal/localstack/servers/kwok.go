@@ -2,7 +2,6 @@ package servers
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -54,7 +53,9 @@ type KwokConfig struct {
 // KwokManagedAnnotation=KwokManagedValue (heartbeats, the node lease, the
 // Ready condition) and of the pods bound to those nodes (Running and Ready
 // at once, deleted at once when their deletion is asked). No container runs.
-type Kwok struct{ c component }
+// Once it stops, its nodes miss their heartbeats: the controller manager
+// marks them Unknown after its grace period.
+type Kwok struct{ component }
 
 // NewKwok validates cfg, writes kwok's configuration and picks a free port
 // for its health endpoint; Start starts the process.
@@ -82,7 +83,7 @@ func NewKwok(cfg KwokConfig) (*Kwok, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return &Kwok{c: component{
+	return &Kwok{component{
 		name:   "kwok",
 		binary: cfg.Binary,
 		args: []string{
@@ -124,23 +125,3 @@ func writeKwokConfig(path string) error {
 	}
 	return nil
 }
-
-// Start starts kwok and waits until it is healthy. Starting a running one
-// is a no-op.
-func (k *Kwok) Start(ctx context.Context) error { return k.c.start(ctx) }
-
-// Stop stops it gracefully. Its nodes then miss their heartbeats: the
-// controller manager marks them Unknown after its grace period.
-func (k *Kwok) Stop() error { return k.c.stop() }
-
-// Kill kills it at once, as a crash would.
-func (k *Kwok) Kill() error { return k.c.kill() }
-
-// Running reports whether the process runs.
-func (k *Kwok) Running() bool { return k.c.running() }
-
-// Done is closed when the current process exits.
-func (k *Kwok) Done() <-chan struct{} { return k.c.done() }
-
-// Pid is the process ID, or 0 when it does not run.
-func (k *Kwok) Pid() int { return k.c.pid() }

@@ -1,12 +1,7 @@
 package servers
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -27,7 +22,7 @@ type SchedulerConfig struct {
 // Scheduler is a kube-scheduler process with the default profile: it honours
 // taints and tolerations, node selectors and affinity, and extended
 // resources such as ate.dev/kvm as a real cluster's does.
-type Scheduler struct{ c component }
+type Scheduler struct{ component }
 
 // NewScheduler validates cfg and picks a free secure port; Start starts the
 // process.
@@ -40,46 +35,16 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
-	port, err := FreePort("127.0.0.1")
+	healthURL, serving, err := kubeServing("kube-scheduler", cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
-	certDir := filepath.Join(cfg.Dir, "kube-scheduler-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return nil, fmt.Errorf("kube-scheduler: creating %s: %w", certDir, err)
-	}
-	return &Scheduler{c: component{
-		name:   "kube-scheduler",
-		binary: cfg.Binary,
-		args: []string{
-			"--kubeconfig=" + cfg.KubeconfigFile,
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
-			"--cert-dir=" + certDir,
-			"--profiling=false",
-		},
+	return &Scheduler{component{
+		name:         "kube-scheduler",
+		binary:       cfg.Binary,
+		args:         append([]string{"--kubeconfig=" + cfg.KubeconfigFile}, serving...),
 		logFile:      cfg.LogFile,
-		healthURL:    "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz",
+		healthURL:    healthURL,
 		startTimeout: cfg.StartTimeout,
 	}}, nil
 }
-
-// Start starts the scheduler and waits until it is healthy. Starting a
-// running one is a no-op.
-func (s *Scheduler) Start(ctx context.Context) error { return s.c.start(ctx) }
-
-// Stop stops it gracefully.
-func (s *Scheduler) Stop() error { return s.c.stop() }
-
-// Kill kills it at once, as a crash would.
-func (s *Scheduler) Kill() error { return s.c.kill() }
-
-// Running reports whether the process runs.
-func (s *Scheduler) Running() bool { return s.c.running() }
-
-// Done is closed when the current process exits.
-func (s *Scheduler) Done() <-chan struct{} { return s.c.done() }
-
-// Pid is the process ID, or 0 when it does not run.
-func (s *Scheduler) Pid() int { return s.c.pid() }
