@@ -478,11 +478,10 @@ var benignTaskFailures = map[enumspb.WorkflowTaskFailedCause]bool{
 // of the previous run under the same workflow ID (see judgeWorkflows).
 const sameIDSlack = time.Second
 
-// judgeWorkflows checks the workflows of the scope's task queues: no switch,
-// pool or release workflow ended other than completed (or continued as new);
-// no workflow task failed; each pool workflow run started a switch only when
-// the previous one had closed, and the switches of each pool, by their
-// start and close times, never overlapped (P4).
+// judgeWorkflows checks the workflows of the scope's task queues: no switch
+// or release workflow ended other than completed (or continued as new); no
+// workflow task failed; and the switches of each pool, by their start and
+// close times, never overlapped (P4).
 func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) ([]Violation, error) {
 	if len(scope.TaskQueues) == 0 {
 		return nil, nil
@@ -548,7 +547,7 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 		sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
 		for i := 1; i < len(execs); i++ {
 			prev, cur := execs[i-1], execs[i]
-			// Runs under one workflow ID (a pool's lean switches) are kept
+			// Runs under one workflow ID (a pool's switches) are kept
 			// apart by the server itself (the ID's conflict policy refuses a
 			// start while a run is open), but their times are taken before
 			// the ID is locked: a start queued behind a closing run may be
