@@ -1,8 +1,13 @@
-// Package workflows holds the orchestration: the switch workflow that moves
-// one class of one WorkerPool to the SandboxConfig the starter (or an
-// operator) asked for, and the release workflow that lets a deleted config
-// go once no pool uses it. Everything here is deterministic; every side
-// effect is an activity.
+// Package workflows holds the orchestration: the switch workflow
+// (SandboxConfigSwitch, switch.go) that moves one class of one WorkerPool to
+// the SandboxConfig the starter (or an operator) asked for, one top-level run
+// per move; the release workflow (SandboxConfigRelease, release.go) that lets
+// a deleted config go once no pool uses it; and the operator workflow
+// (Operator, operator.go) that takes operators' re-resolve and recheck
+// requests by signal. These three are the only registered types
+// (register.go): the per-pool workflow and its child switches were retired
+// before any release (docs/decisions/0003-one-switch-shape.md). Everything
+// here is deterministic; every side effect is an activity.
 package workflows
 
 import (

@@ -94,40 +94,6 @@ func switchingMessage(class v1alpha1.SandboxClass, from, to string) string {
 	return fmt.Sprintf("sandbox class %q is switching from %q to %q", class, from, to)
 }
 
-// LegacySummary is Summary as it was before the Switching reason: True once
-// every class's Resolved condition is True, whatever its generation or a
-// pending move. Frozen for the retired pool workflow, whose recorded passes
-// decide on it and must replay as they ran; nothing else uses it.
-func LegacySummary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPoolSandboxClassStatus, generation int64) metav1.Condition {
-	for _, entry := range spec {
-		var c *metav1.Condition
-		for i := range classes {
-			if classes[i].Name == entry.Name {
-				c = meta.FindStatusCondition(classes[i].Conditions, v1alpha1.ConditionResolved)
-			}
-		}
-		if c == nil {
-			return metav1.Condition{
-				Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionUnknown,
-				Reason: "Pending", Message: fmt.Sprintf("sandbox class %q has not been resolved yet", entry.Name),
-				ObservedGeneration: generation,
-			}
-		}
-		if c.Status != metav1.ConditionTrue {
-			return metav1.Condition{
-				Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionFalse,
-				Reason: c.Reason, Message: fmt.Sprintf("sandbox class %q: %s", entry.Name, c.Message),
-				ObservedGeneration: generation,
-			}
-		}
-	}
-	return metav1.Condition{
-		Type: v1alpha1.ConditionSandboxConfigResolved, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonResolved, Message: SummaryResolvedMessage,
-		ObservedGeneration: generation,
-	}
-}
-
 // SetClassCondition sets the Resolved condition of a class's status entry,
 // creating the entry if needed, and reports whether anything changed.
 func SetClassCondition(status *v1alpha1.WorkerPoolStatus, class v1alpha1.SandboxClass, c metav1.Condition) bool {

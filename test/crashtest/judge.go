@@ -478,11 +478,10 @@ var benignTaskFailures = map[enumspb.WorkflowTaskFailedCause]bool{
 // of the previous run under the same workflow ID (see judgeWorkflows).
 const sameIDSlack = time.Second
 
-// judgeWorkflows checks the workflows of the scope's task queues: no switch,
-// pool or release workflow ended other than completed (or continued as new);
-// no workflow task failed; each pool workflow run started a switch only when
-// the previous one had closed, and the switches of each pool, by their
-// start and close times, never overlapped (P4).
+// judgeWorkflows checks the workflows of the scope's task queues: no switch
+// or release workflow ended other than completed (or continued as new); no
+// workflow task failed; and the switches of each pool, by their start and
+// close times, never overlapped (P4).
 func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) ([]Violation, error) {
 	if len(scope.TaskQueues) == 0 {
 		return nil, nil

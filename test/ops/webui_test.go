@@ -48,9 +48,12 @@ func readmeQuery(t *testing.T) string {
 	require.NoError(t, err)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## Trace a pool in the Web UI\n")
+	// The section is "### Trace a pool in the Web UI" under "## Operating it";
+	// it ends at the next heading of its level or above.
+	_, section, ok := strings.Cut(string(readme), "\n### Trace a pool in the Web UI\n")
 	require.True(t, ok, "README.md has no section Trace a pool in the Web UI")
 	section, _, _ = strings.Cut(section, "\n## ")
+	section, _, _ = strings.Cut(section, "\n### ")
 	blocks := strings.Split(section, "```")
 	for i := 1; i < len(blocks); i += 2 {
 		if q := strings.TrimSpace(blocks[i]); strings.Contains(q, `WorkerPool = "ate-demo/counter"`) {

@@ -103,7 +103,7 @@ func (p *Product) Run(t testing.TB) *Product {
 }
 
 // TerminateWorkflows ends the workflows this test's Product left running
-// (pool workflows, release workflows waiting on a timer): their IDs are
+// (the operator workflow, release workflows waiting on a timer): their IDs are
 // derived from object names, and a later test reusing a name must not
 // signal a workflow on this test's task queue, which no worker polls.
 func (p *Product) TerminateWorkflows(t testing.TB) {
