@@ -107,3 +107,15 @@ func gvisorPool(ns, name, configRef string, replicas int32) *v1alpha1.WorkerPool
 	}
 	return wp
 }
+
+// microVMPool is a micro-VM pool of replicas pinned to configRef; its
+// workers' ate.dev/kvm request keeps them to the micro-VM nodes.
+func microVMPool(ns, name, configRef string, replicas int32) *v1alpha1.WorkerPool {
+	wp := producttest.Pool(ns, name, configRef)
+	wp.Spec.WorkerImage = "ateworker-microvm:v1"
+	wp.Spec.SandboxClasses = []v1alpha1.WorkerPoolSandboxClass{{
+		Name: v1alpha1.SandboxClassMicroVM, ConfigRef: &v1alpha1.SandboxConfigReference{Name: configRef},
+	}}
+	wp.Spec.Replicas = producttest.Ptr(replicas)
+	return wp
+}
