@@ -132,6 +132,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// After the summary, so a new pool's status lists the summary first.
 		poolstatus.SetPoolCondition(&pool.Status, *k.condition)
 	}
+	if d := k.deployment; d != nil {
+		if c := availableCondition(&pool, d); c != nil {
+			poolstatus.SetPoolCondition(&pool.Status, *c)
+		}
+	}
 	if !equality.Semantic.DeepEqual(before, &pool.Status) {
 		// Guarded by the cached resourceVersion: a switch that wrote since
 		// makes this conflict, and the pool is looked at again.
