@@ -145,10 +145,10 @@ set-image: ## Point deploy/kustomization.yaml's image at IMAGE:VERSION (what `ku
 	@grep -A2 '^  - name: ate-orchestrator$$' $(KUSTOMIZATION)
 
 # The tools `make dev` runs; on a cold machine it builds only these.
-DEV_TOOLS := etcd kube-apiserver temporal
+DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal
 
 .PHONY: dev
-dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, CRDs, samples, worker, starter.
+dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller manager, scheduler, kwok's nodes, CRDs, samples, worker, starter.
 	hack/tools/install.sh $(DEV_TOOLS)
 	@mkdir -p $(OUT)
 	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack

@@ -44,6 +44,18 @@ const (
 	// while it cannot be built or applied. A pool that is not due a
 	// Deployment yet (a class has no config) has none.
 	ConditionDeploymentApplied = "DeploymentApplied"
+
+	// ConditionAvailable is a top-level condition mirrored from the worker
+	// Deployment's Available condition (its status and reason; the message
+	// adds how many workers are ready): False, with reason
+	// MinimumReplicasUnavailable, while fewer workers are ready than the
+	// rollout budget allows (workers Pending for lack of a node of the
+	// class, of an ate.dev/kvm device, or on a failed node). A pool whose
+	// Deployment has no such condition yet has none.
+	ConditionAvailable = "Available"
+	// ReasonDeploymentAvailable is the Available reason when the
+	// Deployment's condition gives none.
+	ReasonDeploymentAvailable = "DeploymentAvailable"
 )
 
 // Reasons of the DeploymentApplied condition; a False one is also the reason

@@ -157,7 +157,11 @@ type WorkerPoolStatus struct {
 	// conditions holds SandboxConfigResolved, which summarises the per-class
 	// Resolved conditions: True only when every class resolved; and, once
 	// the pool is due a Deployment, DeploymentApplied: whether its worker
-	// Deployment is as the pool asks, or why it cannot be applied.
+	// Deployment is as the pool asks, or why it cannot be applied; and,
+	// once the Deployment controller reported on it, Available, mirrored
+	// from the Deployment's: False while fewer workers are ready than a
+	// rollout may take down (workers that cannot be scheduled, or on a
+	// failed node).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -1,7 +1,9 @@
 // Command devstack is `make dev`: the whole product on this machine, no
 // Docker. It starts a Temporal dev server (Web UI on 127.0.0.1:8233, gRPC on
 // 127.0.0.1:7233, state in .state/temporal.db), etcd and kube-apiserver
-// (state in .state/etcd), installs the CRDs, applies deploy/samples, builds
+// (state in .state/etcd), kube-controller-manager, kube-scheduler and kwok
+// with a simulated fleet of nodes (docs/local-cluster.md; -cluster=false
+// leaves them out), installs the CRDs, applies deploy/samples, builds
 // and runs the worker and the starter, and on Ctrl-C (SIGINT or SIGTERM)
 // stops all of it. State survives a restart: workflow histories in SQLite,
 // Kubernetes objects in etcd. `rm -rf .state` starts afresh.
@@ -47,6 +49,7 @@ type config struct {
 	taskQueue     string
 	temporalStack string
 	crds, samples string
+	cluster       bool
 }
 
 func main() {
@@ -62,6 +65,7 @@ func main() {
 	fs.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
 	fs.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
 	fs.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server with the Web UI) or "postgres" (temporal-server on PostgreSQL, as production runs it)`)
+	fs.BoolVar(&cfg.cluster, "cluster", true, "run kube-controller-manager, kube-scheduler and kwok with a simulated fleet of nodes, so that worker Deployments get pods (docs/local-cluster.md); -cluster=false runs the bare API server")
 	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
 	printVersion := version.Flag(fs, "devstack")
@@ -115,6 +119,7 @@ func (s *stack) run(ctx context.Context) error {
 		EtcdDataDir:   filepath.Join(state, "etcd"),
 		DurableEtcd:   true,
 		APIServerPort: s.cfg.apiServerPort,
+		Cluster:       s.cfg.cluster,
 		Temporal:      flavour,
 		TemporalPort:  s.cfg.temporalPort, TemporalNamespace: s.cfg.namespace,
 	}
@@ -127,7 +132,7 @@ func (s *stack) run(ctx context.Context) error {
 		opts.SQLitePragmas = servers.DevServerPragmas
 		opts.DynamicConfig = servers.DevServerDynamicConfig()
 	}
-	s.log.Info("starting the Temporal server, etcd and kube-apiserver", "temporal", flavour, "etcdData", opts.EtcdDataDir)
+	s.log.Info("starting the Temporal server, etcd and kube-apiserver", "temporal", flavour, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return err
 	}
@@ -205,6 +210,13 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 
 func (s *stack) printSummary(kubeconfig, logDir string) {
 	var procs strings.Builder
+	if c := s.servers.Cluster; c != nil {
+		pids := c.Pids()
+		for _, name := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
+			fmt.Fprintf(&procs, "  %-24s pid %d\n", name+":", pids[name])
+		}
+		fmt.Fprintf(&procs, "  %-24s %s\n\n", "nodes (kwok):", strings.Join(c.Nodes, " "))
+	}
 	for _, p := range s.programs {
 		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
 	}
@@ -218,6 +230,7 @@ The local stack is running. Ctrl-C stops all of it.
 %s
   export KUBECONFIG=%s
   kubectl get ate -A
+  kubectl get pods -A -o wide
 
   Logs: %s
 `, uiLine(s.servers.Temporal.UIAddress()), s.servers.Temporal.Address(), s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
@@ -244,7 +257,7 @@ func (s *stack) shutdown() error {
 		errs = append(errs, p.stop())
 	}
 	if s.servers != nil {
-		s.log.Info("stopping kube-apiserver, etcd and the Temporal server")
+		s.log.Info("stopping the cluster (kwok, kube-scheduler, kube-controller-manager), kube-apiserver, etcd and the Temporal server")
 		errs = append(errs, s.servers.Stop())
 	}
 	return errors.Join(errs...)

@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"ate.dev/orchestrator/internal/localstack/cluster"
 	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
@@ -74,6 +75,13 @@ type Options struct {
 	DurableEtcd bool
 	// APIServerPort is kube-apiserver's port on 127.0.0.1; 0 picks a free one.
 	APIServerPort int
+	// Cluster runs a real cluster under the product: beside etcd and
+	// kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+	// with cluster.DefaultFleet (package cluster, docs/local-cluster.md),
+	// so that the worker Deployments the product applies get ReplicaSets,
+	// scheduled pods and readyReplicas. KubeBinDir must then hold the
+	// three programs too.
+	Cluster bool
 
 	// Temporal is the Temporal server; default TemporalDev.
 	Temporal Flavour
@@ -118,6 +126,9 @@ type Stack struct {
 	// a kubeconfig file for it, for processes and kubectl.
 	Kube           *servers.Kube
 	KubeconfigPath string
+	// Cluster is the cluster around Kube with Options.Cluster (its
+	// controller manager, scheduler, kwok and nodes); nil without.
+	Cluster *cluster.Cluster
 	// Temporal is the Temporal server (nil with NoTemporal), of flavour
 	// TemporalFlavour; TemporalCLI is the temporal CLI's path, for tools
 	// that drive the server as an operator would.
@@ -210,7 +221,11 @@ func (s *Stack) components(opts Options) ([]*component, error) {
 		out = append(out, c)
 	}
 	if !opts.NoKube {
-		c, err := s.kube(opts)
+		kube := s.kube
+		if opts.Cluster {
+			kube = s.cluster
+		}
+		c, err := kube(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -345,6 +360,60 @@ func (s *Stack) kube(opts Options) (*component, error) {
 				return nil
 			}
 			return s.Kube.Stop()
+		},
+	}, nil
+}
+
+// cluster is the kube component with Options.Cluster: etcd,
+// kube-apiserver, the controller manager, the scheduler, kwok and the
+// fleet, started and stopped by package cluster as one component (they
+// stop in reverse order within it).
+func (s *Stack) cluster(opts Options) (*component, error) {
+	binDir, how := opts.KubeBinDir, "from $KUBEBUILDER_ASSETS or the caller"
+	if binDir == "" {
+		binDir, how = filepath.Join(opts.Root, "bin"), "from the repository's bin/"
+	}
+	bins, err := cluster.FindBinaries(binDir, how)
+	if err != nil {
+		return nil, err
+	}
+	cfg := cluster.Config{
+		Binaries: bins,
+		Dir:      filepath.Join(s.Dir, "kube"), LogDir: s.LogDir,
+		CRDDirs:       opts.CRDDirs,
+		Scheme:        opts.Scheme,
+		EtcdDataDir:   opts.EtcdDataDir,
+		DurableEtcd:   opts.DurableEtcd,
+		APIServerPort: opts.APIServerPort,
+	}
+	if len(cfg.CRDDirs) == 0 {
+		cfg.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}
+	}
+	if cfg.Scheme == nil {
+		cfg.Scheme = servers.NewScheme()
+	}
+	return &component{
+		name: "the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)",
+		launch: func(ctx context.Context) error {
+			if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+				return err
+			}
+			c, err := cluster.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			s.Cluster, s.Kube = c, c.Kube
+			s.KubeconfigPath = filepath.Join(s.Dir, "kubeconfig")
+			if err := os.WriteFile(s.KubeconfigPath, c.Kube.KubeConfig, 0o600); err != nil {
+				return fmt.Errorf("writing %s: %w", s.KubeconfigPath, err)
+			}
+			return nil
+		},
+		stop: func() error {
+			if s.Cluster == nil {
+				return nil
+			}
+			return s.Cluster.Stop()
 		},
 	}, nil
 }

@@ -71,6 +71,7 @@ type config struct {
 	temporalStack  string
 	pragmas        string
 	plainMCR       []int
+	cluster        bool
 }
 
 func main() {
@@ -87,6 +88,7 @@ func main() {
 	flag.StringVar(&cfg.workerOptions, "worker-options", "", `Temporal worker options as JSON, e.g. {"MaxConcurrentWorkflowTaskPollers":8}, for the product's worker (its -tags benchtune build reads them) and the floor's`)
 	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
 	flag.StringVar(&cfg.starterMain, "starter-main", "./cmd/starter", "package of the starter binary")
+	flag.BoolVar(&cfg.cluster, "cluster", false, "run the local cluster (controller manager, scheduler, kwok's 6 nodes: docs/local-cluster.md) under the product, so its Deployments get pods; its rows are noted as such")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
 	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the Temporal floor, -reps times per size, to compare server and worker settings")
 	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
@@ -197,6 +199,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		if cfg.temporalStack == string(localstack.TemporalPostgres) {
 			note = strings.TrimSpace(postgresNote + " " + note)
 		}
+		if cfg.cluster {
+			note = strings.TrimSpace(clusterNote + " " + note)
+		}
 		if err := recordRuns(path, results, note); err != nil {
 			return err
 		}
@@ -295,6 +300,7 @@ func benchTuning(cfg config) (serverTuning, error) {
 		// tuning, no SQLite.
 		tuning = serverTuning{Stack: flavour}
 	}
+	tuning.Cluster = cfg.cluster
 	if cfg.dynamicConfig != "" {
 		if tuning.DynamicConfig == nil {
 			tuning.DynamicConfig = map[string]string{}

@@ -48,6 +48,9 @@ type serverTuning struct {
 	Binary        string // the temporal CLI; default bin/temporal
 	Pragmas       []string
 	DynamicConfig map[string]string
+	// Cluster runs the local cluster around the API server
+	// (localstack.Options.Cluster).
+	Cluster bool
 }
 
 // defaultTuning is the dev server's settings; without tuned, its SQLite
@@ -77,6 +80,7 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 		TemporalDBFile: filepath.Join(dir, "temporal.db"),
 		SQLitePragmas:  tuning.Pragmas,
 		DynamicConfig:  tuning.DynamicConfig,
+		Cluster:        tuning.Cluster,
 	}
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/cluster"
 	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
@@ -47,6 +48,12 @@ type Options struct {
 
 	// NoKube and NoTemporal skip a server a package does not need.
 	NoKube, NoTemporal bool
+	// Cluster runs a real cluster around the API server: the controller
+	// manager, the scheduler and kwok with its fleet (Env.Cluster;
+	// docs/local-cluster.md). Off by default: the other packages' tests
+	// play the Deployment controller themselves (they write a
+	// Deployment's status), which a running one would overwrite.
+	Cluster bool
 }
 
 // Env is a running test environment.
@@ -63,6 +70,9 @@ type Env struct {
 	KubeconfigPath string
 	// Kube is a controller-runtime client (no cache) with Scheme.
 	Kube client.Client
+	// Cluster is the controller manager, scheduler, kwok and nodes around
+	// the API server with Options.Cluster; nil without.
+	Cluster *cluster.Cluster
 
 	// TemporalAddress is the Temporal frontend's host:port.
 	TemporalAddress string
@@ -109,6 +119,7 @@ func Start(opts Options) (_ *Env, err error) {
 		KubeBinDir:  os.Getenv("KUBEBUILDER_ASSETS"),
 		TemporalCLI: os.Getenv("ATE_TEMPORAL_CLI"),
 		NoKube:      opts.NoKube, NoTemporal: opts.NoTemporal,
+		Cluster: opts.Cluster,
 		CRDDirs: opts.CRDDirs, Scheme: e.Scheme,
 		Temporal:          localstack.Flavour(flavour),
 		TemporalUI:        opts.TemporalUI,
@@ -127,6 +138,7 @@ func Start(opts Options) (_ *Env, err error) {
 	}
 	if k := e.stack.Kube; k != nil {
 		e.RestConfig, e.KubeconfigPath = k.RestConfig, e.stack.KubeconfigPath
+		e.Cluster = e.stack.Cluster
 		if e.Kube, err = client.New(e.RestConfig, client.Options{Scheme: e.Scheme}); err != nil {
 			return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -131,6 +132,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if k.condition != nil {
 		// After the summary, so a new pool's status lists the summary first.
 		poolstatus.SetPoolCondition(&pool.Status, *k.condition)
+	}
+	if d := k.deployment; d != nil {
+		if c := availableCondition(&pool, d); c != nil {
+			poolstatus.SetPoolCondition(&pool.Status, *c)
+		}
 	}
 	if !equality.Semantic.DeepEqual(before, &pool.Status) {
 		// Guarded by the cached resourceVersion: a switch that wrote since
@@ -281,6 +287,12 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 	if err != nil {
 		if ctx.Err() != nil {
 			return kept{}, err // stopping: nothing to report
+		}
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is being deleted, the pool with it (the
+			// namespace controller may take the Deployment first): nothing
+			// to apply, report or retry, as for a pool in deletion.
+			return kept{}, nil
 		}
 		res := applyFailed(pool, err)
 		if d != nil && metav1.IsControlledBy(d, pool) {

@@ -2,16 +2,20 @@ package poolkeeper
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -268,4 +272,28 @@ func TestReconcilerConfirmsAMissingPinLive(t *testing.T) {
 			require.Equal(t, []string{`SandboxConfigNotFound: SandboxConfig "pinned" not found`}, rec.keys)
 		})
 	}
+}
+
+// TestReconcilerLeavesAPoolInATerminatingNamespace: the namespace
+// controller deleted the pool's Deployment before the pool, and the API
+// server refuses to create one in the terminating namespace. That is no
+// failure of the pool's: no DeploymentApplied False, no Warning, no retry.
+func TestReconcilerLeavesAPoolInATerminatingNamespace(t *testing.T) {
+	p := pool("cfg", "")
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(config("cfg", true), p).
+		WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+	cs := k8sfake.NewClientset()
+	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		err := apierrors.NewForbidden(appsv1.Resource("deployments"), "p", errors.New("unable to create new content in namespace ns because it is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"}}
+		return true, nil, err
+	})
+	rec := &recorder{}
+	r := &Reconciler{Client: c, Live: c, Deployments: cs.AppsV1(), Events: rec}
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+	require.NoError(t, err, "nothing to retry")
+	var got v1alpha1.WorkerPool
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+	require.Nil(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeploymentApplied))
+	require.Empty(t, rec.keys)
 }

@@ -58,6 +58,12 @@ type Config struct {
 	// CRDDirs and Scheme are passed to servers.StartKube.
 	CRDDirs []string
 	Scheme  *runtime.Scheme
+	// EtcdDataDir, DurableEtcd and APIServerPort are passed to
+	// servers.StartKube: `make dev` keeps its cluster's objects across
+	// restarts and serves on the port it was asked for.
+	EtcdDataDir   string
+	DurableEtcd   bool
+	APIServerPort int
 	// Fleet is the simulated nodes; default DefaultFleet.
 	Fleet []NodeGroup
 	// EvictAfter is how long a pod that does not say otherwise stays bound
@@ -135,6 +141,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		Dir:            filepath.Join(cfg.Dir, "kube"),
 		CRDDirs:        cfg.CRDDirs,
 		Scheme:         cfg.Scheme,
+		EtcdDataDir:    cfg.EtcdDataDir,
+		DurableEtcd:    cfg.DurableEtcd,
+		APIServerPort:  cfg.APIServerPort,
 		APIServerFlags: servers.ClusterAPIServerFlags(cfg.EvictAfter),
 		EtcdLog:        etcdLog, APIServerLog: apiServerLog,
 		StartTimeout: cfg.StartTimeout,
