@@ -4,6 +4,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -37,6 +38,11 @@ func (m Manager) Options() ctrl.Options {
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &m.ShutdownTimeout,
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &m.SkipNameValidation},
+		// Nothing reads an object's managedFields (the Deployment is
+		// server-side applied from the pool, not from the cached copy), and
+		// they are a large part of a cached Deployment or pool: the
+		// caches hold one of each per pool.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	}
 	m.LeaderElection.Apply(&o, m.LeaseName)
 	return o
