@@ -104,6 +104,11 @@ func rowNote(r *result, note string) string {
 	if r.TemporalCPUMsPerSwitch > 0 {
 		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))
 	}
+	if p := r.Pods; p != nil {
+		parts = append(parts, fmt.Sprintf("%d pods Ready in %.1f s after a scale-up to %d, %.2f status writes and %.1f ms kube CPU per pool; "+
+			"the wave with pods %.1f s (%.2fx, CPU %.2fx the pod-less wave), %d pods replaced",
+			p.PodsReady, p.ReadySeconds, p.Replicas, p.StatusWritesPerPool, p.KubeCPUMsPerPool, p.WaveSeconds, p.WaveRatioSeconds, p.WaveRatioCPU, p.PodsReplaced))
+	}
 	if note != "" {
 		parts = append(parts, note)
 	}

@@ -48,6 +48,9 @@ type result struct {
 	// ActivityConcurrency: activities and local activities the product's
 	// worker ran at once during the switch (sampled).
 	ActivityConcurrency concurrency `json:"activity_concurrency"`
+	// Pods: with -pod-replicas, the pods' coming up and the wave with them
+	// present (pods.go).
+	Pods *podsRun `json:"pods,omitempty"`
 	// TaskQueue: the product task queue's workflow task backlog during the
 	// switch (tqsample.go).
 	TaskQueue *taskQueueStats `json:"workflow_task_backlog"`

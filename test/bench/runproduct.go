@@ -165,6 +165,12 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	r.WorkerPeakRSSMiB, r.StarterPeakRSSMiB = round(workerPeak, 1), round(max(starterPeak, newPeak), 1)
 	r.RSSMiB = round(r.WorkerPeakRSSMiB+r.StarterPeakRSSMiB, 1)
 	r.WorkerRSSMiB, r.StarterRSSMiB = round(r.WorkerRSSMiB, 1), round(r.StarterRSSMiB, 1)
+
+	if cfg.podReplicas > 0 {
+		if r.Pods, err = measurePods(ctx, cfg, s, w, wp, sp, n, r, log); err != nil {
+			return fmt.Errorf("pods: %w", err)
+		}
+	}
 	return nil
 }
 
