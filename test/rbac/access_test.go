@@ -58,6 +58,9 @@ var (
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "create", resource: "events", namespace: systemNamespace},
+		// The HTTPS metrics endpoint's reviews of its scrapers.
+		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
+		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
 	}
 	workerDenied = []access{
 		{verb: "update", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},
@@ -86,6 +89,9 @@ var (
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "create", resource: "events", namespace: systemNamespace},
+		// The HTTPS metrics endpoint's reviews of its scrapers.
+		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
+		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
 	}
 	starterDenied = []access{
 		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs"},
