@@ -54,7 +54,9 @@ func TestMetricsEndpointAuthenticatesAndAuthorises(t *testing.T) {
 	}
 	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
 
 	// The server's certificate is self-signed: the client trusts it as the
 	// shipped PodMonitor does.
