@@ -35,7 +35,10 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 
 	// Probes come up first: while Temporal is unreachable the worker is
 	// alive but not ready.
-	endpoints := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.MetricsBindAddress, proc.Temporal.Namespace, log)
+	endpoints, err := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.Metrics(), proc.Rest, proc.Temporal.Namespace, log)
+	if err != nil {
+		return err
+	}
 	log.Info("Temporal worker options", "workflowTaskPollers", wopts.WorkflowTaskPollers,
 		"workflowTaskPollerBehavior", wopts.WorkflowTaskPollerBehavior, "activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	// The pool keeper starts at once; Temporal is dialled beside it, with

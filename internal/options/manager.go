@@ -30,7 +30,9 @@ type Manager struct {
 // process serves /metrics, /healthz and /readyz itself (internal/probes),
 // from its start rather than from the manager's: a process waiting for
 // Temporal must answer its liveness probe. The metrics are the same:
-// controller-runtime's registry, which the manager's server would serve.
+// controller-runtime's registry, served by controller-runtime's metrics
+// server (HTTPS with TokenReview and SubjectAccessReview), only started by
+// the process instead of the manager.
 func (m Manager) Options() ctrl.Options {
 	o := ctrl.Options{
 		Scheme:                  kube.Scheme,
