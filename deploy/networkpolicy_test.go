@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -161,6 +163,25 @@ func TestNetworkPolicyComponent(t *testing.T) {
 			}
 			require.ElementsMatch(t, []string{"UDP/53", "TCP/53", "TCP/443", "TCP/6443", "TCP/" + strconv.Itoa(temporalPort)}, out)
 		})
+	}
+}
+
+// TestNetworkPolicyLetsTheTeardownJobOut: the teardown Job of deploy/README.md
+// ("Uninstalling") runs in ate-system, so the component's default deny
+// selects it; its pod's labels must let it resolve and reach the API server.
+func TestNetworkPolicyLetsTheTeardownJobOut(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
+	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
+	var job batchv1.Job
+	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))
+	require.Equal(t, []string{"/usr/local/bin/teardown"}, job.Spec.Template.Spec.Containers[0].Command)
+	nps := networkPolicies(t, withNetworkPolicy(t))
+	egress := selecting(t, nps, pod{labels: job.Spec.Template.Labels}, networkingv1.PolicyTypeEgress)
+	for _, want := range []string{"ate-orchestrator-default-deny", "ate-orchestrator-allow-apiserver", "ate-orchestrator-allow-dns"} {
+		require.True(t, slices.ContainsFunc(egress, func(np *networkingv1.NetworkPolicy) bool { return np.Name == want }),
+			"the teardown Job's pod (labels %v) is not selected by %s", job.Spec.Template.Labels, want)
 	}
 }
 
