@@ -18,7 +18,7 @@ type WorkerOptions struct {
 	// the most the autoscaling pollers open, or all of them when fixed.
 	WorkflowTaskPollers int
 	// WorkflowTaskPollerBehavior is PollerAutoscaling (the default) or
-	// PollerFixed (docs/decisions/0005-wave-stall.md).
+	// PollerFixed (docs/decisions/0006-wave-stall.md).
 	WorkflowTaskPollerBehavior string
 	// ActivityTaskPollers is the number of concurrent activity task polls.
 	ActivityTaskPollers int
@@ -44,7 +44,7 @@ const (
 	// every poller picks a queue per poll. After a sticky poll that hinted
 	// a backlog every poller goes to the sticky queue and stays there until
 	// a long poll expires (a minute), while new workflows wait on the
-	// shared queue: the wave stall of docs/decisions/0005-wave-stall.md.
+	// shared queue: the wave stall of docs/decisions/0006-wave-stall.md.
 	// Kept to measure against.
 	PollerFixed = "fixed"
 )

@@ -15,7 +15,7 @@ import (
 // worker's own count of its open workflow task polls per queue: how many
 // workflow tasks waited for a poller, for how long, how many pollers the
 // server saw, and where the worker's polls were waiting meanwhile. A wave
-// that stalls with idle CPU shows here (docs/decisions/0005-wave-stall.md:
+// that stalls with idle CPU shows here (docs/decisions/0006-wave-stall.md:
 // a frozen backlog on the shared queue while every poll waits on the
 // worker's sticky queue).
 type taskQueueStats struct {
