@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"ate.dev/orchestrator/internal/tracing"
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -33,6 +35,10 @@ type Options struct {
 
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+
+	// TracesExporter turns OpenTelemetry tracing on ("otlp") or off
+	// ("none"); empty: on when an OTLP endpoint is set (internal/tracing).
+	TracesExporter string
 }
 
 // Defaults of the settings that have one.
@@ -81,6 +87,8 @@ var settings = []setting{
 		func(o *Options) *string { return &o.MetricsBindAddress }},
 	{"health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", DefaultHealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" disables them`,
 		func(o *Options) *string { return &o.HealthProbeBindAddress }},
+	{"otel-traces-exporter", "OTEL_TRACES_EXPORTER", "", `"otlp" exports traces over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables; "none" or empty: no tracing, unless OTEL_EXPORTER_OTLP_ENDPOINT is set`,
+		func(o *Options) *string { return &o.TracesExporter }},
 }
 
 // BindFlags defines the flags on fs, each defaulting from its environment
@@ -122,9 +130,9 @@ func LooksLikeKeyMaterial(v string) bool {
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s HealthProbeBindAddress:%s}",
+	return fmt.Sprintf("{Kubeconfig:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s HealthProbeBindAddress:%s TracesExporter:%s}",
 		o.Kubeconfig, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, o.TLSCAFile, o.TLSCertFile,
-		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.HealthProbeBindAddress)
+		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.HealthProbeBindAddress, o.TracesExporter)
 }
 
 // LogValue keeps secrets out of slog lines that log Options.
@@ -180,6 +188,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert (TEMPORAL_TLS_CERT) and --temporal-tls-key (TEMPORAL_TLS_KEY) must be set together"))
+	}
+	if _, err := tracing.Exporter(o.TracesExporter, os.Getenv); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
