@@ -73,7 +73,6 @@ func (o *Options) Process(name string) (*Process, error) {
 	if tr.Enabled() {
 		log.Info("tracing on: exporting spans over OTLP")
 	}
-	tr.WrapREST(rest)
-	copts.Interceptors = append(copts.Interceptors, tr.ClientInterceptors()...)
+	tr.Install(rest, &copts)
 	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr}, nil
 }

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 	"k8s.io/client-go/rest"
@@ -184,6 +185,15 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.shutdown(ctx)
+}
+
+// Install puts tracing on a process's clients: the traced transport on
+// the Kubernetes clients built from rest, the client interceptors on the
+// Temporal client dialled with copts. The worker's interceptors go through
+// the options the worker and the replayer share (worker/temporal_options.go).
+func (t *Tracing) Install(rest *rest.Config, copts *client.Options) {
+	t.WrapREST(rest)
+	copts.Interceptors = append(copts.Interceptors, t.ClientInterceptors()...)
 }
 
 // WrapREST makes the clients built from cfg trace each API request made on
