@@ -92,9 +92,10 @@ func Exporter(exporter string, getenv func(string) string) (string, error) {
 // protocol is the OTLP transport the settings ask for: http/protobuf, the
 // specification's default, or grpc.
 func protocol(getenv func(string) string) (string, error) {
-	p := getenv(EnvTracesProtocol)
+	name := EnvTracesProtocol
+	p := getenv(name)
 	if p == "" {
-		p = getenv(EnvProtocol)
+		name, p = EnvProtocol, getenv(EnvProtocol)
 	}
 	switch p = strings.ToLower(strings.TrimSpace(p)); p {
 	case "", protocolHTTP:
@@ -102,7 +103,7 @@ func protocol(getenv func(string) string) (string, error) {
 	case protocolGRPC:
 		return protocolGRPC, nil
 	default:
-		return "", fmt.Errorf("%s %q is not supported: use %q or %q", EnvProtocol, p, protocolHTTP, protocolGRPC)
+		return "", fmt.Errorf("%s %q is not supported: use %q or %q", name, p, protocolHTTP, protocolGRPC)
 	}
 }
 

@@ -82,7 +82,9 @@ func TestOnInstalls(t *testing.T) {
 		})
 	}
 	_, err := start(context.Background(), "otlp", "worker", env(map[string]string{EnvProtocol: "http/json"}))
-	require.ErrorContains(t, err, `"http/json" is not supported`)
+	require.ErrorContains(t, err, `OTEL_EXPORTER_OTLP_PROTOCOL "http/json" is not supported`)
+	_, err = start(context.Background(), "otlp", "worker", env(map[string]string{EnvProtocol: "grpc", EnvTracesProtocol: "thrift"}))
+	require.ErrorContains(t, err, `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL "thrift" is not supported`)
 }
 
 // TestRESTRequestsOnlyInATrace: the traced transport records the requests
