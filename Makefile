@@ -165,3 +165,15 @@ bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,10
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/bench ./test/bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)
+
+.PHONY: bench-large
+bench-large: tools ## Benchmark N=5000 once (about 15 minutes on 2 cores), recorded beside make bench's rows.
+	@mkdir -p $(OUT)
+	go build -o $(OUT)/bench ./test/bench
+	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) -sizes 5000 -floor-tries 1 -out test/bench/results/large.json $(BENCH_FLAGS)
+
+.PHONY: bench-pods
+bench-pods: tools ## Benchmark N=1000 on the local cluster with two workers per pool: pods coming up, then a wave with them present.
+	@mkdir -p $(OUT)
+	go build -o $(OUT)/bench ./test/bench
+	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) -sizes 1000 -cluster -pod-replicas 2 -floor-tries 1 -out test/bench/results/pods.json $(BENCH_FLAGS)

@@ -9,11 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -28,9 +34,15 @@ const systemNamespace = "ate-system"
 // build runs `kustomize build deploy/` with kustomize's library.
 func build(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	return buildDir(t, ".")
+}
+
+// buildDir runs `kustomize build dir`.
+func buildDir(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build deploy/: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range m.Resources() {
@@ -298,7 +310,7 @@ func TestKustomizeAppliesToAPIServer(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("applied (dry run) %d objects: %v", len(objs), kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
+	if want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Namespace", "PodDisruptionBudget", "Role", "RoleBinding", "ServiceAccount"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
 		t.Errorf("applied kinds %v, want %v", slices.Sorted(maps.Keys(kinds)), want)
 	}
 }
@@ -321,5 +333,38 @@ func TestWorkerGracePeriodCoversItsStop(t *testing.T) {
 	if margin := grace - worker.ShutdownBudget; margin < minMargin || margin > maxMargin {
 		t.Errorf("the worker's terminationGracePeriodSeconds is %v and its graceful stop takes up to %v (worker.ShutdownBudget): want a margin between %v and %v, have %v",
 			grace, worker.ShutdownBudget, minMargin, maxMargin, margin)
+	}
+}
+
+// Each Deployment has a PodDisruptionBudget whose selector picks exactly
+// its pods: a drain evicts one worker and one starter at a time, never both
+// replicas of either. A selector that matched no pod would protect nothing;
+// one that matched the other Deployment's pods too would count them
+// together.
+func TestPodDisruptionBudgets(t *testing.T) {
+	objs := build(t)
+	deployments := map[string]labels.Set{}
+	for _, name := range []string{"worker", "starter"} {
+		var d appsv1.Deployment
+		require.True(t, find(t, objs, "Deployment", "ate-orchestrator-"+name, &d))
+		deployments[name] = d.Spec.Template.Labels
+	}
+	for name := range deployments {
+		t.Run(name, func(t *testing.T) {
+			var pdb policyv1.PodDisruptionBudget
+			require.True(t, find(t, objs, "PodDisruptionBudget", "ate-orchestrator-"+name, &pdb))
+			require.Equal(t, systemNamespace, pdb.Namespace)
+			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			require.NoError(t, err)
+			require.False(t, sel.Empty(), "an empty selector selects every pod of the namespace")
+			for other, otherLabels := range deployments {
+				require.Equal(t, other == name, sel.Matches(otherLabels),
+					"PodDisruptionBudget %s selects %s of the %s pods (labels %v)", pdb.Name, sel, other, otherLabels)
+			}
+			// One pod at a time, however many replicas.
+			require.Nil(t, pdb.Spec.MinAvailable, "minAvailable blocks every drain of a Deployment scaled to 1")
+			require.Equal(t, intstr.FromInt32(1), ptr.Deref(pdb.Spec.MaxUnavailable, intstr.IntOrString{}))
+			require.Equal(t, policyv1.AlwaysAllow, ptr.Deref(pdb.Spec.UnhealthyPodEvictionPolicy, ""))
+		})
 	}
 }

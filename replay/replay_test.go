@@ -3,6 +3,7 @@ package replay
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -159,7 +160,7 @@ func TestReplayerMatchesWorker(t *testing.T) {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	o.BindFlags(fs)
 	require.NoError(t, fs.Parse(nil))
-	co, err := o.TemporalClientOptions()
+	co, err := o.TemporalClientOptions(slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	require.Nil(t, co.DataConverter)
 	require.Nil(t, co.FailureConverter)

@@ -22,7 +22,10 @@ func Main(ctx context.Context, opts options.Options, leader options.LeaderElecti
 	// unreachable the starter is alive but not ready. (Its manager, built
 	// once connected, would serve them only then, leaving the liveness
 	// probe unanswered and the pod restarted while it waits.)
-	endpoints := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.MetricsBindAddress, proc.Temporal.Namespace, log)
+	endpoints, err := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.Metrics(), proc.Rest, proc.Temporal.Namespace, log)
+	if err != nil {
+		return err
+	}
 	c, err := options.DialTemporal(ctx, proc.Temporal, log)
 	if err != nil {
 		return err

@@ -25,11 +25,17 @@ import (
 // it reads WorkerPools and SandboxConfigs through its cache, cluster-wide,
 // and writes nothing to Kubernetes but its leader election Lease and the
 // core/v1 events controller-runtime records about it, in its own namespace
-// only (a Role). It does not watch Deployments.
+// only (a Role), and the reviews below. It does not watch Deployments.
 //
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system
+//
+// Its HTTPS metrics endpoint (internal/probes.ServeMetrics, METRICS_SECURE)
+// asks the API server who a scraper is and whether it may get /metrics:
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // LeaseName names the starter's leader election Lease.
 const LeaseName = "ate-orchestrator-starter"

@@ -36,9 +36,12 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 
 	// Probes come up first: while Temporal is unreachable the worker is
 	// alive but not ready.
-	endpoints := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.MetricsBindAddress, proc.Temporal.Namespace, log)
-	log.Info("Temporal worker options", "workflowTaskPollers", tw.MaxConcurrentWorkflowTaskPollers,
-		"activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
+	endpoints, err := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.Metrics(), proc.Rest, proc.Temporal.Namespace, log)
+	if err != nil {
+		return err
+	}
+	log.Info("Temporal worker options", "workflowTaskPollers", wopts.WorkflowTaskPollers,
+		"workflowTaskPollerBehavior", wopts.WorkflowTaskPollerBehavior, "activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)
 	// The pool keeper starts at once; Temporal is dialled beside it, with
 	// retries, and the Temporal worker starts once it answers: a worker
 	// (re)started during a Temporal outage keeps Deployments scaled and

@@ -10,3 +10,9 @@ package worker
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system
+
+// The HTTPS metrics endpoint (internal/probes.ServeMetrics, METRICS_SECURE)
+// asks the API server who a scraper is and whether it may get /metrics.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

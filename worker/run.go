@@ -202,9 +202,9 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 		ShutdownTimeout: ManagerShutdownTimeout, SkipNameValidation: cfg.SkipNameValidation}.Options()
 	// Only the pools' Deployments are cached, not every Deployment of the
 	// cluster.
-	mopts.Cache = cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
 		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
-	}}
+	}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the worker's controller manager: %w", err)

@@ -27,6 +27,11 @@ func init() {
 		if err := json.Unmarshal([]byte(s), o); err != nil {
 			return fmt.Errorf("parsing %s: %w", envWorkerOptions, err)
 		}
+		if o.MaxConcurrentWorkflowTaskPollers > 0 && o.WorkflowTaskPollerBehavior != nil {
+			// A fixed count named: fixed pollers (the SDK takes one or the
+			// other).
+			o.WorkflowTaskPollerBehavior = nil
+		}
 		return nil
 	}
 }

@@ -27,14 +27,21 @@ func main() {
 func run(args []string) error {
 	var opts options.Options
 	fs := flag.NewFlagSet("teardown", flag.ExitOnError)
-	// Only the API server's flags: teardown neither talks to Temporal nor
-	// serves probes, and -h should not offer settings it ignores.
+	// Only the API server's flags and logging's: teardown neither talks to
+	// Temporal nor serves probes, and -h should not offer settings it ignores.
 	opts.BindKubeFlags(fs)
 	printVersion := version.Flag(fs, "teardown")
 	_ = fs.Parse(args)
 	if printVersion(os.Stdout) {
 		return nil
 	}
+	// Its logs (client-go's, through controller-runtime's logger) go to
+	// stderr; the report alone to stdout.
+	log, err := opts.Logger(os.Stderr, "teardown")
+	if err != nil {
+		return err
+	}
+	options.InstallLogger(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := teardown.Main(ctx, opts)

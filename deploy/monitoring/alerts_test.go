@@ -46,6 +46,14 @@ func TestAlertsFire(t *testing.T) {
 			return 0
 		}
 	}
+	// Each alert has a case where it fires and one where it stays quiet.
+	firing, quiet := map[string]bool{}, map[string]bool{}
+	defer func() {
+		for alert := range exprs {
+			require.True(t, firing[alert], "no case where %s fires", alert)
+			require.True(t, quiet[alert], "no case where %s stays quiet", alert)
+		}
+	}()
 	for _, tc := range []struct {
 		name, alert string
 		series      []series
@@ -60,6 +68,12 @@ func TestAlertsFire(t *testing.T) {
 		{"a failed switch workflow", "ATEWorkflowFailing",
 			[]series{{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SandboxConfigSwitch"}, stepAt10(2)}},
 			map[string]float64{`{workflow_type="SandboxConfigSwitch"}`: 2}},
+		{"failures long ago, and of other workflows", "ATEWorkflowFailing",
+			[]series{
+				{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SandboxConfigSwitch"}, steady(3)},
+				{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SomeoneElsesWorkflow"}, rising(0, 1)},
+			},
+			nil},
 		{"a local switch step failing", "ATESwitchStepRetrying",
 			[]series{{map[string]string{"__name__": "temporal_local_activity_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "activity_type": "Confirm"}, rising(0, 6)}},
 			map[string]float64{`{activity_type="Confirm"}`: 0.1}},
@@ -76,6 +90,12 @@ func TestAlertsFire(t *testing.T) {
 				{map[string]string{"__name__": "ate_release_waiting_seconds", "sandbox_config": "new", "instance": "a"}, rising(600, 60)},
 			},
 			map[string]float64{`{sandbox_config="old"}`: 91200}},
+		{"releases waiting less than a day", "ATEReleaseWaitingLong",
+			[]series{{map[string]string{"__name__": "ate_release_waiting_seconds", "sandbox_config": "old", "instance": "a"}, rising(3600, 60)}},
+			nil},
+		{"workflow task failures that stopped", "ATEWorkflowTaskFailures",
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, func(m int) float64 { return float64(min(m, 5)) }}},
+			nil},
 		{"workflow tasks failing", "ATEWorkflowTaskFailures",
 			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, rising(0, 1)}},
 			map[string]float64{`{failure_reason="NonDeterminismError", workflow_type="SandboxConfigSwitch"}`: 10}},
@@ -91,7 +111,39 @@ func TestAlertsFire(t *testing.T) {
 		{"a worker whose polls stopped", "ATEWorkerNotPolling",
 			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_succeed_total", "task_queue": "ate-orchestrator"}, steady(5)}},
 			map[string]float64{`{}`: 0}},
+		{"a starter leading, another waiting", "ATEStarterNotLeading",
+			[]series{
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "a"}, steady(1)},
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "b"}, steady(0)},
+			},
+			nil},
+		{"a failover: the new leader took over", "ATEStarterNotLeading",
+			[]series{
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "a"}, func(m int) float64 { return float64(1 - min(m/10, 1)) }},
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "b"}, stepAt10(1)},
+			},
+			nil},
+		{"starters running, none leading", "ATEStarterNotLeading",
+			[]series{
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "a"}, steady(0)},
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "b"}, steady(0)},
+			},
+			map[string]float64{`{}`: 0}},
+		{"only the worker's pool reconciler leads", "ATEStarterNotLeading",
+			[]series{
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-worker", "instance": "w"}, steady(1)},
+				{map[string]string{"__name__": "leader_election_master_status", "name": "ate-orchestrator-starter", "instance": "a"}, steady(0)},
+			},
+			map[string]float64{`{}`: 0}},
+		{"no starter at all", "ATEStarterNotLeading",
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_empty_total", "task_queue": "ate-orchestrator"}, rising(0, 1)}},
+			map[string]float64{`{}`: 0}},
 	} {
+		if tc.want == nil {
+			quiet[tc.alert] = true
+		} else {
+			firing[tc.alert] = true
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			expr, ok := exprs[tc.alert]
 			require.True(t, ok, "no alert %s", tc.alert)

@@ -35,6 +35,7 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 		{"ATEReleaseWaitingLong", "warning", "ate_release_waiting_seconds"},
 		{"ATEWorkflowTaskFailures", "critical", "temporal_workflow_task_execution_failed_total"},
 		{"ATEWorkerNotPolling", "critical", "temporal_workflow_task_queue_poll_empty_total"},
+		{"ATEStarterNotLeading", "critical", "leader_election_master_status"},
 	} {
 		t.Run(tc.alert, func(t *testing.T) {
 			r, ok := alerts[tc.alert]
@@ -43,9 +44,12 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 			require.NotEmpty(t, r.Annotations["summary"])
 			require.NotEmpty(t, r.Annotations["description"])
 			require.Contains(t, r.Expr, tc.metric)
+			// Its section of docs/runbooks.md, named after it (test/docs
+			// checks the heading is there).
+			require.Equal(t, "docs/runbooks.md#"+strings.ToLower(tc.alert), r.Annotations["runbook_url"])
 		})
 	}
-	require.Len(t, alerts, 6, "an alert added here needs a case above and a line in the README")
+	require.Len(t, alerts, 7, "an alert added here needs a case above, a line in the README and a section in docs/runbooks.md")
 }
 
 // TestRuleParserRefusesBrokenRules shows the parser used above is strict:

@@ -190,7 +190,9 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 			"TEMPORAL_ADDRESS=" + s.servers.Temporal.Address(),
 			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
 			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
+			// Plain HTTP on loopback: nothing else reaches it.
 			"METRICS_BIND_ADDRESS=" + metrics,
+			"METRICS_SECURE=false",
 			"HEALTH_PROBE_BIND_ADDRESS=" + probes,
 		}}
 		s.log.Info("building ./" + name)

@@ -82,6 +82,8 @@ type Options struct {
 	// scheduled pods and readyReplicas. KubeBinDir must then hold the
 	// three programs too.
 	Cluster bool
+	// Fleet is the cluster's simulated nodes; default cluster.DefaultFleet.
+	Fleet []cluster.NodeGroup
 
 	// Temporal is the Temporal server; default TemporalDev.
 	Temporal Flavour
@@ -385,6 +387,7 @@ func (s *Stack) cluster(opts Options) (*component, error) {
 		EtcdDataDir:   opts.EtcdDataDir,
 		DurableEtcd:   opts.DurableEtcd,
 		APIServerPort: opts.APIServerPort,
+		Fleet:         opts.Fleet,
 	}
 	if len(cfg.CRDDirs) == 0 {
 		cfg.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}

@@ -40,12 +40,13 @@ func (o *Options) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// kubeFlags are the flags of the Kubernetes connection.
-var kubeFlags = []string{"kubeconfig"}
+// kubeFlags are the flags of the Kubernetes connection, and logging's.
+var kubeFlags = []string{"kubeconfig", "log-level", "log-format"}
 
 // BindKubeFlags defines only the Kubernetes connection's flags
-// (--kubeconfig), for a process that talks to nothing else (teardown). They
-// are BindFlags' own, so they default and read the environment alike.
+// (--kubeconfig) and logging's (--log-level, --log-format), for a process
+// that talks to nothing else (teardown). They are BindFlags' own, so they
+// default and read the environment alike.
 func (o *Options) BindKubeFlags(fs *flag.FlagSet) {
 	all := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
 	o.BindFlags(all)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -29,7 +30,9 @@ type Manager struct {
 // process serves /metrics, /healthz and /readyz itself (internal/probes),
 // from its start rather than from the manager's: a process waiting for
 // Temporal must answer its liveness probe. The metrics are the same:
-// controller-runtime's registry, which the manager's server would serve.
+// controller-runtime's registry, served by controller-runtime's metrics
+// server (HTTPS with TokenReview and SubjectAccessReview), only started by
+// the process instead of the manager.
 func (m Manager) Options() ctrl.Options {
 	o := ctrl.Options{
 		Scheme:                  kube.Scheme,
@@ -37,6 +40,11 @@ func (m Manager) Options() ctrl.Options {
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &m.ShutdownTimeout,
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &m.SkipNameValidation},
+		// Nothing reads an object's managedFields (the Deployment is
+		// server-side applied from the pool, not from the cached copy), and
+		// they are a large part of a cached Deployment or pool: the
+		// caches hold one of each per pool.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	}
 	m.LeaderElection.Apply(&o, m.LeaseName)
 	return o

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/internal/kube"
 )
@@ -32,6 +33,13 @@ func TestManagerOptions(t *testing.T) {
 			require.Equal(t, tc.m.LeaseName, o.LeaderElectionID)
 			require.Equal(t, tc.m.LeaderElection.Namespace, o.LeaderElectionNamespace)
 			require.Equal(t, DefaultLeaseDuration, *o.LeaseDuration)
+
+			// The caches drop managedFields.
+			require.NotNil(t, o.Cache.DefaultTransform)
+			pool := &metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+			out, err := o.Cache.DefaultTransform(&metav1.PartialObjectMetadata{ObjectMeta: *pool})
+			require.NoError(t, err)
+			require.Empty(t, out.(*metav1.PartialObjectMetadata).ManagedFields)
 		})
 	}
 }

@@ -1,10 +1,15 @@
 // Package options is the configuration shared by the worker and starter
 // binaries: where the Kubernetes API server and the Temporal server are,
-// how to authenticate to Temporal, and where to serve metrics and health
-// probes. Every flag defaults from an environment variable, so a
-// Deployment can configure the processes with env and a developer with
+// how to authenticate to Temporal, where to serve metrics and health
+// probes, and how to log. Every flag defaults from an environment variable,
+// so a Deployment can configure the processes with env and a developer with
 // flags; an explicit flag wins over the environment, which wins over the
 // built-in default.
+//
+// The Temporal connection (address, namespace, API key, TLS) is read as the
+// Temporal SDK's contrib/envconfig and the temporal CLI read it: a TOML
+// profile (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE), the standard TEMPORAL_*
+// environment variables over it, then the flags over both (temporal.go).
 package options
 
 import (
@@ -20,12 +25,21 @@ import (
 
 // Options holds the settings. The zero value is not useful: bind it with
 // BindFlags (which also applies the environment and defaults) and parse.
+//
+// The Temporal connection fields hold only what a flag (or the code) set:
+// empty leaves the setting to the environment, the profile file, then the
+// default (TemporalConnection resolves them).
 type Options struct {
 	Kubeconfig string
 
-	TemporalAddress   string
-	TemporalNamespace string
-	TaskQueue         string
+	// TemporalConfigFile and TemporalProfile choose the TOML profile
+	// (empty: TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, then the SDK's
+	// defaults).
+	TemporalConfigFile string
+	TemporalProfile    string
+	TemporalAddress    string
+	TemporalNamespace  string
+	TaskQueue          string
 
 	TLSCAFile     string
 	TLSCertFile   string
@@ -33,12 +47,30 @@ type Options struct {
 	TLSServerName string
 	APIKey        string
 
-	MetricsBindAddress     string
+	MetricsBindAddress string
+	// MetricsSecure serves /metrics over HTTPS, each request authenticated
+	// (TokenReview) and authorised (SubjectAccessReview) by the API server.
+	// Its flag defaults to true; the zero value (code that builds Options
+	// itself, such as tests) serves plain HTTP.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for HTTPS, reloaded when
+	// they change; empty: a self-signed certificate made at start.
+	MetricsCertDir         string
 	HealthProbeBindAddress string
+
+	// LogLevel is debug, info, warn or error; LogFormat json or text.
+	LogLevel, LogFormat string
 
 	// TracesExporter turns OpenTelemetry tracing on ("otlp") or off
 	// ("none"); empty: on when an OTLP endpoint is set (internal/tracing).
 	TracesExporter string
+
+	// deprecated lists the deprecated flags the command line used, for a
+	// warning once logging is set up.
+	deprecated []deprecation
+	// envErr is an environment variable of the wrong form, reported by
+	// Validate (BindFlags cannot fail).
+	envErr error
 }
 
 // Defaults of the settings that have one.
@@ -47,9 +79,13 @@ const (
 	DefaultTemporalNamespace = "default"
 	// DefaultTaskQueue is the task queue the worker polls and the starter
 	// starts on.
-	DefaultTaskQueue              = "ate-orchestrator"
-	DefaultMetricsBindAddress     = ":8080"
+	DefaultTaskQueue = "ate-orchestrator"
+	// DefaultMetricsBindAddress serves HTTPS (DefaultMetricsSecure).
+	DefaultMetricsBindAddress     = ":8443"
+	DefaultMetricsSecure          = true
 	DefaultHealthProbeBindAddress = ":8081"
+	DefaultLogLevel               = "info"
+	DefaultLogFormat              = "json"
 )
 
 // setting is one flag, the environment variable it defaults from, and its
@@ -57,6 +93,10 @@ const (
 type setting struct {
 	flag, env, def, usage string
 	dst                   func(*Options) *string
+	// temporal settings are not defaulted from env at bind time: their
+	// flag holds only an explicit value, and the environment and the
+	// profile file are read as the SDK reads them (TemporalConnection).
+	temporal bool
 }
 
 // secretFlags never show their value: a flag's default is its environment
@@ -65,34 +105,55 @@ type setting struct {
 var secretFlags = map[string]bool{"temporal-api-key": true}
 
 var settings = []setting{
-	{"kubeconfig", "KUBECONFIG", "", "path to a kubeconfig; empty: in-cluster config, then ~/.kube/config",
-		func(o *Options) *string { return &o.Kubeconfig }},
-	{"temporal-address", "TEMPORAL_ADDRESS", DefaultTemporalAddress, "Temporal frontend host:port",
-		func(o *Options) *string { return &o.TemporalAddress }},
-	{"temporal-namespace", "TEMPORAL_NAMESPACE", DefaultTemporalNamespace, "Temporal namespace",
-		func(o *Options) *string { return &o.TemporalNamespace }},
-	{"task-queue", "TEMPORAL_TASK_QUEUE", DefaultTaskQueue, "Temporal task queue of the orchestrator's workflows and activities",
-		func(o *Options) *string { return &o.TaskQueue }},
-	{"temporal-tls-ca", "TEMPORAL_TLS_CA", "", "PEM file of the CA that signed the Temporal server's certificate; enables TLS",
-		func(o *Options) *string { return &o.TLSCAFile }},
-	{"temporal-tls-cert", "TEMPORAL_TLS_CERT", "", "PEM client certificate for mTLS to Temporal (with --temporal-tls-key); enables TLS",
-		func(o *Options) *string { return &o.TLSCertFile }},
-	{"temporal-tls-key", "TEMPORAL_TLS_KEY", "", "PEM private key of --temporal-tls-cert",
-		func(o *Options) *string { return &o.TLSKeyFile }},
-	{"temporal-tls-server-name", "TEMPORAL_TLS_SERVER_NAME", "", "server name to verify the Temporal server's certificate against; enables TLS",
-		func(o *Options) *string { return &o.TLSServerName }},
-	{"temporal-api-key", "TEMPORAL_API_KEY", "", "API key for Temporal (e.g. Temporal Cloud); implies TLS; its value is never shown",
-		func(o *Options) *string { return &o.APIKey }},
-	{"metrics-bind-address", "METRICS_BIND_ADDRESS", DefaultMetricsBindAddress, `address of the Prometheus metrics endpoint; "0" disables it`,
-		func(o *Options) *string { return &o.MetricsBindAddress }},
-	{"health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", DefaultHealthProbeBindAddress, `address of the /healthz and /readyz endpoints; "0" disables them`,
-		func(o *Options) *string { return &o.HealthProbeBindAddress }},
-	{"otel-traces-exporter", "OTEL_TRACES_EXPORTER", "", `"otlp" exports traces over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables; "none" or empty: no tracing, unless OTEL_EXPORTER_OTLP_ENDPOINT is set`,
-		func(o *Options) *string { return &o.TracesExporter }},
+	{flag: "kubeconfig", env: "KUBECONFIG", usage: "path to a kubeconfig; empty: in-cluster config, then ~/.kube/config",
+		dst: func(o *Options) *string { return &o.Kubeconfig }},
+	{flag: "temporal-config-file", env: "TEMPORAL_CONFIG_FILE", temporal: true,
+		usage: "TOML file of Temporal client profiles, the temporal CLI's; default: $XDG_CONFIG_HOME or ~/.config, then temporalio/temporal.toml, if it exists",
+		dst:   func(o *Options) *string { return &o.TemporalConfigFile }},
+	{flag: "temporal-profile", env: "TEMPORAL_PROFILE", temporal: true,
+		usage: `profile of the Temporal config file to use; default "default" (which may be absent)`,
+		dst:   func(o *Options) *string { return &o.TemporalProfile }},
+	{flag: "temporal-address", env: "TEMPORAL_ADDRESS", temporal: true,
+		usage: "Temporal frontend host:port; default: the profile's, then " + DefaultTemporalAddress,
+		dst:   func(o *Options) *string { return &o.TemporalAddress }},
+	{flag: "temporal-namespace", env: "TEMPORAL_NAMESPACE", temporal: true,
+		usage: "Temporal namespace; default: the profile's, then " + DefaultTemporalNamespace,
+		dst:   func(o *Options) *string { return &o.TemporalNamespace }},
+	{flag: "task-queue", env: "TEMPORAL_TASK_QUEUE", def: DefaultTaskQueue, usage: "Temporal task queue of the orchestrator's workflows and activities",
+		dst: func(o *Options) *string { return &o.TaskQueue }},
+	{flag: "temporal-tls-server-ca-cert-path", env: "TEMPORAL_TLS_SERVER_CA_CERT_PATH", temporal: true,
+		usage: "PEM file of the CA that signed the Temporal server's certificate; enables TLS",
+		dst:   func(o *Options) *string { return &o.TLSCAFile }},
+	{flag: "temporal-tls-client-cert-path", env: "TEMPORAL_TLS_CLIENT_CERT_PATH", temporal: true,
+		usage: "PEM client certificate for mTLS to Temporal (with --temporal-tls-client-key-path); enables TLS",
+		dst:   func(o *Options) *string { return &o.TLSCertFile }},
+	{flag: "temporal-tls-client-key-path", env: "TEMPORAL_TLS_CLIENT_KEY_PATH", temporal: true,
+		usage: "PEM private key of --temporal-tls-client-cert-path",
+		dst:   func(o *Options) *string { return &o.TLSKeyFile }},
+	{flag: "temporal-tls-server-name", env: "TEMPORAL_TLS_SERVER_NAME", temporal: true,
+		usage: "server name to verify the Temporal server's certificate against; enables TLS",
+		dst:   func(o *Options) *string { return &o.TLSServerName }},
+	{flag: "temporal-api-key", env: "TEMPORAL_API_KEY", temporal: true,
+		usage: "API key for Temporal (e.g. Temporal Cloud); implies TLS; its value is never shown",
+		dst:   func(o *Options) *string { return &o.APIKey }},
+	{flag: "metrics-bind-address", env: "METRICS_BIND_ADDRESS", def: DefaultMetricsBindAddress, usage: `address of the Prometheus metrics endpoint; "0" disables it`,
+		dst: func(o *Options) *string { return &o.MetricsBindAddress }},
+	{flag: "metrics-cert-dir", env: "METRICS_CERT_DIR", usage: "directory of tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change; empty: a self-signed certificate",
+		dst: func(o *Options) *string { return &o.MetricsCertDir }},
+	{flag: "health-probe-bind-address", env: "HEALTH_PROBE_BIND_ADDRESS", def: DefaultHealthProbeBindAddress, usage: `address of the /healthz and /readyz endpoints; "0" disables them`,
+		dst: func(o *Options) *string { return &o.HealthProbeBindAddress }},
+	{flag: "log-level", env: "LOG_LEVEL", def: DefaultLogLevel, usage: "least severe log lines written: debug, info, warn or error",
+		dst: func(o *Options) *string { return &o.LogLevel }},
+	{flag: "log-format", env: "LOG_FORMAT", def: DefaultLogFormat, usage: "log line format on stderr: json or text",
+		dst: func(o *Options) *string { return &o.LogFormat }},
+	{flag: "otel-traces-exporter", env: "OTEL_TRACES_EXPORTER",
+		usage: `"otlp" exports traces over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables; "none" or empty: no tracing, unless OTEL_EXPORTER_OTLP_ENDPOINT is set`,
+		dst:   func(o *Options) *string { return &o.TracesExporter }},
 }
 
 // BindFlags defines the flags on fs, each defaulting from its environment
-// variable, then from its built-in default.
+// variable, then from its built-in default (the Temporal connection's
+// flags excepted: see Options).
 //
 // controller-runtime registers its own --kubeconfig on flag.CommandLine;
 // when fs already has that flag, BindFlags makes it set both.
@@ -100,7 +161,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	for _, s := range settings {
 		dst := s.dst(o)
 		def := s.def
-		if v, ok := os.LookupEnv(s.env); ok && v != "" {
+		if v, ok := os.LookupEnv(s.env); ok && v != "" && !s.temporal {
 			def = v
 		}
 		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
@@ -119,20 +180,44 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			fs.Lookup(s.flag).DefValue = ""
 		}
 	}
+	o.MetricsSecure = DefaultMetricsSecure
+	if v, ok := os.LookupEnv("METRICS_SECURE"); ok && v != "" {
+		b, err := parseBool(v)
+		if err != nil {
+			o.envErr = fmt.Errorf("METRICS_SECURE=%q: %w", v, err)
+		} else {
+			o.MetricsSecure = b
+		}
+	}
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve /metrics over HTTPS, each request authenticated and authorised by the Kubernetes API server (TokenReview, SubjectAccessReview: get on the non-resource URL /metrics); false: plain HTTP, for loopback (env METRICS_SECURE)")
+	o.bindDeprecatedFlags(fs)
+}
+
+// parseBool accepts what LEADER_ELECT and the SDK's boolean variables do.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, errors.New("want true or false")
 }
 
 // LooksLikeKeyMaterial reports whether a setting that should hold a path
-// holds PEM or other multi-line content instead (TEMPORAL_TLS_KEY set to
-// the key itself, a common slip): such a value is never printed.
+// holds PEM or other multi-line content instead (TEMPORAL_TLS_CLIENT_KEY_PATH
+// set to the key itself, a common slip): such a value is never printed.
 func LooksLikeKeyMaterial(v string) bool {
 	return strings.Contains(v, "-----BEGIN") || strings.ContainsAny(v, "\n\r")
 }
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s HealthProbeBindAddress:%s TracesExporter:%s}",
-		o.Kubeconfig, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, o.TLSCAFile, o.TLSCertFile,
-		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.HealthProbeBindAddress, o.TracesExporter)
+	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
+		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
+		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress,
+		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
 
 // LogValue keeps secrets out of slog lines that log Options.
@@ -168,26 +253,25 @@ func (t teeValue) Set(s string) error {
 	return nil
 }
 
-// Validate checks the settings every process needs.
+// Validate checks the settings every process needs that the command line
+// and the environment give; the Temporal connection, which a profile file
+// may complete, is checked when it is resolved (TemporalConnection).
 func (o *Options) Validate() error {
-	var errs []error
-	if o.TemporalAddress == "" {
-		errs = append(errs, errors.New("--temporal-address (TEMPORAL_ADDRESS) must not be empty"))
-	}
-	if o.TemporalNamespace == "" {
-		errs = append(errs, errors.New("--temporal-namespace (TEMPORAL_NAMESPACE) must not be empty"))
-	}
+	errs := []error{o.envErr}
 	if o.TaskQueue == "" {
 		errs = append(errs, errors.New("--task-queue (TEMPORAL_TASK_QUEUE) must not be empty"))
 	}
 	if LooksLikeKeyMaterial(o.TLSKeyFile) {
-		errs = append(errs, errors.New("--temporal-tls-key (TEMPORAL_TLS_KEY) holds key material, not a path: mount the key as a file and give its path"))
+		errs = append(errs, errors.New("--temporal-tls-client-key-path holds key material, not a path: mount the key as a file and give its path"))
 	}
 	if LooksLikeKeyMaterial(o.TLSCertFile) || LooksLikeKeyMaterial(o.TLSCAFile) {
-		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-ca (TEMPORAL_TLS_CERT, TEMPORAL_TLS_CA) take paths, not PEM content"))
+		errs = append(errs, errors.New("--temporal-tls-client-cert-path and --temporal-tls-server-ca-cert-path take paths, not PEM content"))
 	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		errs = append(errs, errors.New("--temporal-tls-cert (TEMPORAL_TLS_CERT) and --temporal-tls-key (TEMPORAL_TLS_KEY) must be set together"))
+	if _, err := o.logLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.logFormat(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := tracing.Exporter(o.TracesExporter, os.Getenv); err != nil {
 		errs = append(errs, err)

@@ -3,6 +3,7 @@ package options
 import (
 	"flag"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,57 +20,59 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			name: "built-in defaults",
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
-					TemporalAddress:        "127.0.0.1:7233",
-					TemporalNamespace:      "default",
 					TaskQueue:              "ate-orchestrator",
-					MetricsBindAddress:     ":8080",
+					MetricsBindAddress:     ":8443",
+					MetricsSecure:          true,
 					HealthProbeBindAddress: ":8081",
+					LogLevel:               "info",
+					LogFormat:              "json",
 				}, o)
 			},
 		},
 		{
+			// The Temporal connection's variables are read when it is
+			// resolved (temporal_config_test.go), not into the flags.
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"KUBECONFIG":                "/env/kubeconfig",
 				"TEMPORAL_ADDRESS":          "temporal.env:7233",
-				"TEMPORAL_NAMESPACE":        "env-ns",
 				"TEMPORAL_TASK_QUEUE":       "env-tq",
-				"TEMPORAL_TLS_CA":           "/env/ca.pem",
-				"TEMPORAL_TLS_CERT":         "/env/cert.pem",
-				"TEMPORAL_TLS_KEY":          "/env/key.pem",
-				"TEMPORAL_TLS_SERVER_NAME":  "env.example",
 				"TEMPORAL_API_KEY":          "env-key",
 				"METRICS_BIND_ADDRESS":      ":9090",
+				"METRICS_SECURE":            "false",
+				"METRICS_CERT_DIR":          "/env/certs",
 				"HEALTH_PROBE_BIND_ADDRESS": ":9091",
+				"LOG_LEVEL":                 "debug",
+				"LOG_FORMAT":                "text",
 			},
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
 					Kubeconfig:             "/env/kubeconfig",
-					TemporalAddress:        "temporal.env:7233",
-					TemporalNamespace:      "env-ns",
 					TaskQueue:              "env-tq",
-					TLSCAFile:              "/env/ca.pem",
-					TLSCertFile:            "/env/cert.pem",
-					TLSKeyFile:             "/env/key.pem",
-					TLSServerName:          "env.example",
-					APIKey:                 "env-key",
 					MetricsBindAddress:     ":9090",
+					MetricsCertDir:         "/env/certs",
 					HealthProbeBindAddress: ":9091",
+					LogLevel:               "debug",
+					LogFormat:              "text",
 				}, o)
 			},
 		},
 		{
 			name: "flags override environment",
-			env:  map[string]string{"TEMPORAL_ADDRESS": "temporal.env:7233", "TEMPORAL_NAMESPACE": "env-ns", "KUBECONFIG": "/env/kc"},
+			env:  map[string]string{"TEMPORAL_ADDRESS": "temporal.env:7233", "TEMPORAL_NAMESPACE": "env-ns", "KUBECONFIG": "/env/kc", "LOG_LEVEL": "error", "METRICS_SECURE": "false"},
 			args: []string{
 				"--kubeconfig=/flag/kc", "--temporal-address=temporal.flag:7233", "--temporal-namespace=flag-ns",
-				"--task-queue=flag-tq", "--temporal-tls-ca=/flag/ca", "--temporal-tls-cert=/flag/cert",
-				"--temporal-tls-key=/flag/key", "--temporal-tls-server-name=flag.example", "--temporal-api-key=flag-key",
-				"--metrics-bind-address=0", "--health-probe-bind-address=:7000",
+				"--temporal-config-file=/flag/temporal.toml", "--temporal-profile=flag-profile",
+				"--task-queue=flag-tq", "--temporal-tls-server-ca-cert-path=/flag/ca", "--temporal-tls-client-cert-path=/flag/cert",
+				"--temporal-tls-client-key-path=/flag/key", "--temporal-tls-server-name=flag.example", "--temporal-api-key=flag-key",
+				"--metrics-bind-address=0", "--metrics-secure=true", "--metrics-cert-dir=/flag/certs", "--health-probe-bind-address=:7000",
+				"--log-level=warn", "--log-format=text",
 			},
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
 					Kubeconfig:             "/flag/kc",
+					TemporalConfigFile:     "/flag/temporal.toml",
+					TemporalProfile:        "flag-profile",
 					TemporalAddress:        "temporal.flag:7233",
 					TemporalNamespace:      "flag-ns",
 					TaskQueue:              "flag-tq",
@@ -79,16 +82,21 @@ func TestBindFlagsPrecedence(t *testing.T) {
 					TLSServerName:          "flag.example",
 					APIKey:                 "flag-key",
 					MetricsBindAddress:     "0",
+					MetricsSecure:          true,
+					MetricsCertDir:         "/flag/certs",
 					HealthProbeBindAddress: ":7000",
+					LogLevel:               "warn",
+					LogFormat:              "text",
 				}, o)
 			},
 		},
 		{
 			name: "empty environment variable keeps the default",
-			env:  map[string]string{"TEMPORAL_ADDRESS": "", "TEMPORAL_TASK_QUEUE": ""},
+			env:  map[string]string{"TEMPORAL_TASK_QUEUE": "", "LOG_LEVEL": "", "METRICS_SECURE": ""},
 			check: func(t *testing.T, o Options) {
-				require.Equal(t, "127.0.0.1:7233", o.TemporalAddress)
 				require.Equal(t, "ate-orchestrator", o.TaskQueue)
+				require.Equal(t, "info", o.LogLevel)
+				require.True(t, o.MetricsSecure)
 			},
 		},
 	}
@@ -105,6 +113,15 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			tt.check(t, o)
 		})
 	}
+}
+
+func TestMetricsSecureFromEnvironmentMustBeABool(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("METRICS_SECURE", "yes please")
+	var o Options
+	o.BindFlags(flag.NewFlagSet("test", flag.ContinueOnError))
+	o.TaskQueue = "tq"
+	require.ErrorContains(t, o.Validate(), `METRICS_SECURE="yes please"`)
 }
 
 // controller-runtime defines --kubeconfig on flag.CommandLine in an init;
@@ -128,18 +145,17 @@ func TestBindFlagsReusesExistingKubeconfigFlag(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	valid := Options{TemporalAddress: "a:1", TemporalNamespace: "ns", TaskQueue: "tq"}
+	valid := Options{TaskQueue: "tq"}
 	tests := []struct {
 		name    string
 		mutate  func(*Options)
 		wantErr string
 	}{
 		{name: "valid", mutate: func(*Options) {}},
-		{name: "no address", mutate: func(o *Options) { o.TemporalAddress = "" }, wantErr: "--temporal-address (TEMPORAL_ADDRESS) must not be empty"},
-		{name: "no namespace", mutate: func(o *Options) { o.TemporalNamespace = "" }, wantErr: "--temporal-namespace (TEMPORAL_NAMESPACE) must not be empty"},
 		{name: "no task queue", mutate: func(o *Options) { o.TaskQueue = "" }, wantErr: "--task-queue (TEMPORAL_TASK_QUEUE) must not be empty"},
-		{name: "cert without key", mutate: func(o *Options) { o.TLSCertFile = "c" }, wantErr: "must be set together"},
-		{name: "key without cert", mutate: func(o *Options) { o.TLSKeyFile = "k" }, wantErr: "must be set together"},
+		{name: "key content as the key path", mutate: func(o *Options) { o.TLSKeyFile = "-----BEGIN EC PRIVATE KEY-----\nx" }, wantErr: "holds key material"},
+		{name: "unknown log level", mutate: func(o *Options) { o.LogLevel = "verbose" }, wantErr: `--log-level (LOG_LEVEL) "verbose": want debug, info, warn or error`},
+		{name: "unknown log format", mutate: func(o *Options) { o.LogFormat = "xml" }, wantErr: `--log-format (LOG_FORMAT) "xml": want json or text`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +174,24 @@ func TestValidate(t *testing.T) {
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, s := range settings {
-		t.Setenv(s.env, "") // restored after the test
+		unsetEnv(t, s.env)
 	}
+	for _, d := range deprecations {
+		unsetEnv(t, d.oldEnv)
+	}
+	for _, k := range []string{"METRICS_SECURE", "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA",
+		"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY",
+		"TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH"} {
+		unsetEnv(t, k)
+	}
+	// No profile file of the machine's user.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+}
+
+// unsetEnv unsets an environment variable for the test: the SDK tells an
+// unset variable from an empty one.
+func unsetEnv(t *testing.T, k string) {
+	t.Helper()
+	t.Setenv(k, "") // restored after the test
+	require.NoError(t, os.Unsetenv(k))
 }

@@ -2,26 +2,27 @@ package options
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/metrics"
+	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/tracing"
 )
 
 // Process is what the worker and the starter set up alike from their
 // options before they dial Temporal.
 type Process struct {
-	// Log writes JSON to stderr, each line naming the process; it is also
-	// slog's default and controller-runtime's logger, so the cache's and the
-	// manager's lines look like the product's.
+	// Log writes to stderr in --log-format at --log-level, each line naming
+	// the process; it is also slog's default and controller-runtime's
+	// logger, so the cache's and the manager's lines look like the
+	// product's.
 	Log *slog.Logger
 	// Rest reaches the Kubernetes API server.
 	Rest *rest.Config
@@ -51,20 +52,22 @@ func (p *Process) Close() {
 // Process sets up logging and builds the clients' configuration of the
 // process named name.
 func (o *Options) Process(name string) (*Process, error) {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("process", name)
-	slog.SetDefault(log)
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	log, err := o.Logger(os.Stderr, name)
+	if err != nil {
+		return nil, err
+	}
+	InstallLogger(log)
 
 	rest, err := o.RestConfig()
 	if err != nil {
 		return nil, err
 	}
-	copts, err := o.TemporalClientOptions()
+	copts, err := o.TemporalClientOptions(log)
 	if err != nil {
 		return nil, err
 	}
 	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("recording the Temporal SDK's metrics in controller-runtime's registry: %w", err)
 	}
 	tr, err := tracing.Start(context.Background(), o.TracesExporter, name)
 	if err != nil {
@@ -75,4 +78,9 @@ func (o *Options) Process(name string) (*Process, error) {
 	}
 	tr.Install(rest, &copts)
 	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr}, nil
+}
+
+// Metrics is how the process serves /metrics.
+func (o *Options) Metrics() probes.Metrics {
+	return probes.Metrics{BindAddress: o.MetricsBindAddress, Secure: o.MetricsSecure, CertDir: o.MetricsCertDir}
 }

@@ -42,11 +42,13 @@ func TestSecretsNeverInUsage(t *testing.T) {
 		name, env, value, secret string
 	}{
 		{name: "API key", env: "TEMPORAL_API_KEY", value: apiKeySecret, secret: apiKeySecret},
-		{name: "TLS key given as content", env: "TEMPORAL_TLS_KEY", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
+		{name: "TLS key given as content", env: "TEMPORAL_TLS_CLIENT_KEY_PATH", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
+		{name: "TLS key given as content, deprecated name", env: "TEMPORAL_TLS_KEY", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
 	}
 	for _, tt := range tests {
 		for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-temporal-address"}} {
 			t.Run(tt.name+" "+strings.Join(args, " "), func(t *testing.T) {
+				clearEnv(t)
 				t.Setenv(tt.env, tt.value)
 				var out bytes.Buffer
 				fs, o := processFlags(&out)
@@ -54,7 +56,15 @@ func TestSecretsNeverInUsage(t *testing.T) {
 				require.Contains(t, out.String(), "-temporal-api-key", "the usage lists the flags")
 				require.NotContains(t, out.String(), tt.secret)
 				// The value is still taken from the environment.
-				require.Contains(t, []string{o.APIKey, o.TLSKeyFile}, tt.value)
+				conn, err := o.TemporalConnection()
+				var key string
+				if conn.Profile.TLS != nil {
+					key = conn.Profile.TLS.ClientKeyPath
+				}
+				require.Contains(t, []string{conn.Profile.APIKey, key}, tt.value)
+				if err != nil {
+					require.NotContains(t, err.Error(), tt.secret)
+				}
 			})
 		}
 	}
@@ -63,11 +73,14 @@ func TestSecretsNeverInUsage(t *testing.T) {
 // A flag that is not secret keeps its environment default in the usage:
 // hiding is for secrets only.
 func TestUsageShowsPlainDefaults(t *testing.T) {
-	t.Setenv("TEMPORAL_TLS_KEY", "/etc/ate/temporal-tls/tls.key")
+	clearEnv(t)
+	t.Setenv("METRICS_CERT_DIR", "/etc/ate/metrics-tls")
 	var out bytes.Buffer
 	fs, _ := processFlags(&out)
 	require.Error(t, fs.Parse([]string{"-h"}))
-	require.Contains(t, out.String(), "/etc/ate/temporal-tls/tls.key")
+	require.Contains(t, out.String(), "/etc/ate/metrics-tls")
+	// The Temporal connection's flags name their standard variables.
+	require.Contains(t, out.String(), "(env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 }
 
 func TestSecretsNeverInErrors(t *testing.T) {
@@ -78,6 +91,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	pemBadKey := filepath.Join(dir, "pem-bad-key.pem")
 	require.NoError(t, os.WriteFile(pemBadKey,
 		[]byte("-----BEGIN EC PRIVATE KEY-----\n"+keyFileSecret+"\n-----END EC PRIVATE KEY-----\n"), 0o600))
+	clearEnv(t)
 	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: apiKeySecret}
 
 	tests := []struct {
@@ -94,14 +108,14 @@ func TestSecretsNeverInErrors(t *testing.T) {
 			secret: apiKeySecret, wantErr: "loading the Temporal client certificate"},
 		{name: "key content given as the path", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, inlineKeySecret },
 			secret: "INLINE-KEY-SECRET", wantErr: "holds key material, not a path"},
-		{name: "API key with an invalid option", mutate: func(o *Options) { o.TemporalNamespace = "" },
-			secret: apiKeySecret, wantErr: "--temporal-namespace"},
+		{name: "API key with an invalid option", mutate: func(o *Options) { o.TaskQueue = "" },
+			secret: apiKeySecret, wantErr: "--task-queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := base
 			tt.mutate(&o)
-			_, err := o.TemporalClientOptions()
+			_, err := o.TemporalClientOptions(quiet)
 			require.ErrorContains(t, err, tt.wantErr)
 			require.NotContains(t, err.Error(), tt.secret)
 			require.NotContains(t, err.Error(), apiKeySecret)

@@ -3,73 +3,278 @@ package options
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 )
 
-// TemporalClientOptions returns the Temporal client options: address,
-// namespace, TLS (when a CA, client certificate or server name is set) and
-// API key credentials. It fails with a clear error when a setting is
-// invalid or a file cannot be used.
-func (o *Options) TemporalClientOptions() (client.Options, error) {
+// A Temporal connection setting resolves, from the strongest:
+//
+//  1. the flag (or a field of Options set by code);
+//  2. the standard environment variable, as the SDK's contrib/envconfig
+//     and the temporal CLI read it: set, even to "", it replaces the
+//     profile's value; any TEMPORAL_TLS_* variable (or TEMPORAL_TLS=true)
+//     turns TLS on, TEMPORAL_TLS=false off;
+//  3. a deprecated variable (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT,
+//     TEMPORAL_TLS_KEY), when its standard one is unset, with a warning;
+//  4. the profile (--temporal-profile, TEMPORAL_PROFILE, else "default")
+//     of the TOML file (--temporal-config-file, TEMPORAL_CONFIG_FILE, else
+//     the CLI's temporalio/temporal.toml under the user's config
+//     directory); a missing file is no error, a named profile it lacks is;
+//  5. the default: 127.0.0.1:7233, namespace "default", plaintext (TLS
+//     with the system roots when an API key is set).
+
+// deprecation is an old name of a standard setting, kept for one release.
+type deprecation struct {
+	oldFlag, newFlag, oldEnv, newEnv string
+}
+
+// deprecations are the product's own names of TLS settings that the
+// standard ones replace; both keep working until the next release.
+var deprecations = []struct {
+	deprecation
+	dst func(*Options) *string
+	set func(*envconfig.ClientConfigTLS, string)
+}{
+	{deprecation{"temporal-tls-ca", "temporal-tls-server-ca-cert-path", "TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
+		func(o *Options) *string { return &o.TLSCAFile },
+		func(t *envconfig.ClientConfigTLS, v string) { t.ServerCACertPath, t.ServerCACertData = v, nil }},
+	{deprecation{"temporal-tls-cert", "temporal-tls-client-cert-path", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
+		func(o *Options) *string { return &o.TLSCertFile },
+		func(t *envconfig.ClientConfigTLS, v string) { t.ClientCertPath, t.ClientCertData = v, nil }},
+	{deprecation{"temporal-tls-key", "temporal-tls-client-key-path", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
+		func(o *Options) *string { return &o.TLSKeyFile },
+		func(t *envconfig.ClientConfigTLS, v string) { t.ClientKeyPath, t.ClientKeyData = v, nil }},
+}
+
+// bindDeprecatedFlags defines the old flags: each sets its new flag's
+// field and is recorded for a warning. Their usage names no "(env ...)":
+// the manifests must not set the old variables.
+func (o *Options) bindDeprecatedFlags(fs *flag.FlagSet) {
+	for _, d := range deprecations {
+		fs.Var(&deprecatedValue{o: o, d: d.deprecation, dst: d.dst(o)}, d.oldFlag,
+			fmt.Sprintf("deprecated, removed in the next release: use --%s (and %s for %s)", d.newFlag, d.newEnv, d.oldEnv))
+	}
+}
+
+type deprecatedValue struct {
+	o   *Options
+	d   deprecation
+	dst *string
+}
+
+func (v *deprecatedValue) String() string {
+	if v == nil || v.dst == nil {
+		return ""
+	}
+	return redactPath(*v.dst)
+}
+
+func (v *deprecatedValue) Set(s string) error {
+	*v.dst = s
+	v.o.deprecated = append(v.o.deprecated, v.d)
+	return nil
+}
+
+// TemporalConnection is the resolved Temporal connection.
+type TemporalConnection struct {
+	// Profile holds the settings in effect, in the SDK's terms.
+	Profile envconfig.ClientConfigProfile
+	// ConfigFile is the file named by flag or TEMPORAL_CONFIG_FILE ("" for
+	// the SDK's default path), ProfileName the profile asked for ("" for
+	// "default").
+	ConfigFile, ProfileName string
+	// Warnings are the deprecated names in use, each naming its
+	// replacement.
+	Warnings []string
+}
+
+// TemporalConnection resolves the Temporal connection settings (see the
+// order above). It reads the environment and the profile file.
+func (o *Options) TemporalConnection() (TemporalConnection, error) {
+	c := TemporalConnection{ConfigFile: o.TemporalConfigFile, ProfileName: o.TemporalProfile}
+	if c.ConfigFile == "" {
+		c.ConfigFile = os.Getenv("TEMPORAL_CONFIG_FILE")
+	}
+	if c.ProfileName == "" {
+		c.ProfileName = os.Getenv("TEMPORAL_PROFILE")
+	}
+	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{
+		ConfigFilePath:    o.TemporalConfigFile,
+		ConfigFileProfile: o.TemporalProfile,
+	})
+	if err != nil {
+		return c, fmt.Errorf("loading the Temporal client profile %q (file %s): %w", or(c.ProfileName, envconfig.DefaultConfigFileProfile), or(c.ConfigFile, envconfig.DefaultConfigFilePath()), err)
+	}
+	tlsOf := func() *envconfig.ClientConfigTLS {
+		if prof.TLS == nil {
+			prof.TLS = &envconfig.ClientConfigTLS{}
+		}
+		return prof.TLS
+	}
+	// Deprecated variables: under the standard ones, over the file.
+	for _, d := range deprecations {
+		old, ok := os.LookupEnv(d.oldEnv)
+		if !ok || old == "" {
+			continue
+		}
+		if _, std := os.LookupEnv(d.newEnv); std {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is deprecated and ignored: %s is set", d.oldEnv, d.newEnv))
+			continue
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s is deprecated and will be removed in the next release: use %s", d.oldEnv, d.newEnv))
+		d.set(tlsOf(), old)
+	}
+	for _, d := range o.deprecated {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("--%s is deprecated and will be removed in the next release: use --%s", d.oldFlag, d.newFlag))
+	}
+	// Flags over everything.
+	if o.TemporalAddress != "" {
+		prof.Address = o.TemporalAddress
+	}
+	if o.TemporalNamespace != "" {
+		prof.Namespace = o.TemporalNamespace
+	}
+	if o.APIKey != "" {
+		prof.APIKey = o.APIKey
+	}
+	for _, d := range deprecations {
+		if v := *d.dst(o); v != "" {
+			d.set(tlsOf(), v)
+		}
+	}
+	if o.TLSServerName != "" {
+		tlsOf().ServerName = o.TLSServerName
+	}
+	// Defaults.
+	if prof.Address == "" {
+		prof.Address = DefaultTemporalAddress
+	}
+	if prof.Namespace == "" {
+		prof.Namespace = DefaultTemporalNamespace
+	}
+	c.Profile = prof
+	return c, checkTLSPaths(prof.TLS)
+}
+
+// checkTLSPaths refuses key material where a path belongs, naming the
+// setting and never the value.
+func checkTLSPaths(t *envconfig.ClientConfigTLS) error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
+	if LooksLikeKeyMaterial(t.ClientKeyPath) {
+		errs = append(errs, errors.New("the Temporal client key path (--temporal-tls-client-key-path, TEMPORAL_TLS_CLIENT_KEY_PATH, client_key_path) holds key material, not a path: mount the key as a file and give its path, or use TEMPORAL_TLS_CLIENT_KEY_DATA"))
+	}
+	if LooksLikeKeyMaterial(t.ClientCertPath) || LooksLikeKeyMaterial(t.ServerCACertPath) {
+		errs = append(errs, errors.New("the Temporal client certificate and server CA paths (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH) take paths, not PEM content"))
+	}
+	if (t.ClientCertPath == "" && len(t.ClientCertData) == 0) != (t.ClientKeyPath == "" && len(t.ClientKeyData) == 0) {
+		errs = append(errs, errors.New("the Temporal client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH) and key (TEMPORAL_TLS_CLIENT_KEY_PATH) must be set together"))
+	}
+	return errors.Join(errs...)
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// TemporalClientOptions returns the Temporal client options of the resolved
+// connection, and logs, on log (nil: slog.Default()), the deprecated names
+// in use and where the connection came from. It fails with a clear error
+// when a setting is invalid or a file cannot be used.
+func (o *Options) TemporalClientOptions(log *slog.Logger) (client.Options, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	if err := o.Validate(); err != nil {
 		return client.Options{}, fmt.Errorf("invalid Temporal options: %w", err)
 	}
-	tlsCfg, err := o.tlsConfig()
+	conn, err := o.TemporalConnection()
+	for _, w := range conn.Warnings {
+		log.Warn(w)
+	}
 	if err != nil {
 		return client.Options{}, err
 	}
-	opts := client.Options{
-		HostPort:  o.TemporalAddress,
-		Namespace: o.TemporalNamespace,
+	prof := conn.Profile
+	tlsCfg, err := tlsConfig(prof.TLS)
+	if err != nil {
+		return client.Options{}, err
 	}
-	opts.ConnectionOptions.TLS = tlsCfg
-	if o.APIKey != "" {
-		// The SDK turns TLS on with the system roots when an API key is set
-		// and TLS is not configured: keys are never sent in plaintext.
-		opts.Credentials = client.NewAPIKeyStaticCredentials(o.APIKey)
+	// The SDK's own conversion: credentials, gRPC metadata, authority, and
+	// TLS with the system roots for an API key without TLS settings.
+	opts, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("the Temporal connection settings: %w", err)
 	}
+	if tlsCfg != nil {
+		opts.ConnectionOptions.TLS = tlsCfg
+	}
+	log.Info("Temporal connection", "address", opts.HostPort, "namespace", opts.Namespace,
+		"configFile", or(conn.ConfigFile, envconfig.DefaultConfigFilePath()), "profile", or(conn.ProfileName, envconfig.DefaultConfigFileProfile),
+		"tls", opts.ConnectionOptions.TLS != nil && !opts.ConnectionOptions.TLSDisabled, "apiKey", prof.APIKey != "")
 	return opts, nil
 }
 
-// tlsConfig returns nil when no TLS setting is given.
-func (o *Options) tlsConfig() (*tls.Config, error) {
-	if o.TLSCAFile == "" && o.TLSCertFile == "" && o.TLSServerName == "" {
+// tlsConfig is the SDK's TLS configuration of a profile (nil without TLS
+// settings, or with TLS disabled) with two differences: TLS 1.2 at least,
+// and a client certificate given by path is loaded at start, so a bad pair
+// fails then, and again at each handshake, so a rotated certificate (a
+// re-mounted Secret) is used on the next connection without a restart.
+func tlsConfig(t *envconfig.ClientConfigTLS) (*tls.Config, error) {
+	if t == nil || t.Disabled {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
-	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --temporal-tls-ca (TEMPORAL_TLS_CA): %w", err)
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.DisableHostVerification} //nolint:gosec // the user's explicit choice
+	ca := t.ServerCACertData
+	if t.ServerCACertPath != "" {
+		if len(ca) > 0 {
+			return nil, errors.New("the Temporal server CA is given both as a path and as data: set one")
 		}
+		var err error
+		if ca, err = os.ReadFile(t.ServerCACertPath); err != nil {
+			return nil, fmt.Errorf("reading the Temporal server CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH): %w", err)
+		}
+	}
+	if len(ca) > 0 {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--temporal-tls-ca (TEMPORAL_TLS_CA) %s holds no PEM certificate", o.TLSCAFile)
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("the Temporal server CA %s holds no PEM certificate", or(redactPath(t.ServerCACertPath), "(data)"))
 		}
 		cfg.RootCAs = pool
 	}
-	if o.TLSCertFile != "" {
-		// Load once now, so a bad pair fails at start-up, and again at each
-		// handshake, so a rotated certificate (a re-mounted Secret) is used
-		// on the next connection without a restart.
-		if _, err := o.loadClientCert(); err != nil {
+	switch {
+	case len(t.ClientCertData) > 0 || len(t.ClientKeyData) > 0:
+		if t.ClientCertPath != "" || t.ClientKeyPath != "" {
+			return nil, errors.New("the Temporal client certificate or key is given both as a path and as data: set one of each")
+		}
+		cert, err := tls.X509KeyPair(t.ClientCertData, t.ClientKeyData)
+		if err != nil {
+			return nil, fmt.Errorf("loading the Temporal client certificate and key data: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	case t.ClientCertPath != "":
+		load := func() (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(t.ClientCertPath, t.ClientKeyPath)
+			if err != nil {
+				return nil, fmt.Errorf("loading the Temporal client certificate %s and key %s: %w", t.ClientCertPath, redactPath(t.ClientKeyPath), err)
+			}
+			return &cert, nil
+		}
+		if _, err := load(); err != nil {
 			return nil, err
 		}
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return o.loadClientCert()
-		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return load() }
 	}
 	return cfg, nil
-}
-
-func (o *Options) loadClientCert() (*tls.Certificate, error) {
-	cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading the Temporal client certificate --temporal-tls-cert %s and key --temporal-tls-key %s: %w",
-			o.TLSCertFile, o.TLSKeyFile, err)
-	}
-	return &cert, nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ func TestTemporalClientOptions(t *testing.T) {
 	ca, cert, key := writeCertificates(t, dir)
 	garbage := filepath.Join(dir, "garbage.pem")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a certificate"), 0o600))
+	clearEnv(t)
 	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq"}
 
 	tests := []struct {
@@ -59,12 +61,12 @@ func TestTemporalClientOptions(t *testing.T) {
 				require.NotEmpty(t, c.Certificate)
 			},
 		},
-		{name: "missing CA file", mutate: func(o *Options) { o.TLSCAFile = filepath.Join(dir, "nope.pem") }, wantErr: "reading --temporal-tls-ca (TEMPORAL_TLS_CA)"},
+		{name: "missing CA file", mutate: func(o *Options) { o.TLSCAFile = filepath.Join(dir, "nope.pem") }, wantErr: "reading the Temporal server CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH)"},
 		{name: "CA file without PEM", mutate: func(o *Options) { o.TLSCAFile = garbage }, wantErr: "holds no PEM certificate"},
 		{name: "cert without key", mutate: func(o *Options) { o.TLSCertFile = cert }, wantErr: "must be set together"},
 		{name: "unreadable key pair", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, garbage }, wantErr: "loading the Temporal client certificate"},
 		{name: "key does not match cert", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = ca, key }, wantErr: "loading the Temporal client certificate"},
-		{name: "empty address", mutate: func(o *Options) { o.TemporalAddress = "" }, wantErr: "invalid Temporal options: --temporal-address"},
+		{name: "empty task queue", mutate: func(o *Options) { o.TaskQueue = "" }, wantErr: "invalid Temporal options: --task-queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ func TestTemporalClientOptions(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&o)
 			}
-			opts, err := o.TemporalClientOptions()
+			opts, err := o.TemporalClientOptions(quiet)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -87,11 +89,16 @@ func TestTemporalClientOptions(t *testing.T) {
 }
 
 func TestTemporalClientOptionsAPIKey(t *testing.T) {
+	clearEnv(t)
 	o := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: "secret"}
-	opts, err := o.TemporalClientOptions()
+	opts, err := o.TemporalClientOptions(quiet)
 	require.NoError(t, err)
 	require.NotNil(t, opts.Credentials)
+	require.NotNil(t, opts.ConnectionOptions.TLS, "an API key is never sent in plaintext: TLS with the system roots")
 }
+
+// quiet is a logger for tests that do not read the log.
+var quiet = slog.New(slog.DiscardHandler)
 
 // writeCertificates writes a CA and a client certificate and key it signed.
 func writeCertificates(t *testing.T, dir string) (caFile, certFile, keyFile string) {

@@ -14,8 +14,12 @@ import (
 // every flag defaults from an environment variable, then from a built-in
 // default. The starter runs no Temporal worker and does not take them.
 type WorkerOptions struct {
-	// WorkflowTaskPollers is the number of concurrent workflow task polls.
+	// WorkflowTaskPollers is the number of concurrent workflow task polls:
+	// the most the autoscaling pollers open, or all of them when fixed.
 	WorkflowTaskPollers int
+	// WorkflowTaskPollerBehavior is PollerAutoscaling (the default) or
+	// PollerFixed (docs/decisions/0006-wave-stall.md).
+	WorkflowTaskPollerBehavior string
 	// ActivityTaskPollers is the number of concurrent activity task polls.
 	ActivityTaskPollers int
 	// MaxConcurrentActivities bounds the activities the worker runs at once,
@@ -30,8 +34,28 @@ type WorkerOptions struct {
 	envErr error
 }
 
+// The workflow task poller behaviours.
+const (
+	// PollerAutoscaling is the SDK's autoscaling poller behaviour: it keeps
+	// at least one poll on the shared (normal) queue at all times, so new
+	// workflows' first tasks are always being polled for.
+	PollerAutoscaling = "autoscaling"
+	// PollerFixed is the SDK's fixed ("simple maximum") behaviour, where
+	// every poller picks a queue per poll. After a sticky poll that hinted
+	// a backlog every poller goes to the sticky queue and stays there until
+	// a long poll expires (a minute), while new workflows wait on the
+	// shared queue: the wave stall of docs/decisions/0006-wave-stall.md.
+	// Kept to measure against.
+	PollerFixed = "fixed"
+)
+
 // Defaults of the worker settings.
 const (
+	// DefaultWorkflowTaskPollerBehavior: see PollerAutoscaling.
+	DefaultWorkflowTaskPollerBehavior = PollerAutoscaling
+	// MinimumAutoscalingPollers is the fewest workflow task polls the
+	// autoscaling behaviour scales down to: one on each queue.
+	MinimumAutoscalingPollers = 2
 	// DefaultWorkflowTaskPollers is above the SDK's 2: a workflow task that
 	// runs local activities holds its poller until they are done, and with
 	// 2 pollers the local-activity switch shape left the server idle while
@@ -73,6 +97,13 @@ var workerSettings = []intSetting{
 		func(o *WorkerOptions) *int { return &o.OperatorStartsPerSecond }},
 }
 
+// pollerBehaviorFlag and pollerBehaviorEnv name the poller behaviour
+// setting.
+const (
+	pollerBehaviorFlag = "workflow-task-poller-behavior"
+	pollerBehaviorEnv  = "ATE_WORKFLOW_TASK_POLLER_BEHAVIOR"
+)
+
 // DefaultWorkerOptions returns the built-in defaults, as a worker started
 // with no flag and no environment runs.
 func DefaultWorkerOptions() WorkerOptions {
@@ -80,6 +111,7 @@ func DefaultWorkerOptions() WorkerOptions {
 	for _, s := range workerSettings {
 		*s.dst(&o) = s.def
 	}
+	o.WorkflowTaskPollerBehavior = DefaultWorkflowTaskPollerBehavior
 	return o
 }
 
@@ -100,6 +132,13 @@ func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
 		}
 		fs.IntVar(dst, s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
+	behavior := DefaultWorkflowTaskPollerBehavior
+	if v, ok := os.LookupEnv(pollerBehaviorEnv); ok && v != "" {
+		behavior = v
+	}
+	fs.StringVar(&o.WorkflowTaskPollerBehavior, pollerBehaviorFlag, behavior,
+		fmt.Sprintf("how the workflow task pollers are run: %q (keeps a poll on the shared queue, scaling between %d and --workflow-task-pollers) or %q (always --workflow-task-pollers, each choosing its queue per poll) (env %s)",
+			PollerAutoscaling, MinimumAutoscalingPollers, PollerFixed, pollerBehaviorEnv))
 	o.envErr = errors.Join(errs...)
 }
 
@@ -111,12 +150,24 @@ func (o *WorkerOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s (%s) must be at least %d, got %d", s.flag, s.env, s.min, v))
 		}
 	}
+	if b := o.WorkflowTaskPollerBehavior; b != PollerAutoscaling && b != PollerFixed {
+		errs = append(errs, fmt.Errorf("--%s (%s) must be %q or %q, got %q", pollerBehaviorFlag, pollerBehaviorEnv, PollerAutoscaling, PollerFixed, b))
+	}
 	return errors.Join(errs...)
 }
 
 // Apply sets the settings on the Temporal worker's options.
 func (o *WorkerOptions) Apply(w *worker.Options) {
-	w.MaxConcurrentWorkflowTaskPollers = o.WorkflowTaskPollers
+	w.MaxConcurrentWorkflowTaskPollers, w.WorkflowTaskPollerBehavior = 0, nil
+	if o.WorkflowTaskPollerBehavior == PollerFixed {
+		w.MaxConcurrentWorkflowTaskPollers = o.WorkflowTaskPollers
+	} else {
+		w.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: o.WorkflowTaskPollers,
+			MinimumNumberOfPollers: MinimumAutoscalingPollers,
+			MaximumNumberOfPollers: o.WorkflowTaskPollers,
+		})
+	}
 	w.MaxConcurrentActivityTaskPollers = o.ActivityTaskPollers
 	w.MaxConcurrentActivityExecutionSize = o.MaxConcurrentActivities
 }

@@ -19,25 +19,41 @@ func TestWorkerOptions(t *testing.T) {
 	}{
 		{
 			name: "built-in defaults",
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4", "ATE_MAX_CONCURRENT_ACTIVITIES": "50",
 			},
-			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20},
+			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "flags override environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4"},
 			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5"},
-			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5},
+			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "empty environment variable keeps the default",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": ""},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, WorkflowTaskPollerBehavior: "autoscaling"},
+		},
+		{
+			name: "fixed pollers from the environment",
+			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, WorkflowTaskPollerBehavior: "fixed"},
+		},
+		{
+			name: "poller behaviour flag overrides environment",
+			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
+			args: []string{"--workflow-task-poller-behavior=autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, WorkflowTaskPollerBehavior: "autoscaling"},
+		},
+		{
+			name:    "unknown poller behaviour",
+			args:    []string{"--workflow-task-poller-behavior=sticky"},
+			wantErr: `--workflow-task-poller-behavior (ATE_WORKFLOW_TASK_POLLER_BEHAVIOR) must be "autoscaling" or "fixed", got "sticky"`,
 		},
 		{
 			name:    "an environment variable that is not a number",
@@ -97,15 +113,36 @@ func TestDefaultWorkerOptionsAreTheFlagDefaults(t *testing.T) {
 }
 
 func TestWorkerOptionsApply(t *testing.T) {
-	w := WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 3, MaxConcurrentActivities: 100}
-	opts := worker.Options{Identity: "kept"}
-	w.Apply(&opts)
-	require.Equal(t, worker.Options{
-		Identity:                           "kept",
-		MaxConcurrentWorkflowTaskPollers:   8,
-		MaxConcurrentActivityTaskPollers:   3,
-		MaxConcurrentActivityExecutionSize: 100,
-	}, opts)
+	tests := []struct {
+		behavior string
+		want     worker.Options
+	}{
+		{PollerFixed, worker.Options{
+			Identity:                           "kept",
+			MaxConcurrentWorkflowTaskPollers:   8,
+			MaxConcurrentActivityTaskPollers:   3,
+			MaxConcurrentActivityExecutionSize: 100,
+		}},
+		{PollerAutoscaling, worker.Options{
+			Identity: "kept",
+			WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+				InitialNumberOfPollers: 8, MinimumNumberOfPollers: 2, MaximumNumberOfPollers: 8,
+			}),
+			MaxConcurrentActivityTaskPollers:   3,
+			MaxConcurrentActivityExecutionSize: 100,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.behavior, func(t *testing.T) {
+			w := WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 3, MaxConcurrentActivities: 100, WorkflowTaskPollerBehavior: tt.behavior}
+			// Set beforehand, as -worker-options might: the two workflow
+			// poller settings are exclusive, so Apply clears the other.
+			opts := worker.Options{Identity: "kept", MaxConcurrentWorkflowTaskPollers: 2,
+				WorkflowTaskPollerBehavior: worker.NewPollerBehaviorSimpleMaximum(worker.PollerBehaviorSimpleMaximumOptions{MaximumNumberOfPollers: 2})}
+			w.Apply(&opts)
+			require.Equal(t, tt.want, opts)
+		})
+	}
 }
 
 func clearWorkerEnv(t *testing.T) {
@@ -113,4 +150,5 @@ func clearWorkerEnv(t *testing.T) {
 	for _, s := range workerSettings {
 		t.Setenv(s.env, "") // restored after the test
 	}
+	t.Setenv(pollerBehaviorEnv, "")
 }

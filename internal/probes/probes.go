@@ -1,5 +1,7 @@
-// Package probes serves the worker's and the starter's health, readiness and
-// metrics endpoints.
+// Package probes serves the worker's and the starter's health and readiness
+// endpoints (its own plain HTTP server) and their metrics (controller-runtime's
+// metrics server, HTTPS with authentication and authorisation by the API
+// server in a cluster).
 package probes
 
 import (
@@ -10,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 )
 
@@ -43,9 +43,9 @@ func (r *Connecting) Ready(ctx context.Context) error {
 	return TemporalReady(*c)(ctx)
 }
 
-// Serve serves /healthz (alive), /readyz (ready) and, when gatherer is not
-// nil, /metrics on addr until ctx is done. An empty addr or "0" serves nothing.
-func Serve(ctx context.Context, addr string, ready func(context.Context) error, gatherer prometheus.Gatherer, log *slog.Logger) {
+// Serve serves /healthz (alive) and /readyz (ready) on addr until ctx is
+// done. An empty addr or "0" serves nothing.
+func Serve(ctx context.Context, addr string, ready func(context.Context) error, log *slog.Logger) {
 	if addr == "" || addr == "0" {
 		return
 	}
@@ -58,9 +58,6 @@ func Serve(ctx context.Context, addr string, ready func(context.Context) error, 
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	if gatherer != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
-	}
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -5,13 +5,13 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"k8s.io/client-go/rest"
 )
 
 // Process is the HTTP endpoints of the worker or the starter, served one
-// way for both: this package's servers, up from the process's start, before
-// it reaches Temporal, so that the liveness probe is answered while it
-// waits (the controller-runtime managers serve nothing themselves, see
+// way for both and up from the process's start, before it reaches
+// Temporal, so that the liveness probe is answered while it waits (the
+// controller-runtime managers serve nothing themselves, see
 // options.Manager; a manager's own servers would start only with the
 // manager, and the starter builds its manager once connected).
 type Process struct {
@@ -23,14 +23,16 @@ type Process struct {
 // ServeProcess serves, until ctx is done, /healthz and /readyz on healthAddr
 // (ready once Connected, while Temporal answers and its namespace has the
 // custom search attributes: every start would fail without them, and the
-// log says how to register them), and /metrics on metricsAddr:
-// controller-runtime's registry, where options.Process also records the
-// Temporal SDK's metrics and the product's. "0" or "" serves nothing.
-func ServeProcess(ctx context.Context, healthAddr, metricsAddr, namespace string, log *slog.Logger) *Process {
+// log says how to register them), and /metrics as m says (ServeMetrics;
+// cfg reaches the API server that reviews its requests). "0" or "" serves
+// nothing.
+func ServeProcess(ctx context.Context, healthAddr string, m Metrics, cfg *rest.Config, namespace string, log *slog.Logger) (*Process, error) {
 	p := &Process{ctx: ctx, attrs: &SearchAttributes{Namespace: namespace, Log: log}}
-	Serve(ctx, healthAddr, All(p.connecting.Ready, p.attrs.Ready), nil, log)
-	Serve(ctx, metricsAddr, Alive, ctrlmetrics.Registry, log)
-	return p
+	Serve(ctx, healthAddr, All(p.connecting.Ready, p.attrs.Ready), log)
+	if err := ServeMetrics(ctx, m, cfg, log); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Connected records the Temporal client once the process has reached the
@@ -39,7 +41,3 @@ func (p *Process) Connected(c client.Client) {
 	p.connecting.Connected(c)
 	go p.attrs.Watch(p.ctx, c)
 }
-
-// Alive is the readiness of an endpoint that needs nothing but the process
-// (the metrics endpoint's /readyz).
-func Alive(context.Context) error { return nil }

@@ -53,3 +53,24 @@ func TestSpread(t *testing.T) {
 		t.Errorf("spread of 10 into 5 = %v", got)
 	}
 }
+
+func TestRepeatsSpreadAndNote(t *testing.T) {
+	rs := []*result{{Seconds: 20, Repeat: 1, Repeats: 3}, {Seconds: 26, Repeat: 2, Repeats: 3}, {Seconds: 22, Repeat: 3, Repeats: 3,
+		TaskQueue: &taskQueueStats{MaxBacklogAgeSeconds: 4.25}, TemporalCPUMsPerSwitch: 14.7}}
+	fastest, slowest := spreadOf(rs)
+	if fastest != 20 || slowest != 26 {
+		t.Fatalf("spreadOf = %v, %v; want 20, 26", fastest, slowest)
+	}
+	for _, r := range rs {
+		if r.SlowestOverFastest != 1.3 {
+			t.Errorf("repeat %d: slowest over fastest %v, want 1.3", r.Repeat, r.SlowestOverFastest)
+		}
+	}
+	want := "repeat 3/3 (slowest 1.30x the fastest); oldest workflow task 4.2 s; Temporal CPU 14.7 ms/switch; on the dev server"
+	if got := rowNote(rs[2], "on the dev server"); got != want {
+		t.Errorf("rowNote = %q, want %q", got, want)
+	}
+	if got := rowNote(&result{Repeats: 1}, "n"); got != "n" {
+		t.Errorf("rowNote of a single run = %q, want %q", got, "n")
+	}
+}

@@ -72,6 +72,9 @@ type config struct {
 	pragmas        string
 	plainMCR       []int
 	cluster        bool
+	repeat         int
+	pollerBehavior string
+	podReplicas    int
 }
 
 func main() {
@@ -96,9 +99,18 @@ func main() {
 	flag.StringVar(&cfg.pragmas, "sqlite-pragmas", "", "extra SQLite pragmas of the dev server, name=value[,name=value...]")
 	flag.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server, as make dev runs it) or "postgres" (temporal-server on PostgreSQL with SQL visibility and 4 history shards, at its defaults plus -dynamic-config; its rows are noted as such)`)
 	flag.StringVar(&cfg.temporalBinary, "temporal-binary", "", "the temporal CLI to run the dev server from (default bin/temporal; an unstripped build helps perf)")
+	flag.StringVar(&cfg.pollerBehavior, "poller-behavior", options.DefaultWorkflowTaskPollerBehavior, `the workflow task poller behaviour of the product's worker and the floor's: "autoscaling" (the product's default) or "fixed" (docs/decisions/0006-wave-stall.md)`)
+	flag.IntVar(&cfg.podReplicas, "pod-replicas", 0, "with -cluster: after the release and the restart, scale every pool to this many workers (on enough simulated gVisor nodes) and measure their pods coming up, then a wave with them present (pods.go)")
+	flag.IntVar(&cfg.repeat, "repeat", 1, "measure each size this many times, each on fresh servers; every repeat is recorded, and the slowest over the fastest printed")
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()
 	cfg.floorTries = max(cfg.floorTries, 1)
+	if cfg.podReplicas < 0 || (cfg.podReplicas > 0 && !cfg.cluster) {
+		fail("-pod-replicas needs -cluster and a positive count")
+	}
+	if cfg.repeat < 1 {
+		fail("-repeat: %d is not a positive number", cfg.repeat)
+	}
 	if cfg.workerMain == "" {
 		cfg.workerMain = "./cmd/worker"
 	}
@@ -160,26 +172,38 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	commit := gitCommit(root)
 	started := time.Now().UTC()
 	var results []*result
-	for _, n := range cfg.sizes {
-		dir := filepath.Join(top, fmt.Sprintf("n%d", n))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		began := time.Now()
-		r, err := runSize(ctx, cfg, root, dir, bins, n, log)
-		if err != nil {
-			if cfg.keep {
-				err = fmt.Errorf("%w (state and logs kept in %s)", err, dir)
+	for i, n := range cfg.sizes {
+		var repeats []*result
+		for rep := 1; rep <= cfg.repeat; rep++ {
+			// A directory per measurement: each runs on fresh servers, also
+			// when a size is listed twice.
+			dir := filepath.Join(top, fmt.Sprintf("%02d-n%d-r%d", i, n, rep))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
 			}
-			return fmt.Errorf("N=%d: %w", n, err)
+			began := time.Now()
+			r, err := runSize(ctx, cfg, root, dir, bins, n, log.With("repeat", fmt.Sprintf("%d/%d", rep, cfg.repeat)))
+			if err != nil {
+				if cfg.keep {
+					err = fmt.Errorf("%w (state and logs kept in %s)", err, dir)
+				}
+				return fmt.Errorf("N=%d (repeat %d of %d): %w", n, rep, cfg.repeat, err)
+			}
+			r.Commit, r.Date, r.RunSeconds = commit, started.Format(time.RFC3339), secs(time.Since(began))
+			r.Repeat, r.Repeats = rep, cfg.repeat
+			log.Info("size done", "N", n, "repeat", rep, "runSeconds", r.RunSeconds)
+			if cfg.floorOnly {
+				continue
+			}
+			repeats = append(repeats, r)
+			results = append(results, r)
+			printTable(os.Stdout, results)
 		}
-		r.Commit, r.Date, r.RunSeconds = commit, started.Format(time.RFC3339), secs(time.Since(began))
-		log.Info("size done", "N", n, "runSeconds", r.RunSeconds)
-		if cfg.floorOnly {
-			continue
+		if len(repeats) > 1 {
+			fastest, slowest := spreadOf(repeats)
+			log.Info("repeats of one size", "N", n, "repeats", len(repeats), "fastestSeconds", fastest, "slowestSeconds", slowest,
+				"slowestOverFastest", round(slowest/fastest, 2))
 		}
-		results = append(results, r)
-		printTable(os.Stdout, results)
 	}
 	if cfg.floorOnly {
 		return nil
@@ -213,20 +237,30 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 // runSize measures one size on a stack of its own.
 func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]string, n int, log *slog.Logger) (_ *result, err error) {
 	log = log.With("N", n)
-	r := &result{Pools: n, Load1: loadAverage(), TunedServer: cfg.tuned, WorkerOptions: cfg.workerOptions}
+	r := &result{Pools: n, Load1: loadAverage(), TunedServer: cfg.tuned, WorkerOptions: cfg.workerOptions, PollerBehavior: cfg.pollerBehavior}
 	// The floor's worker runs with the product's worker options (its
 	// defaults, as the bench starts the product's worker), then -worker-options.
 	var workerOpts worker.Options
 	defaults := options.DefaultWorkerOptions()
+	defaults.WorkflowTaskPollerBehavior = cfg.pollerBehavior
+	if err := defaults.Validate(); err != nil {
+		return nil, fmt.Errorf("-poller-behavior: %w", err)
+	}
 	defaults.Apply(&workerOpts)
 	if cfg.workerOptions != "" {
 		if err := json.Unmarshal([]byte(cfg.workerOptions), &workerOpts); err != nil {
 			return nil, fmt.Errorf("-worker-options: %w", err)
 		}
+		if workerOpts.MaxConcurrentWorkflowTaskPollers > 0 {
+			workerOpts.WorkflowTaskPollerBehavior = nil // a fixed count named: fixed pollers
+		}
 	}
 	tuning, err := benchTuning(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.podReplicas > 0 {
+		tuning.Fleet, _ = benchFleet(n, cfg.podReplicas)
 	}
 	r.DynamicConfig, r.Pragmas = tuning.DynamicConfig, tuning.Pragmas
 	s, err := startStack(ctx, root, dir, tuning, log)

@@ -3,11 +3,13 @@ package main
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -44,6 +46,11 @@ func signature(f reflect.Type) (out []reflect.Type) {
 func TestFloorSwitchConfirms(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// The no-op local activities run inside the workflow task here: on a
+	// loaded machine (make test runs packages side by side) one can take
+	// over the SDK's 1 s deadlock detection, which is about workflow code
+	// that never yields, not about a slow machine.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	workflows.RegisterWorkflows(env)
 	acts := &noopActivities{}
 	events := newTracker(1)

@@ -67,7 +67,8 @@ func startProcess(name, bin, logDir string, env []string) (*process, error) {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, "METRICS_BIND_ADDRESS="+p.metricsAddr, "HEALTH_PROBE_BIND_ADDRESS="+p.healthAddr)
+	// Metrics in plain HTTP on loopback.
+	cmd.Env = append(cmd.Env, "METRICS_BIND_ADDRESS="+p.metricsAddr, "METRICS_SECURE=false", "HEALTH_PROBE_BIND_ADDRESS="+p.healthAddr)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if p.proc, err = procs.Start(name, cmd); err != nil {
 		_ = p.log.Close()

@@ -86,9 +86,33 @@ func recordRuns(path string, rs []*result, note string) error {
 			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB,
 			r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, note)
+			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, rowNote(r, note))
 	}
 	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
+}
+
+// rowNote is the note of r's row: which repeat it is, the oldest workflow
+// task the wave's backlog held, the Temporal CPU per switch, then note.
+func rowNote(r *result, note string) string {
+	var parts []string
+	if r.Repeats > 1 {
+		parts = append(parts, fmt.Sprintf("repeat %d/%d (slowest %.2fx the fastest)", r.Repeat, r.Repeats, r.SlowestOverFastest))
+	}
+	if r.TaskQueue != nil {
+		parts = append(parts, fmt.Sprintf("oldest workflow task %.1f s", r.TaskQueue.MaxBacklogAgeSeconds))
+	}
+	if r.TemporalCPUMsPerSwitch > 0 {
+		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))
+	}
+	if p := r.Pods; p != nil {
+		parts = append(parts, fmt.Sprintf("%d pods Ready in %.1f s after a scale-up to %d, %.2f status writes and %.1f ms kube CPU per pool; "+
+			"the wave with pods %.1f s (%.2fx, CPU %.2fx the pod-less wave), %d pods replaced",
+			p.PodsReady, p.ReadySeconds, p.Replicas, p.StatusWritesPerPool, p.KubeCPUMsPerPool, p.WaveSeconds, p.WaveRatioSeconds, p.WaveRatioCPU, p.PodsReplaced))
+	}
+	if note != "" {
+		parts = append(parts, note)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // dropTableHeader removes the run table's header (this one, or an older

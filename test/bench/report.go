@@ -14,6 +14,12 @@ type result struct {
 	Commit      string  `json:"commit"`
 	Load1       float64 `json:"load1_at_start"`
 	TunedServer bool    `json:"tuned_server"`
+	// Repeat is which of Repeats measurements of this size (-repeat) this
+	// is; SlowestOverFastest, on every repeat of a size measured more than
+	// once, is the slowest repeat's Seconds over the fastest's.
+	Repeat             int     `json:"repeat"`
+	Repeats            int     `json:"repeats"`
+	SlowestOverFastest float64 `json:"slowest_over_fastest,omitempty"`
 	// RunSeconds: the whole measurement of this size, servers included.
 	RunSeconds float64 `json:"run_seconds"`
 	// DynamicConfig: the dev server's dynamic config values; WorkerOptions:
@@ -22,6 +28,9 @@ type result struct {
 	DynamicConfig map[string]string `json:"dynamic_config"`
 	Pragmas       []string          `json:"sqlite_pragmas"`
 	WorkerOptions string            `json:"worker_options"`
+	// PollerBehavior: the workflow task poller behaviour of the product's
+	// worker and the floor's (-poller-behavior).
+	PollerBehavior string `json:"poller_behavior"`
 
 	// Seconds: from the new default's creation until every pool's status
 	// names it (Resolved True, no claim) and every pool has its
@@ -39,6 +48,9 @@ type result struct {
 	// ActivityConcurrency: activities and local activities the product's
 	// worker ran at once during the switch (sampled).
 	ActivityConcurrency concurrency `json:"activity_concurrency"`
+	// Pods: with -pod-replicas, the pods' coming up and the wave with them
+	// present (pods.go).
+	Pods *podsRun `json:"pods,omitempty"`
 	// TaskQueue: the product task queue's workflow task backlog during the
 	// switch (tqsample.go).
 	TaskQueue *taskQueueStats `json:"workflow_task_backlog"`
@@ -243,4 +255,21 @@ func signals(m map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// spreadOf returns the fastest and the slowest Seconds of one size's
+// repeats, and records their ratio on each.
+func spreadOf(repeats []*result) (fastest, slowest float64) {
+	for i, r := range repeats {
+		if i == 0 || r.Seconds < fastest {
+			fastest = r.Seconds
+		}
+		slowest = max(slowest, r.Seconds)
+	}
+	if fastest > 0 {
+		for _, r := range repeats {
+			r.SlowestOverFastest = round(slowest/fastest, 2)
+		}
+	}
+	return fastest, slowest
 }

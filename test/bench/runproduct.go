@@ -22,6 +22,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
 		"TEMPORAL_TASK_QUEUE=" + options.DefaultTaskQueue,
 		"ATE_BENCH_WORKER_OPTIONS=" + cfg.workerOptions,
+		"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR=" + cfg.pollerBehavior,
 	}
 	wp, err := startProcess("worker", bins["worker"], logDir, env)
 	if err != nil {
@@ -70,7 +71,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		return err
 	}
 	sampler := sampleConcurrency(ctx, wp)
-	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), options.DefaultTaskQueue)
+	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), options.DefaultTaskQueue, wp)
 	start := time.Now()
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)
@@ -164,6 +165,12 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	r.WorkerPeakRSSMiB, r.StarterPeakRSSMiB = round(workerPeak, 1), round(max(starterPeak, newPeak), 1)
 	r.RSSMiB = round(r.WorkerPeakRSSMiB+r.StarterPeakRSSMiB, 1)
 	r.WorkerRSSMiB, r.StarterRSSMiB = round(r.WorkerRSSMiB, 1), round(r.StarterRSSMiB, 1)
+
+	if cfg.podReplicas > 0 {
+		if r.Pods, err = measurePods(ctx, cfg, s, w, wp, sp, n, r, log); err != nil {
+			return fmt.Errorf("pods: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/cluster"
 	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
@@ -49,8 +50,10 @@ type serverTuning struct {
 	Pragmas       []string
 	DynamicConfig map[string]string
 	// Cluster runs the local cluster around the API server
-	// (localstack.Options.Cluster).
+	// (localstack.Options.Cluster), with Fleet's nodes (nil: the default
+	// fleet).
 	Cluster bool
+	Fleet   []cluster.NodeGroup
 }
 
 // defaultTuning is the dev server's settings; without tuned, its SQLite
@@ -81,6 +84,7 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 		SQLitePragmas:  tuning.Pragmas,
 		DynamicConfig:  tuning.DynamicConfig,
 		Cluster:        tuning.Cluster,
+		Fleet:          tuning.Fleet,
 	}
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return nil, err

@@ -41,6 +41,9 @@ type watcher struct {
 	events  map[string]int
 	// goneAt[config]: when config was deleted from the API server.
 	goneAt map[string]time.Time
+	// readyReplicas[pool]: the pool's status.readyReplicas, once its status
+	// is of its generation (-pod-replicas).
+	readyReplicas map[string]int32
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -52,6 +55,8 @@ func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 		eventAt:  map[string]map[string]time.Time{},
 		events:   map[string]int{},
 		goneAt:   map[string]time.Time{},
+
+		readyReplicas: map[string]int32{},
 	}
 	c, err := cache.New(cfg, cache.Options{Scheme: kube.Scheme})
 	if err != nil {
@@ -104,6 +109,11 @@ func (w *watcher) pool(o any) {
 	}
 	now := time.Now()
 	k := key(p.Namespace, p.Name)
+	if p.Status.ObservedGeneration == p.Generation {
+		w.mu.Lock()
+		w.readyReplicas[k] = p.Status.ReadyReplicas
+		w.mu.Unlock()
+	}
 	st := p.Status.ClassStatus(v1alpha1.SandboxClassGVisor)
 	if st == nil || st.ConfigRef == nil || st.PendingConfigRef != nil {
 		return
@@ -167,6 +177,20 @@ func (w *watcher) event(o any) {
 }
 
 // warmCount is the number of pools on the old default, resolved and served.
+// readyCount is how many pools' status shows want ready replicas, at
+// their generation.
+func (w *watcher) readyCount(want int32) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, r := range w.readyReplicas {
+		if r == want {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *watcher) warmCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()

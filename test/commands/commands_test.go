@@ -105,7 +105,7 @@ func TestHelpFlags(t *testing.T) {
 		{name: "worker", want: flagsOf(opts.BindFlags, leader.BindFlags, wopts.BindFlags)},
 		{name: "starter", want: flagsOf(opts.BindFlags, leader.BindFlags),
 			never: []string{"workflow-task-pollers"}},
-		{name: "teardown", want: []string{"kubeconfig"},
+		{name: "teardown", want: []string{"kubeconfig", "log-format", "log-level"},
 			never: []string{"temporal-address", "temporal-api-key", "task-queue", "metrics-bind-address", "health-probe-bind-address"}},
 		{name: "devstack", want: []string{"apiserver-port", "cluster", "crds", "samples", "state", "task-queue", "temporal", "temporal-namespace", "temporal-port", "ui-port"},
 			never: []string{"kubeconfig"}},

@@ -18,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -372,4 +373,33 @@ func isolate(t testing.TB) {
 	t.Helper()
 	cleanCluster(t)
 	t.Cleanup(func() { cleanCluster(t) })
+}
+
+// waitReadyPods waits until the pool's status shows want ready replicas
+// and exactly want of its pods exist, all Ready and none terminating, and
+// returns their UIDs, sorted.
+func waitReadyPods(t *testing.T, ns, name string, want int) []string {
+	t.Helper()
+	var uids []string
+	eventually(t, 60*time.Second, fmt.Sprintf("%d Ready pods of %s/%s, mirrored in its status", want, ns, name), func() (bool, string) {
+		var pods corev1.PodList
+		require.NoError(t, testenv.Current().Kube.List(context.Background(), &pods, client.InNamespace(ns),
+			client.MatchingLabels{v1alpha1.WorkerPoolLabel: name}))
+		uids = uids[:0]
+		ready := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			uids = append(uids, string(p.UID))
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+		}
+		wp := getPool(t, ns, name)
+		return len(pods.Items) == want && ready == want && wp.Status.ReadyReplicas == int32(want),
+			fmt.Sprintf("%d pods, %d Ready; the pool's status shows %d ready", len(pods.Items), ready, wp.Status.ReadyReplicas)
+	})
+	slices.Sort(uids)
+	return uids
 }

@@ -320,8 +320,8 @@ func (c *Checker) poolSettled(ctx context.Context, p *v1alpha1.WorkerPool, views
 	var d appsv1.Deployment
 	err := c.kube.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &d)
 	if err == nil && !metav1.IsControlledBy(&d, p) {
-		// Left by an earlier pool of the same name (a test cluster runs no
-		// garbage collector); this pool has none of its own yet.
+		// Left by an earlier pool of the same name (the garbage collector
+		// has not removed it yet); this pool has none of its own yet.
 		err = apierrors.NewNotFound(appsv1.Resource("deployments"), p.Name)
 	}
 	switch {
@@ -333,6 +333,11 @@ func (c *Checker) poolSettled(ctx context.Context, p *v1alpha1.WorkerPool, views
 		return "", fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", p.Namespace, p.Name, err)
 	case d.Spec.Replicas == nil || p.Spec.Replicas == nil || *d.Spec.Replicas != *p.Spec.Replicas:
 		diffs = append(diffs, fmt.Sprintf("Deployment replicas %v, pool replicas %v", deref(d.Spec.Replicas), deref(p.Spec.Replicas)))
+	case d.Status.Replicas != p.Status.Replicas || d.Status.ReadyReplicas != p.Status.ReadyReplicas:
+		// The local cluster runs the Deployment controller: the pool's
+		// status mirrors what its pods really are.
+		diffs = append(diffs, fmt.Sprintf("status replicas %d (%d ready), the Deployment's %d (%d ready)",
+			p.Status.Replicas, p.Status.ReadyReplicas, d.Status.Replicas, d.Status.ReadyReplicas))
 	}
 	return strings.Join(diffs, "; "), nil
 }

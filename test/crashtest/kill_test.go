@@ -112,9 +112,19 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
 	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
 	wp := newPool(ns, name, v1alpha1.SandboxClassGVisor, old)
+	// The switch cases kill the worker with the pool's workers running: a
+	// switch, crashes and all, must not restart or replace one.
+	withPods := kc.scenario == "switch"
+	if withPods {
+		wp.Spec.Replicas = ptr(int32(2))
+	}
 	require.NoError(t, kube.Create(ctx, wp))
 	starter.pool(t, ns, name)
 	waitPool(t, ns, name, old, metav1.ConditionTrue)
+	var podsBefore []string
+	if withPods {
+		podsBefore = waitReadyPods(t, ns, name, 2)
+	}
 
 	switch kc.scenario {
 	case "switch":
@@ -200,6 +210,9 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	}
 	waitEvents(t, ns, name, want)
 	waitSwitchesDone(t, ns, name)
+	if withPods {
+		require.Equal(t, podsBefore, waitReadyPods(t, ns, name, 2), "the pool's pods (UIDs) across the switch and the crash")
+	}
 	t.Logf("%s: finished", since())
 	crashes := 1
 	if kc.scenario == "rollback" {

@@ -47,7 +47,10 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", strconv.Itoa(parallelKills))
 	}
 	buildBinaries()
-	code := testenv.Main(m, testenv.Options{PersistTemporal: true})
+	// On the local cluster (controller manager, scheduler, kwok's nodes):
+	// the pools' Deployments get pods, and the kills happen with them
+	// present.
+	code := testenv.Main(m, testenv.Options{PersistTemporal: true, Cluster: true})
 	<-bins.done
 	if bins.dir != "" {
 		_ = os.RemoveAll(bins.dir)

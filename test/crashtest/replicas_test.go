@@ -47,6 +47,7 @@ func newReplica(t *testing.T, role, taskQueue, leaseNamespace string) *replica {
 	// Later entries win over newProcess's METRICS_BIND_ADDRESS=0.
 	r.env = append(r.env,
 		"METRICS_BIND_ADDRESS="+r.metricsAddr,
+		"METRICS_SECURE=false", // plain HTTP on loopback
 		"LEADER_ELECT=true",
 		"LEADER_ELECTION_NAMESPACE="+leaseNamespace,
 		"LEADER_ELECTION_LEASE_DURATION="+leaseDuration.String(),

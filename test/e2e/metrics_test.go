@@ -4,20 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	tclient "go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"ate.dev/orchestrator/internal/metrics"
-	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -45,10 +45,11 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 	tc, err := tclient.Dial(opts)
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	workerMetrics := testenv.FreeAddr(t)
-	probes.Serve(ctx, workerMetrics, func(context.Context) error { return nil }, reg, slog.Default())
+	// The worker's SDK metrics, in a registry of this test's own (the
+	// starter's are controller-runtime's, served as the starter serves them).
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	workerMetrics := srv.Listener.Addr().String()
 
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestMissingSearchAttributesKeepAProcessNotReady(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// As the mains wire it.
-	probes.Serve(wctx, addr, probes.All(conn.Ready, attrs.Ready), nil, slog.Default())
+	probes.Serve(wctx, addr, probes.All(conn.Ready, attrs.Ready), slog.Default())
 	conn.Connected(c)
 	go attrs.Watch(wctx, c)
 

@@ -26,8 +26,10 @@ import (
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/worker"
 )
 
 // TestMonitoringMatchesWhatTheProcessesExport runs the product wired as
@@ -51,7 +53,11 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	t.Cleanup(tc.Close)
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
-	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: testenv.FreeAddr(t)}).Run(t)
+	// Leader election as deployed (LEADER_ELECT=true), in a namespace of
+	// the test's: the alert ATEStarterNotLeading reads the starter's
+	// leader_election_master_status.
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: testenv.FreeAddr(t),
+		LeaderElectionNamespace: env.Namespace(t)}).Run(t)
 	kube := env.Kube
 	ns := env.Namespace(t)
 
@@ -148,6 +154,11 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	require.Positive(t, counter(fams, "temporal_activity_execution_failed_total"))
 	require.Positive(t, counter(fams, "temporal_local_activity_execution_failed_total"))
 
+	t.Run("the leading starter and worker say so", func(t *testing.T) {
+		for _, lease := range []string{starter.LeaseName, worker.LeaseName} {
+			require.Equal(t, 1.0, gaugeWith(fams, "leader_election_master_status", "name", lease), lease)
+		}
+	})
 	t.Run("every family has its own HELP", func(t *testing.T) {
 		seen := map[string]string{}
 		for name, f := range fams {
@@ -211,6 +222,16 @@ func names(fams map[string]*dto.MetricFamily) map[string]bool {
 func gauge(fams map[string]*dto.MetricFamily, name, config string) float64 {
 	for _, m := range fams[name].GetMetric() {
 		if labelValue(m, "sandbox_config") == config {
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// gaugeWith is the value of a gauge's series whose label is value, or -1.
+func gaugeWith(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		if labelValue(m, label) == value {
 			return m.GetGauge().GetValue()
 		}
 	}

@@ -30,7 +30,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/options"
@@ -154,7 +153,7 @@ func (p *Product) Start(t testing.TB) {
 		p.metricsServed = true
 		mctx, stop := context.WithCancel(context.Background())
 		t.Cleanup(stop)
-		probes.Serve(mctx, p.StarterMetricsAddr, probes.Alive, ctrlmetrics.Registry, QuietLog)
+		require.NoError(t, probes.ServeMetrics(mctx, probes.Metrics{BindAddress: p.StarterMetricsAddr}, nil, QuietLog))
 	}
 	wopts := worker.Options{Interceptors: p.Interceptors}
 	if p.Tracing != nil {

@@ -3,6 +3,7 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,13 @@ const poolNamespace = "team-a"
 // worker/ with its pool keeper, and starter/), and a sample of what it must
 // not do.
 var (
-	workerAllowed = []access{
+	// metricsReviews are what both processes' HTTPS metrics endpoints ask
+	// the API server about each scraper (internal/probes.ServeMetrics).
+	metricsReviews = []access{
+		{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"},
+		{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"},
+	}
+	workerAllowed = append([]access{
 		{verb: "get", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},
 		{verb: "list", group: "ate.dev", resource: "workerpools"},
 		{verb: "watch", group: "ate.dev", resource: "workerpools"},
@@ -58,7 +65,7 @@ var (
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "create", resource: "events", namespace: systemNamespace},
-	}
+	}, metricsReviews...)
 	workerDenied = []access{
 		{verb: "update", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},
 		{verb: "patch", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},
@@ -75,7 +82,7 @@ var (
 		{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
 	}
-	starterAllowed = []access{
+	starterAllowed = append([]access{
 		{verb: "get", group: "ate.dev", resource: "workerpools", namespace: poolNamespace},
 		{verb: "list", group: "ate.dev", resource: "workerpools"},
 		{verb: "watch", group: "ate.dev", resource: "workerpools"},
@@ -86,7 +93,7 @@ var (
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: systemNamespace},
 		{verb: "create", resource: "events", namespace: systemNamespace},
-	}
+	}, metricsReviews...)
 	starterDenied = []access{
 		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs"},
 		{verb: "update", group: "ate.dev", resource: "sandboxconfigs"},
@@ -128,7 +135,7 @@ func TestRolesGrantWhatEachProcessUsesAndNoMore(t *testing.T) {
 	}
 	// Each process's role lacks the other's writes.
 	for _, a := range workerAllowed {
-		if a.verb != "get" && a.verb != "list" && a.verb != "watch" && a.namespace != systemNamespace {
+		if a.verb != "get" && a.verb != "list" && a.verb != "watch" && a.namespace != systemNamespace && !slices.Contains(metricsReviews, a) {
 			require.False(t, allowed(t, starterSA, a), "the starter may %s, which only the worker does", a)
 		}
 	}

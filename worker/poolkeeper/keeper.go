@@ -226,6 +226,21 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 			}
 		}
 		p := resolve.PlanClass(entry, &pool.Status, configs)
+		if !p.NeedsSwitch() && p.Current == "" && p.Result.Reason == v1alpha1.ReasonDefaultConfigNotFound {
+			// Likewise a class default the cache does not hold yet: a new
+			// unpinned pool would read DefaultConfigNotFound, Warning and
+			// all. A live list settles it; only a pool with no config and
+			// no default in the cache costs it.
+			var list v1alpha1.SandboxConfigList
+			if err := r.Live.List(ctx, &list); err != nil {
+				return nil, fmt.Errorf("listing SandboxConfigs live for the %s default of WorkerPool %s/%s: %w", entry.Name, pool.Namespace, pool.Name, err)
+			}
+			configs = make([]resolve.Config, 0, len(list.Items))
+			for i := range list.Items {
+				configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
+			}
+			continue
+		}
 		if p.NeedsSwitch() || p.Result.Target != "" || p.Current == "" {
 			continue
 		}

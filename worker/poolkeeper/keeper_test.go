@@ -297,3 +297,45 @@ func TestReconcilerLeavesAPoolInATerminatingNamespace(t *testing.T) {
 	require.Nil(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeploymentApplied))
 	require.Empty(t, rec.keys)
 }
+
+// TestReconcilerConfirmsAMissingDefaultLive: a new unpinned pool whose
+// class default the keeper's cache has not seen yet (created just before
+// the pool) must not read as DefaultConfigNotFound with a Warning: a live
+// list settles it. With no default live either, the failure stands.
+func TestReconcilerConfirmsAMissingDefaultLive(t *testing.T) {
+	tests := []struct {
+		name        string
+		live        []ctrlclient.Object
+		wantFailure bool
+	}{
+		{name: "the cache lags: left to its switch", live: []ctrlclient.Object{config("the-default", true)}},
+		{name: "no default live either: not found", live: []ctrlclient.Object{config("the-default", false)}, wantFailure: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pool("", "")
+			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(tt.live, p)...).
+				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+			rec := &recorder{}
+			r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{"the-default": true}}, Live: c,
+				Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			require.NoError(t, err)
+			var got v1alpha1.WorkerPool
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+			var cond *metav1.Condition
+			if st := got.Status.ClassStatus(gvisor); st != nil {
+				cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+			}
+			if !tt.wantFailure {
+				require.Nil(t, cond, "a class its switch is to move has no condition from the keeper")
+				require.Empty(t, rec.keys, "no Warning for a default the API server has")
+				return
+			}
+			require.NotNil(t, cond)
+			require.Equal(t, v1alpha1.ReasonDefaultConfigNotFound, cond.Reason)
+			require.Len(t, rec.keys, 1)
+			require.Contains(t, rec.keys[0], "DefaultConfigNotFound: ")
+		})
+	}
+}

@@ -29,6 +29,8 @@ type NodeGroup struct {
 	// KVM is each node's ate.dev/kvm capacity, which a micro-VM worker
 	// requests one of (atelet's device plugin advertises it on real nodes).
 	KVM int64
+	// Pods is each node's pod capacity; 0 is a kubelet's default, 110.
+	Pods int64
 }
 
 // DefaultFleet is three gVisor nodes, two micro-VM nodes with four
@@ -78,6 +80,9 @@ func (g NodeGroup) Node(i int) *corev1.Node {
 		corev1.ResourceCPU:    resource.MustParse(nodeCPU),
 		corev1.ResourceMemory: resource.MustParse(nodeMemory),
 		corev1.ResourcePods:   resource.MustParse(nodePods),
+	}
+	if g.Pods > 0 {
+		capacity[corev1.ResourcePods] = *resource.NewQuantity(g.Pods, resource.DecimalSI)
 	}
 	if g.KVM > 0 {
 		capacity[v1alpha1.KVMResource] = *resource.NewQuantity(g.KVM, resource.DecimalSI)
