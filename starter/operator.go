@@ -48,6 +48,7 @@ func StartOperator(ctx context.Context, tc client.Client, taskQueue string) erro
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		Memo:                     map[string]any{"summary": "takes operators' reresolve and recheck signals (docs/operating-with-the-cli.md)"},
+		StaticSummary:            "operators' reresolve and recheck requests",
 	}, wfapi.OperatorWorkflow, wfapi.OperatorInput{})
 	if err != nil {
 		return fmt.Errorf("starting the operator workflow %s: %w", id, err)

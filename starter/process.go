@@ -16,6 +16,7 @@ func Main(ctx context.Context, opts options.Options, leader options.LeaderElecti
 		return err
 	}
 	log := proc.Log
+	defer proc.Close()
 
 	// Probes come up first, as the worker's do: while Temporal is
 	// unreachable the starter is alive but not ready. (Its manager, built

@@ -24,8 +24,9 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 		return err
 	}
 	log := proc.Log
+	defer proc.Close()
 
-	tw := TemporalWorkerOptions()
+	tw := TemporalWorkerOptionsWith(proc.Tracing)
 	wopts.Apply(&tw)
 	if tuneWorker != nil {
 		if err := tuneWorker(&tw); err != nil {

@@ -67,6 +67,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		}
 		if done != "" {
 			setOutcome(ctx, &state.Outcome, done)
+			workflow.SetCurrentDetails(ctx, state.Details())
 			m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": done})
 			m.Counter("ate_releases").Inc(1)
 			m.Timer("ate_release_wait").Record(workflow.Now(ctx).Sub(time.Unix(in.Since, 0)))
@@ -99,6 +100,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			continue
 		}
 		setOutcome(ctx, &state.Outcome, wfapi.OutcomeWaiting)
+		workflow.SetCurrentDetails(ctx, state.Details())
 		log.Info("SandboxConfig still in use; waiting", "config", in.Config, "pools", users.Count, "sample", users.Sample)
 
 		if shouldContinueAsNew(ctx) {

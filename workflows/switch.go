@@ -67,7 +67,8 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 			fmt.Sprintf("switch of WorkerPool %s refused: %s", pool, problem), activities.ErrInvalidInput, nil)
 	}
 	log := workflow.GetLogger(ctx)
-	state := wfapi.SwitchState{Pool: pool.String(), Step: "deciding"}
+	state := wfapi.SwitchState{Pool: pool.String()}
+	atStep(ctx, &state, "deciding")
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.SwitchState, error) {
 		return state, nil
 	}); err != nil {
@@ -99,7 +100,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 			log.Warn("could not record the pool as a search attribute", "error", err)
 		}
-		state.Step = "Observe"
+		atStep(ctx, &state, "Observe")
 		var obs activities.Observation
 		if err := workflow.ExecuteActivity(ctx, act.Observe, in.Pool).Get(ctx, &obs); err != nil {
 			return nil, err
@@ -110,7 +111,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 			if !obs.Exists {
 				res.Outcome = wfapi.OutcomePoolGone
 			}
-			state.Step, state.Outcome = "done", res.Outcome
+			ended(ctx, &state, res.Outcome)
 			return finish(ctx, in, res, reresolve)
 		}
 		in = planned
@@ -125,7 +126,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 	if err != nil {
 		return nil, err
 	}
-	state.Step, state.Outcome = "done", res.Outcome
+	ended(ctx, &state, res.Outcome)
 	return finish(ctx, in, res, reresolve)
 }
 
@@ -133,7 +134,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) (*wfapi.SwitchResult, error) {
 	local := withLocalActivities(ctx)
 	if in.To == "" {
-		state.Step = "AbandonClaim"
+		atStep(ctx, state, "AbandonClaim")
 		var w activities.PoolWrite
 		if err := workflow.ExecuteLocalActivity(local, act.AbandonClaim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.Abandon,
@@ -149,7 +150,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, nil
 	}
 
-	state.Step = "Protect"
+	atStep(ctx, state, "Protect")
 	check, yieldErr := protectBeforeClaim(ctx, local, in)
 	if yieldErr != nil {
 		return nil, yieldErr // failed, or yields: continues as new, nothing claimed
@@ -158,7 +159,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	var claimed string
 	var claim activities.PoolWrite
 	if check.OK {
-		state.Step = "Claim"
+		atStep(ctx, state, "Claim")
 		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
@@ -186,7 +187,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		}
 		// The pool now names the target, so a release that lists the pools
 		// sees it: what the live read finds can be trusted.
-		state.Step = "ReadConfig"
+		atStep(ctx, state, "ReadConfig")
 		var live *resolve.Config
 		if err := workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
 			return nil, err
@@ -195,7 +196,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		if check.OK && !live.Protected {
 			// Deleted, released and created again under the same name
 			// between the protection and the claim: protect it again.
-			state.Step = "Protect"
+			atStep(ctx, state, "Protect")
 			if err := workflow.ExecuteLocalActivity(local, act.Protect,
 				activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
 				return nil, err
@@ -206,13 +207,13 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	var res *wfapi.SwitchResult
 	var err error
 	if check.OK {
-		state.Step = "Confirm"
+		atStep(ctx, state, "Confirm")
 		res, err = confirm(ctx, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
-		state.Step = "RollBack"
+		atStep(ctx, state, "RollBack")
 		res, err = rollBack(ctx, in, check, claimed)
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
@@ -222,6 +223,20 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		return nil, err
 	}
 	return res, nil
+}
+
+// atStep records the step the switch is at, where the state query and the Web
+// UI (the workflow's current details) show it. Current details are not
+// part of the history: setting them issues no command.
+func atStep(ctx workflow.Context, state *wfapi.SwitchState, step string) {
+	state.Step = step
+	workflow.SetCurrentDetails(ctx, state.Details())
+}
+
+// ended records the switch's outcome, as atStep records its steps.
+func ended(ctx workflow.Context, state *wfapi.SwitchState, outcome string) {
+	state.Step, state.Outcome = "done", outcome
+	workflow.SetCurrentDetails(ctx, state.Details())
 }
 
 // yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
@@ -322,7 +337,7 @@ func wake(ctx workflow.Context, state *wfapi.SwitchState, configs []string) erro
 	if len(configs) == 0 {
 		return nil
 	}
-	state.Step = "WakeReleases"
+	atStep(ctx, state, "WakeReleases")
 	return workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.WakeReleases, configs).Get(ctx, nil)
 }
 

@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"ate.dev/orchestrator/internal/tracing"
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -58,6 +60,10 @@ type Options struct {
 
 	// LogLevel is debug, info, warn or error; LogFormat json or text.
 	LogLevel, LogFormat string
+
+	// TracesExporter turns OpenTelemetry tracing on ("otlp") or off
+	// ("none"); empty: on when an OTLP endpoint is set (internal/tracing).
+	TracesExporter string
 
 	// deprecated lists the deprecated flags the command line used, for a
 	// warning once logging is set up.
@@ -140,6 +146,9 @@ var settings = []setting{
 		dst: func(o *Options) *string { return &o.LogLevel }},
 	{flag: "log-format", env: "LOG_FORMAT", def: DefaultLogFormat, usage: "log line format on stderr: json or text",
 		dst: func(o *Options) *string { return &o.LogFormat }},
+	{flag: "otel-traces-exporter", env: "OTEL_TRACES_EXPORTER",
+		usage: `"otlp" exports traces over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables; "none" or empty: no tracing, unless OTEL_EXPORTER_OTLP_ENDPOINT is set`,
+		dst:   func(o *Options) *string { return &o.TracesExporter }},
 }
 
 // BindFlags defines the flags on fs, each defaulting from its environment
@@ -205,10 +214,10 @@ func LooksLikeKeyMaterial(v string) bool {
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s}",
+	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
 		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
 		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress,
-		o.LogLevel, o.LogFormat)
+		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
 
 // LogValue keeps secrets out of slog lines that log Options.
@@ -262,6 +271,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if _, err := o.logFormat(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := tracing.Exporter(o.TracesExporter, os.Getenv); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -1,9 +1,11 @@
 package options
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
@@ -11,6 +13,7 @@ import (
 
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/tracing"
 )
 
 // Process is what the worker and the starter set up alike from their
@@ -28,6 +31,22 @@ type Process struct {
 	// controller-runtime's registry, next to its own and client-go's: one
 	// /metrics endpoint per process.
 	Temporal client.Options
+	// Tracing is the process's OpenTelemetry tracing, nil when off (the
+	// default). When on, Rest and Temporal already carry it (a traced
+	// transport, the client's tracing interceptors); the worker adds its
+	// worker interceptors (worker.TemporalWorkerOptionsWith). Close flushes
+	// its spans.
+	Tracing *tracing.Tracing
+}
+
+// Close flushes what the process has not exported yet (its spans), for at
+// most 5 s: a collector that is gone does not hold up the exit.
+func (p *Process) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Tracing.Shutdown(ctx); err != nil {
+		p.Log.Warn("could not flush the spans at exit", "error", err)
+	}
 }
 
 // Process sets up logging and builds the clients' configuration of the
@@ -50,7 +69,15 @@ func (o *Options) Process(name string) (*Process, error) {
 	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
 		return nil, fmt.Errorf("recording the Temporal SDK's metrics in controller-runtime's registry: %w", err)
 	}
-	return &Process{Log: log, Rest: rest, Temporal: copts}, nil
+	tr, err := tracing.Start(context.Background(), o.TracesExporter, name)
+	if err != nil {
+		return nil, err
+	}
+	if tr.Enabled() {
+		log.Info("tracing on: exporting spans over OTLP")
+	}
+	tr.Install(rest, &copts)
+	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr}, nil
 }
 
 // Metrics is how the process serves /metrics.

@@ -23,6 +23,7 @@ func SignalRelease(ctx context.Context, c client.Client, taskQueue, config strin
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.SandboxConfigKey.ValueSet(config)),
 		Memo:                  map[string]any{"summary": fmt.Sprintf("releases SandboxConfig %s once no WorkerPool uses it", config)},
+		StaticSummary:         ReleaseStaticSummary(config),
 	}, ReleaseWorkflow, ReleaseInput{Config: config})
 	if err != nil {
 		return fmt.Errorf("signalling release workflow %s: %w", id, err)
@@ -49,6 +50,8 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    temporal.NewSearchAttributes(SwitchAttributes(in)...),
 		Memo:                                     map[string]any{"summary": SwitchSummary(in)},
+		StaticSummary:                            SwitchStaticSummary(in),
+		StaticDetails:                            SwitchStaticDetails(in),
 	}, SwitchWorkflow, in)
 	var running *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
@@ -67,12 +70,15 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 // ignored by the workflow; the operator's `--input` lands there.
 func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
 	id := SwitchWorkflowID(namespace, name)
+	none := SwitchInput{Pool: PoolRef{Namespace: namespace, Name: name}} // no move: the run decides
 	_, err := c.SignalWithStartWorkflow(ctx, id, SignalReresolve, payload, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.WorkerPoolKey.ValueSet(PoolKey(namespace, name))),
 		Memo:                  map[string]any{"summary": fmt.Sprintf("%s: re-resolve on request", PoolKey(namespace, name))},
+		StaticSummary:         SwitchStaticSummary(none),
+		StaticDetails:         SwitchStaticDetails(none),
 	}, SwitchWorkflow, SwitchInput{})
 	if err != nil {
 		return fmt.Errorf("signalling switch workflow %s: %w", id, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,8 @@ func screenshots(t *testing.T) string {
 
 // TestWebUIShowsASwitch follows the README's "Trace a pool in the Web UI"
 // in a real browser: after a pool's first switch, the workflow list with the
-// README's query lists it; its page shows Claim and Confirm in its history.
+// README's query lists it; its page shows its summary, and Claim and
+// Confirm in its history.
 func TestWebUIShowsASwitch(t *testing.T) {
 	browser := chromium(t)
 	out := screenshots(t)
@@ -147,4 +149,32 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	body, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
 	require.NoError(t, err)
 	require.True(t, strings.Contains(body, "Claim") && strings.Contains(body, "Confirm"), "the switch's page:\n%s", body)
+
+	// Its user metadata: the one-line summary it was started with, which
+	// the UI renders (as Markdown, in a frame of its own, with typographic
+	// quotes) under Summary.
+	summary := fmt.Sprintf(`%s/counter: gvisor → "gvisor-default"`, ns)
+	step("3-switch-user-metadata",
+		chromedp.Click(`//*[normalize-space(text())="User Metadata"]`),
+		chromedp.WaitVisible(`//h3[normalize-space(text())="Summary"]`),
+		chromedp.WaitVisible(`//iframe[starts-with(@src, "/render?content=")]`),
+	)
+	hctx, cancel := context.WithTimeout(bctx, pageBound)
+	defer cancel()
+	page, err := chromedp.Run(hctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	require.NoError(t, err)
+	require.Contains(t, rendered(t, page), summary, "the Markdown the User Metadata tab renders")
+}
+
+// rendered returns the contents the page's Markdown frames render
+// (<iframe src="/render?content=...">).
+func rendered(t *testing.T, page string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile(`src="/render\?content=([^&"]*)`).FindAllStringSubmatch(page, -1) {
+		content, err := url.QueryUnescape(m[1])
+		require.NoError(t, err)
+		out = append(out, content)
+	}
+	return out
 }

@@ -34,6 +34,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/tracing"
 	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/testenv"
 	ateworker "ate.dev/orchestrator/worker"
@@ -65,6 +66,11 @@ type Product struct {
 	// (default: no leader election).
 	WorkerRest, StarterRest *rest.Config
 	LeaderElectionNamespace string
+	// Tracing, when set, runs both processes traced as they run with
+	// OTEL_* set (see the worker's and the starter's Main): a Temporal
+	// client of their own with the tracing interceptors, the worker's
+	// options with its own, and their API server clients traced.
+	Tracing *tracing.Tracing
 }
 
 // QuietLog logs warnings and errors only, so test output stays readable.
@@ -149,11 +155,26 @@ func (p *Product) Start(t testing.TB) {
 		t.Cleanup(stop)
 		require.NoError(t, probes.ServeMetrics(mctx, probes.Metrics{BindAddress: p.StarterMetricsAddr}, nil, QuietLog))
 	}
+	wopts := worker.Options{Interceptors: p.Interceptors}
+	if p.Tracing != nil {
+		workerRest, starterRest = rest.CopyConfig(workerRest), rest.CopyConfig(starterRest)
+		copts := p.Env.TemporalClientOptions()
+		p.Tracing.Install(workerRest, &copts)
+		p.Tracing.WrapREST(starterRest) // both run on the one client below
+		if p.Temporal == nil {
+			c, err := tclient.DialContext(context.Background(), copts)
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			p.Temporal = c
+		}
+		wopts = ateworker.TemporalWorkerOptionsWith(p.Tracing)
+		wopts.Interceptors = append(wopts.Interceptors, p.Interceptors...)
+	}
 	elect := options.LeaderElection{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
 	go func() {
 		defer wg.Done()
 		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
-			Worker:         worker.Options{Interceptors: p.Interceptors},
+			Worker:         wopts,
 			LeaderElection: elect})
 	}()
 	go func() {
