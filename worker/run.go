@@ -23,6 +23,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
@@ -203,7 +204,9 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 	// Only the pools' Deployments are cached, not every Deployment of the
 	// cluster.
 	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
-		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods)},
+		// The product's own managedFields entry stays: the keeper's
+		// up-to-date check reads it.
+		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods), Transform: deployment.KeepOwnManagedFields},
 	}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {

@@ -100,6 +100,17 @@ func TestUpToDate(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 
+			// The worker's cached copy keeps only the product's own
+			// managedFields entry, and answers the same.
+			cached, err := KeepOwnManagedFields(d.DeepCopy())
+			require.NoError(t, err)
+			for _, e := range cached.(*appsv1.Deployment).ManagedFields {
+				require.Equal(t, FieldManager, e.Manager, "a managedFields entry the cache should not keep")
+			}
+			got, err = UpToDate(cached.(*appsv1.Deployment), pool)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got, "on the cached copy")
+
 			// Whatever differed, an apply makes it as wanted.
 			d, err = Apply(ctx, apps, pool)
 			require.NoError(t, err)
