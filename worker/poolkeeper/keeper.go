@@ -208,6 +208,7 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switchi
 // resolves against it); gone, it is dropped. A pool on its config costs no
 // read.
 func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool, configs []resolve.Config) ([]resolve.Config, error) {
+	listedLive := false
 	for _, entry := range pool.Spec.SandboxClasses {
 		// A pinned config the cache does not hold yet (created just before
 		// the pool, its watch event not in) would read as
@@ -226,19 +227,16 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 			}
 		}
 		p := resolve.PlanClass(entry, &pool.Status, configs)
-		if !p.NeedsSwitch() && p.Current == "" && p.Result.Reason == v1alpha1.ReasonDefaultConfigNotFound {
+		if !listedLive && !p.NeedsSwitch() && p.Current == "" && p.Result.Reason == v1alpha1.ReasonDefaultConfigNotFound {
 			// Likewise a class default the cache does not hold yet: a new
 			// unpinned pool would read DefaultConfigNotFound, Warning and
-			// all. A live list settles it; only a pool with no config and
-			// no default in the cache costs it.
-			var list v1alpha1.SandboxConfigList
-			if err := r.Live.List(ctx, &list); err != nil {
-				return nil, fmt.Errorf("listing SandboxConfigs live for the %s default of WorkerPool %s/%s: %w", entry.Name, pool.Namespace, pool.Name, err)
+			// all. A live list settles it (once per look, for every class);
+			// only a pool with no config and no default in the cache costs it.
+			live, err := poolwatch.ListConfigs(ctx, r.Live)
+			if err != nil {
+				return nil, fmt.Errorf("looking for the %s default of WorkerPool %s/%s live: %w", entry.Name, pool.Namespace, pool.Name, err)
 			}
-			configs = make([]resolve.Config, 0, len(list.Items))
-			for i := range list.Items {
-				configs = append(configs, resolve.ConfigFrom(&list.Items[i]))
-			}
+			configs, listedLive = live, true
 			continue
 		}
 		if p.NeedsSwitch() || p.Result.Target != "" || p.Current == "" {

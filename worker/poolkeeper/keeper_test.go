@@ -236,6 +236,26 @@ func ptr[T any](v T) *T { return &v }
 // it live before it calls the class SandboxConfigNotFound: found, the class
 // is left to its switch, with no failure condition and no Warning; gone
 // live too, the failure is written and reported.
+// reconcileLagging runs one look at pool ns/p over objs with a cache that
+// has not seen the config named hidden (the live reader has), and returns
+// the gvisor class's Resolved condition (nil if none) and the events.
+func reconcileLagging(t *testing.T, hidden string, objs ...ctrlclient.Object) (*metav1.Condition, *recorder) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+	rec := &recorder{}
+	r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{hidden: true}}, Live: c,
+		Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+	require.NoError(t, err)
+	var got v1alpha1.WorkerPool
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+	if st := got.Status.ClassStatus(gvisor); st != nil {
+		return meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved), rec
+	}
+	return nil, rec
+}
+
 func TestReconcilerConfirmsAMissingPinLive(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -249,19 +269,7 @@ func TestReconcilerConfirmsAMissingPinLive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := pool("", "")
 			p.Spec.SandboxClasses[0].ConfigRef = &v1alpha1.SandboxConfigReference{Name: "pinned"}
-			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(tt.live, p)...).
-				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
-			rec := &recorder{}
-			r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{"pinned": true}}, Live: c,
-				Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
-			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
-			require.NoError(t, err)
-			var got v1alpha1.WorkerPool
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
-			var cond *metav1.Condition
-			if st := got.Status.ClassStatus(gvisor); st != nil {
-				cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
-			}
+			cond, rec := reconcileLagging(t, "pinned", append(tt.live, p)...)
 			if !tt.wantFailure {
 				require.Nil(t, cond, "a class its switch is to move has no condition from the keeper")
 				require.Empty(t, rec.keys, "no Warning for a config the API server has")
@@ -313,20 +321,7 @@ func TestReconcilerConfirmsAMissingDefaultLive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := pool("", "")
-			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(append(tt.live, p)...).
-				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
-			rec := &recorder{}
-			r := &Reconciler{Client: lagging{Client: c, hidden: map[string]bool{"the-default": true}}, Live: c,
-				Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
-			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
-			require.NoError(t, err)
-			var got v1alpha1.WorkerPool
-			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
-			var cond *metav1.Condition
-			if st := got.Status.ClassStatus(gvisor); st != nil {
-				cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
-			}
+			cond, rec := reconcileLagging(t, "the-default", append(tt.live, pool("", ""))...)
 			if !tt.wantFailure {
 				require.Nil(t, cond, "a class its switch is to move has no condition from the keeper")
 				require.Empty(t, rec.keys, "no Warning for a default the API server has")
