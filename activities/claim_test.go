@@ -43,30 +43,36 @@ func TestClaimExpectingFrom(t *testing.T) {
 }
 
 // A roll back re-run after an earlier run of the switch's task confirmed
-// keeps the move and says so, rather than undoing it.
+// keeps the move and says so, rather than undoing it: the class carries
+// the run's own stamp.
 func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	f := newStatusFixture(t)
-	ctx := context.Background()
+	run := &v1alpha1.SwitchRunReference{WorkflowID: "workerpool/ns/pool/switch", RunID: "run-1"}
+	ctx := withSwitchRun(context.Background(), run)
 	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
 	_, err = f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
 	require.NoError(t, err)
+	require.Equal(t, run, f.pool(t).Status.ClassStatus(gvisor).LastSwitch, "the confirm stamps its run")
 
-	res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-		Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Local: true, Claimed: true})
-	require.NoError(t, err)
-	require.True(t, res.Landed)
-	require.False(t, res.Wrote)
-	st := f.pool(t).Status.ClassStatus(gvisor)
-	require.Equal(t, "new", st.ConfigRef.Name)
-	require.Equal(t, "True", string(st.Conditions[0].Status))
+	for _, claimed := range []bool{true, false} { // false: the re-run's Protect was refused
+		res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
+			Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Local: true, Claimed: claimed})
+		require.NoError(t, err)
+		require.True(t, res.Landed)
+		require.False(t, res.Wrote)
+		st := f.pool(t).Status.ClassStatus(gvisor)
+		require.Equal(t, "new", st.ConfigRef.Name)
+		require.Equal(t, "True", string(st.Conditions[0].Status))
+	}
 
-	// Without a claim of its own (a protection refused), a roll back never
-	// takes the class's config for its own confirm.
-	res, err = f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-		Reason: "SandboxConfigDeleting", Message: "m", Local: true})
+	// Another run never takes the class's config for its own confirm.
+	other := withSwitchRun(context.Background(), &v1alpha1.SwitchRunReference{WorkflowID: run.WorkflowID, RunID: "run-2"})
+	res, err := f.acts.RollBack(other, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
+		Reason: "SandboxConfigDeleting", Message: "m", Local: true, Claimed: true})
 	require.NoError(t, err)
 	require.False(t, res.Landed)
+	require.True(t, res.Superseded)
 }
 
 func TestAbandonClaim(t *testing.T) {

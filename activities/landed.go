@@ -79,12 +79,13 @@ func (a *Activities) classMovedBeforeGone(ctx context.Context, in SettleInput) (
 		return false, fmt.Errorf("watching WorkerPool %s from resourceVersion %s: %w", in.Pool, in.ResourceVersion, err)
 	}
 	defer w.Stop()
-	return movedBeforeDeletion(ctx, w.ResultChan(), in)
+	return movedBeforeDeletion(ctx, w.ResultChan(), in, switchRun(ctx))
 }
 
 // movedBeforeDeletion reads a pool's watch events up to the deletion of
-// in.Pool's incarnation and reports whether one had the class on in.Config.
-func movedBeforeDeletion(ctx context.Context, events <-chan watch.Event, in SettleInput) (bool, error) {
+// in.Pool's incarnation and reports whether one had the class on in.Config,
+// stamped by run.
+func movedBeforeDeletion(ctx context.Context, events <-chan watch.Event, in SettleInput, run *v1alpha1.SwitchRunReference) (bool, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,7 +101,7 @@ func movedBeforeDeletion(ctx context.Context, events <-chan watch.Event, in Sett
 			if !ok || (in.Pool.UID != "" && string(pool.UID) != in.Pool.UID) {
 				continue // a bookmark, or a later pool under the same name
 			}
-			if st := pool.Status.ClassStatus(in.Class); st != nil && st.ConfigRef != nil && st.ConfigRef.Name == in.Config {
+			if st := pool.Status.ClassStatus(in.Class); st != nil && st.ConfigRef != nil && st.ConfigRef.Name == in.Config && stampedBy(st, run) {
 				return true, nil
 			}
 			if ev.Type == watch.Deleted {

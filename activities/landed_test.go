@@ -72,7 +72,7 @@ func TestMovedBeforeDeletion(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
-			landed, err := movedBeforeDeletion(ctx, ch, in)
+			landed, err := movedBeforeDeletion(ctx, ch, in, nil)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 			} else {

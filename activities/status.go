@@ -53,6 +53,22 @@ type PoolWrite struct {
 	// write's, or the one read when there was nothing to write. The next
 	// status write of the switch passes it on (see updateStatus).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// RolledBack comes from a Claim that finds the class as this switch
+	// run's own roll back left it (see lastswitch.go): an earlier run of
+	// the switch's workflow task rolled back, its markers lost with a
+	// worker. Nothing was written; the switch ends rolled back.
+	RolledBack *EarlierRollBack `json:"rolledBack,omitempty"`
+}
+
+// EarlierRollBack is the class's Resolved condition as an earlier run of
+// the switch's task left it: the Warning of its failure is still due, keyed
+// by the same appearance (FailingSince), so it is recorded once. Reason is
+// empty when the condition is no longer False (the pool keeper has since
+// found the class resolved): then no Warning is due.
+type EarlierRollBack struct {
+	Reason       string       `json:"reason,omitempty"`
+	Message      string       `json:"message,omitempty"`
+	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 }
 
 // confirmLanded is the heartbeat detail of a Confirm whose write landed.
@@ -181,17 +197,51 @@ type ClaimInput struct {
 	// scale (another generation, the same class entry) does not.
 	ExpectSpec    bool   `json:"expectSpec,omitempty"`
 	SpecConfigRef string `json:"specConfigRef,omitempty"`
+	// ExpectRun makes the claim conditional on the class's lastSwitch: it
+	// is written only while the run that last wrote the class is FromRun
+	// ("" for none), as when the move was planned. A run that moved the
+	// class since, even away and back to From, makes the plan stale.
+	ExpectRun bool   `json:"expectRun,omitempty"`
+	FromRun   string `json:"fromRun,omitempty"`
 }
 
 // Claim records the config a class is moving to in pendingConfigRef, with
-// configRef unchanged. From this write on, the release workflow sees the pool
-// as a user of the config, so the live read that follows can trust what it
-// sees (see the README's "Switching configs").
+// configRef unchanged, and stamps the class with the switch's run. From this
+// write on, the release workflow sees the pool as a user of the config, so
+// the live read that follows can trust what it sees (see the README's
+// "Switching configs").
+//
+// The claim runs in the same workflow task as the confirm, so a crash can
+// run it again after any of the switch's writes: it first looks for its
+// own run's stamp (lastswitch.go). Its claim standing: nothing to write, go
+// on. The class on the target: the confirm landed (Landed). The class on
+// From with no claim: the roll back landed (RolledBack).
 func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, err error) {
 	defer a.reportStepFailure(ctx, StepClaim, in.Pool, in.Class, &err)
+	run := switchRun(ctx)
 	var displaced string
 	var superseded bool
 	var refused *TargetCheck
+	var own ownWrite
+	var earlier *EarlierRollBack
+	// Before any other guard: an earlier run's confirm stands even if the
+	// spec or the target changed since.
+	ours := func(pool *v1alpha1.WorkerPool) error {
+		st := pool.Status.ClassStatus(in.Class)
+		own, earlier = ownWriteOn(st, run, in.From, in.Config), nil
+		switch own {
+		case ownClaim, ownConfirm:
+			return errNoWrite
+		case ownRollBack:
+			earlier = &EarlierRollBack{}
+			if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionFalse {
+				earlier.Reason, earlier.Message, earlier.FailingSince = c.Reason, c.Message, c.LastTransitionTime.DeepCopy()
+			}
+			return errNoWrite
+		}
+		own = ownNone
+		return nil
+	}
 	// The claim names a config only if it is protected (P1): the switch's
 	// Protect saw to it, so the worker's cache normally says so; a cache
 	// that does not reads live. A claim already on the config (a retry)
@@ -223,9 +273,10 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			displaced, superseded = "", false
+			st := pool.Status.ClassStatus(in.Class)
 			if in.ExpectFrom {
 				current := ""
-				if st := pool.Status.ClassStatus(in.Class); st != nil && st.ConfigRef != nil {
+				if st != nil && st.ConfigRef != nil {
 					current = st.ConfigRef.Name
 				}
 				if current != in.From {
@@ -233,16 +284,31 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 					return
 				}
 			}
+			if in.ExpectRun && lastRun(st) != in.FromRun {
+				superseded = true // another run wrote the class since the plan
+				return
+			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			if p := entry.PendingConfigRef; p != nil && p.Name != in.Config && (entry.ConfigRef == nil || p.Name != entry.ConfigRef.Name) {
 				displaced = p.Name
 			}
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
-		}, specHas(in.Class), planned, protected)
+			stamp(entry, run)
+		}, specHas(in.Class), ours, planned, protected)
 	if res != nil && !res.PoolGone {
 		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
+		res.Landed, res.RolledBack = own == ownConfirm, earlier
 	}
 	return res, err
+}
+
+// lastRun is the run ID of the switch that last wrote the class, "" for
+// none.
+func lastRun(st *v1alpha1.WorkerPoolSandboxClassStatus) string {
+	if st == nil || st.LastSwitch == nil {
+		return ""
+	}
+	return st.LastSwitch.RunID
 }
 
 // SettleInput ends a switch: a confirm moves configRef to the claimed config,
@@ -277,6 +343,7 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	if in.Config == "" {
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
+	run := switchRun(ctx)
 	var superseded bool
 	var refused *TargetCheck
 	// The target is read live once the pool read shows the claim standing:
@@ -287,7 +354,7 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	// protected and usable (P1, P3).
 	target := func(pool *v1alpha1.WorkerPool) error {
 		refused = nil
-		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config); landed || superseded {
+		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config, run); landed || superseded {
 			return nil // nothing to write, or not this confirm's to write
 		}
 		check, err := a.liveTarget(ctx, in.Config, in.Class)
@@ -307,12 +374,13 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 			// landed (the same write again changes nothing). Anything else:
 			// another writer took the class since the claim, and this
 			// config may have been released meanwhile.
-			if _, superseded = confirmState(st, in.Config); superseded {
+			if _, superseded = confirmState(st, in.Config, run); superseded {
 				return
 			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 			entry.PendingConfigRef = nil
+			stamp(entry, run)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(true, v1alpha1.ReasonResolved, resolve.ResolvedMessage(in.Config), in.Generation))
 		}, specHas(in.Class), target)
@@ -346,22 +414,29 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 	if in.Reason == "" {
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
+	run := switchRun(ctx)
 	var confirmed, superseded bool
 	var since *metav1.Time
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
-			confirmed = in.Local && in.Claimed && entry.PendingConfigRef == nil &&
-				entry.ConfigRef != nil && entry.ConfigRef.Name == in.Config
-			if confirmed {
-				return // an earlier run of the switch's task confirmed: keep it
+			// An earlier run of the switch's task confirmed (its own stamp
+			// on the class, on the config): keep it, whatever made this
+			// run roll back. A re-run whose Protect is refused (the target
+			// deleted since the confirm) comes here without its claim.
+			if confirmed = ownWriteOn(entry, run, "", in.Config) == ownConfirm; confirmed {
+				return
 			}
-			if superseded = in.Claimed && entry.PendingConfigRef.NameOf() != in.Config && !rolledBack(entry, in); superseded {
+			// The switch's own claim, known from the stamp even when the
+			// workflow did not see it (a re-run refused before its Claim).
+			claimed := in.Claimed || ownWriteOn(entry, run, "", in.Config) == ownClaim
+			if superseded = claimed && !claimStands(entry, in.Config, run) && !rolledBack(entry, in, run); superseded {
 				return // another writer took the class since the claim
 			}
 			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {
 				entry.PendingConfigRef = nil
 			}
+			stamp(entry, run)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(false, in.Reason, in.Message, in.Generation))
 			if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved); c != nil {
@@ -390,10 +465,15 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 // rolledBack reports whether the class already shows this roll back (an
 // earlier attempt landed, its completion lost): the claim cleared and the
 // Resolved condition False with this reason and message.
-func rolledBack(entry *v1alpha1.WorkerPoolSandboxClassStatus, in SettleInput) bool {
+func rolledBack(entry *v1alpha1.WorkerPoolSandboxClassStatus, in SettleInput, run *v1alpha1.SwitchRunReference) bool {
 	c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved)
-	return entry.PendingConfigRef == nil && c != nil && c.Status == metav1.ConditionFalse &&
+	return entry.PendingConfigRef == nil && stampedBy(entry, run) && c != nil && c.Status == metav1.ConditionFalse &&
 		c.Reason == in.Reason && c.Message == in.Message
+}
+
+// claimStands reports whether the class holds run's claim on config.
+func claimStands(st *v1alpha1.WorkerPoolSandboxClassStatus, config string, run *v1alpha1.SwitchRunReference) bool {
+	return st != nil && st.PendingConfigRef.NameOf() == config && stampedBy(st, run)
 }
 
 // AbandonClaim clears a class's pendingConfigRef when it still names
@@ -408,6 +488,7 @@ func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (_ *PoolWr
 		func(pool *v1alpha1.WorkerPool) {
 			if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef != nil && st.PendingConfigRef.Name == in.Config {
 				st.PendingConfigRef = nil
+				stamp(st, switchRun(ctx))
 			}
 		}, specHas(in.Class))
 }
@@ -455,12 +536,12 @@ func specConfigRef(pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass) strin
 	return ""
 }
 
-// confirmState says, of a class's status, whether a confirm to config
-// landed already (the class on it, no claim) or is superseded (neither
-// that nor the claim on it: another writer took the class).
-func confirmState(st *v1alpha1.WorkerPoolSandboxClassStatus, config string) (landed, superseded bool) {
-	landed = st != nil && st.PendingConfigRef == nil && st.ConfigRef.NameOf() == config
-	return landed, !landed && (st == nil || st.PendingConfigRef.NameOf() != config)
+// confirmState says, of a class's status, whether run's confirm to config
+// landed already (the class on it, no claim, run's stamp) or is superseded
+// (neither that nor run's claim on it: another writer took the class).
+func confirmState(st *v1alpha1.WorkerPoolSandboxClassStatus, config string, run *v1alpha1.SwitchRunReference) (landed, superseded bool) {
+	landed = st != nil && st.PendingConfigRef == nil && st.ConfigRef.NameOf() == config && stampedBy(st, run)
+	return landed, !landed && !claimStands(st, config, run)
 }
 
 // liveTarget reads a confirm's target from the API server, never from a

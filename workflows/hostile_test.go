@@ -102,7 +102,7 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	})
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
-	require.Equal(t, []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
+	require.Equal(t, []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, res.Reason)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, event.Reason)
@@ -215,7 +215,7 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
 		env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
 		require.True(t, env.IsWorkflowCompleted())
-		require.NotContains(t, *order, "Claim", "nothing is claimed on the plan made before the signal")
+		require.NotContains(t, *order, local("Claim"), "nothing is claimed on the plan made before the signal")
 		err := env.GetWorkflowError()
 		require.True(t, workflow.IsContinueAsNewError(err), "continued as new for the look asked for, got %v", err)
 		var can *workflow.ContinueAsNewError
@@ -248,6 +248,6 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
-	require.Equal(t, []string{local("Protect"), "Claim", local("RollBack"), local("RecordEvent")}, *order)
+	require.Equal(t, []string{local("Protect"), local("Claim"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 }

@@ -23,34 +23,32 @@ import (
 // starts it with the move its cache asked for; an operator's
 // signal-with-start with no input makes it decide its move from a live
 // read. The ID's conflict policy keeps one running per pool, so a pool's
-// switches run one at a time. It takes two workflow tasks:
+// switches run one at a time. A move takes one workflow task:
 //
-//  1. Protect the target with the finalizer (local; refused once the config
-//     is in deletion), then Claim it in pendingConfigRef, which the release
-//     workflow honours (a regular activity, run eagerly by the worker that
-//     completed the task). The claim is the one step whose result must be
-//     in the history before anything else is decided: it is written only
-//     while the class still names From, and a crash after it must not
-//     decide again on a state the claim changed.
+//  1. Protect the target with the finalizer (refused once the config is in
+//     deletion), then Claim it in pendingConfigRef, which the release
+//     workflow honours: written only while the class still names From and
+//     shows the run that last wrote it when the move was planned.
 //  2. ReadConfig live, after the claim, so a deletion that raced the claim
 //     is seen (and Protect again if it is a new config under the same
 //     name); Confirm (configRef = target) or RollBack (configRef
 //     unchanged); RecordEvent, once the write has landed; WakeReleases of a
-//     config the class left in deletion (all local); and the Outcome.
+//     config the class left in deletion; and the Outcome.
 //
-// A crash in the second task re-runs all of it: ReadConfig reads again, and
-// a Confirm whose earlier run landed writes nothing; a RollBack that finds
-// the class on the config knows an earlier run confirmed (nothing else
-// writes the class between the claim and the switch's end), and the event,
-// keyed by the run, is recorded once.
+// Every step is a local activity, so a crash runs the whole task again, and
+// nothing in the history says which writes landed. The class's status does:
+// each write of the switch stamps the class with its run
+// (status.sandboxClasses[].lastSwitch), so the re-run's Claim finds its own
+// claim standing (go on), its own confirm (the event is still due, keyed by
+// the run, so recorded once) or its own roll back; a stamp of another run
+// is another switch's write, and the run ends superseded with no write and
+// no event (activities/lastswitch.go, docs/switch-protocol.md).
 //
-// The steps other than the Claim are local activities: each still runs in
-// its order, at least once, until it succeeds (see withLocalActivities),
-// and is recorded in the history as one marker event instead of an
-// activity's three events and the workflow task that follows them. What
-// that gives up: a local activity's input is not in the history (its type
-// and result are, in a marker), and a step runs inside a workflow task, so
-// the worker needs enough workflow task pollers.
+// A local activity is recorded in the history as one marker event instead
+// of an activity's three events and the workflow task that follows them.
+// What that gives up: a local activity's input is not in the history (its
+// type and result are, in a marker), and a step runs inside a workflow
+// task, so the worker needs enough workflow task pollers.
 func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	// The ID names the pool: a switch acts on that pool only, whoever
 	// started it with whatever input.
@@ -160,10 +158,11 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	var claim activities.PoolWrite
 	if check.OK {
 		atStep(ctx, state, "Claim")
-		if err := workflow.ExecuteActivity(ctx, act.Claim, activities.ClaimInput{
+		if err := workflow.ExecuteLocalActivity(local, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
 			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
+			ExpectRun: in.FromRun != nil, FromRun: ptr.Deref(in.FromRun, ""),
 		}).Get(ctx, &claim); err != nil {
 			return nil, err
 		}
@@ -172,11 +171,20 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		case claim.Superseded:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-		case refusedEnds(ctx, &claim):
-			// The target is not protected after all (the Claim was
-			// scheduled without this Protect, or the config was made
-			// again since): nothing claimed, roll back as after a
-			// refused Protect.
+		case claim.Landed:
+			// An earlier run of this task confirmed (its markers lost with
+			// a worker): the move happened, its event is due.
+			res, err := switched(ctx, in, &claim)
+			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
+				return res, err
+			}
+			return res, wake(ctx, state, []string{in.From})
+		case claim.RolledBack != nil:
+			return rolledBackEarlier(ctx, in, claim.RolledBack)
+		case claim.Refused != nil:
+			// The target is not protected after all (the config was made
+			// again since the Protect): nothing claimed, roll back as
+			// after a refused Protect.
 			check = *claim.Refused
 		}
 	}
@@ -331,6 +339,19 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 		return nil, err
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
+}
+
+// rolledBackEarlier ends a switch whose claim finds that an earlier run of
+// its task rolled back: the Warning of that roll back, keyed by the
+// appearance of the failure, so recorded once; no write.
+func rolledBackEarlier(ctx workflow.Context, in wfapi.SwitchInput, earlier *activities.EarlierRollBack) (*wfapi.SwitchResult, error) {
+	if earlier.Reason != "" && earlier.FailingSince != nil {
+		ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
+		if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: earlier.Reason, Message: earlier.Message}, nil
 }
 
 func wake(ctx workflow.Context, state *wfapi.SwitchState, configs []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -54,15 +57,12 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 
 func local(activity string) string { return activity + " (local)" }
 
-// moveSteps says how a switch runs the given steps: the Claim as a regular
-// activity, every other step as a local one.
+// moveSteps says how a switch runs the given steps: every one as a local
+// activity, in the switch's one workflow task.
 func moveSteps(steps ...string) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
-		out[i] = s
-		if s != "Claim" {
-			out[i] = local(s)
-		}
+		out[i] = local(s)
 	}
 	return out
 }
@@ -234,7 +234,7 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 
 			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
-			want := []string{local("Protect"), "Claim"}
+			want := []string{local("Protect"), local("Claim")}
 			for range tt.failures + 1 {
 				want = append(want, local("ReadConfig"))
 			}
@@ -306,10 +306,10 @@ func TestSwitch(t *testing.T) {
 		event   string
 	}{
 		{
-			name:    "confirmed: only the claim is a regular activity",
+			name:    "confirmed: every step local, in one workflow task",
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", false),
-			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
@@ -317,7 +317,7 @@ func TestSwitch(t *testing.T) {
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
 			rolled:  activities.PoolWrite{Wrote: true},
-			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
@@ -325,19 +325,32 @@ func TestSwitch(t *testing.T) {
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
 			rolled:  activities.PoolWrite{Landed: true},
-			want:    []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+		},
+		{
+			name:    "a re-run's claim finds the run's own confirm: the event, nothing written",
+			claim:   activities.PoolWrite{Landed: true, ResourceVersion: "9"},
+			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
+			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+		},
+		{
+			name: "a re-run's claim finds the run's own roll back: its Warning, nothing written",
+			claim: activities.PoolWrite{ResourceVersion: "9", RolledBack: &activities.EarlierRollBack{
+				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: `deleting; keeping "old"`, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}},
+			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
+			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
 			name:    "superseded: the class moved since the starter looked; nothing else is done",
 			claim:   activities.PoolWrite{Superseded: true},
-			want:    []string{local("Protect"), "Claim"},
+			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomeSuperseded,
 		},
 		{
 			name:    "the pool is gone",
 			claim:   activities.PoolWrite{PoolGone: true},
-			want:    []string{local("Protect"), "Claim"},
+			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomePoolGone,
 		},
 	}
@@ -346,7 +359,7 @@ func TestSwitch(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
-				return in.ExpectFrom && in.From == "old" && in.ResourceVersion == "7"
+				return in.ExpectFrom && in.From == "old" && in.ResourceVersion == "7" && in.ExpectRun && in.FromRun == "run-0"
 			})).Return(&tt.claim, nil)
 			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
@@ -361,7 +374,9 @@ func TestSwitch(t *testing.T) {
 				return nil
 			})
 
-			res, err := runSwitch(t, env, switchIn)
+			in := switchIn
+			in.FromRun = ptr.To("run-0")
+			res, err := runSwitch(t, env, in)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, *order)
 			require.Equal(t, tt.outcome, res.Outcome)
@@ -403,7 +418,7 @@ func TestSwitchStartedByAnOperator(t *testing.T) {
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, wfapi.SwitchInput{})
 		require.NoError(t, err)
-		require.Equal(t, []string{"Observe", local("Protect"), "Claim", local("ReadConfig"), local("Confirm"), local("RecordEvent")}, *order)
+		require.Equal(t, []string{"Observe", local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}, *order)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 	})
 }

@@ -22,9 +22,9 @@ func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 		want []string
 	}{
 		{name: "confirm", live: liveConfig("new", false),
-			want: []string{local("Protect"), "Claim", local("ReadConfig"), local("Confirm")}},
+			want: []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm")}},
 		{name: "roll back", live: liveConfig("new", true),
-			want: []string{local("Protect"), "Claim", local("ReadConfig"), local("RollBack")}},
+			want: []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

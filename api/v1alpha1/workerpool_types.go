@@ -56,6 +56,26 @@ type SandboxConfigReference struct {
 	Name string `json:"name"`
 }
 
+// SwitchRunReference names one run of a SandboxConfigSwitch workflow.
+type SwitchRunReference struct {
+	// workflowID is the switch's Temporal workflow ID:
+	// workerpool/<namespace>/<name>/switch for the pool's switches.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1000
+	// +required
+	WorkflowID string `json:"workflowID"`
+	// runID is the Temporal run ID of the switch.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +required
+	RunID string `json:"runID"`
+}
+
+// Is reports whether r names the run workflowID/runID.
+func (r *SwitchRunReference) Is(run *SwitchRunReference) bool {
+	return r != nil && run != nil && *r == *run
+}
+
 // NameOf is the name a reference holds, or "" for none.
 func (r *SandboxConfigReference) NameOf() string {
 	if r == nil {
@@ -185,6 +205,17 @@ type WorkerPoolSandboxClassStatus struct {
 	// re-reads it (see Deletion protection in the README).
 	// +optional
 	PendingConfigRef *SandboxConfigReference `json:"pendingConfigRef,omitempty"`
+
+	// lastSwitch names the switch run that last wrote configRef or
+	// pendingConfigRef of this class: its claim, confirm, roll back, or the
+	// clearing of a stale claim. Its Temporal history explains the class's
+	// state (the Web UI shows it at
+	// /namespaces/<namespace>/workflows/<workflowID>/<runID>). The switch
+	// reads it too: a switch whose workflow task runs again after a crash
+	// tells its own earlier writes from another switch's by it. Absent
+	// until a switch moves the class.
+	// +optional
+	LastSwitch *SwitchRunReference `json:"lastSwitch,omitempty"`
 
 	// conditions holds the class's Resolved condition.
 	// +listType=map

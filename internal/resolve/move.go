@@ -24,6 +24,12 @@ type Move struct {
 	// claim is written only while the spec still says the same (a re-pin
 	// since asks for another move; a scale does not).
 	SpecConfigRef string
+	// FromRun is the run ID of the switch that last wrote the class
+	// (status lastSwitch), "" for none: the claim is written only while
+	// the class still shows that run's write, so a switch whose plan
+	// another switch has since acted on (even one that moved the class
+	// away and back) writes nothing.
+	FromRun string
 }
 
 // ClassPlan is one class of a pool as resolution sees it: the config its
@@ -31,7 +37,9 @@ type Move struct {
 type ClassPlan struct {
 	Class            v1alpha1.SandboxClass
 	Current, Pending string
-	Result           Result
+	// LastRun is the run ID of the switch that last wrote the class.
+	LastRun string
+	Result  Result
 }
 
 // PlanClass resolves one entry of a pool's spec against its status.
@@ -39,6 +47,9 @@ func PlanClass(entry v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoo
 	p := ClassPlan{Class: entry.Name}
 	if st := status.ClassStatus(entry.Name); st != nil {
 		p.Current, p.Pending = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf()
+		if st.LastSwitch != nil {
+			p.LastRun = st.LastSwitch.RunID
+		}
 	}
 	p.Result = Class(entry, p.Current, configs)
 	return p
@@ -62,7 +73,7 @@ func NextMove(spec []v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoo
 		switch {
 		case p.Moves():
 			return Move{Class: p.Class, From: p.Current, To: p.Result.Target, FromDeleting: Deleting(configs, p.Current), Pending: p.Pending,
-				SpecConfigRef: entry.ConfigRef.NameOf()}, true
+				SpecConfigRef: entry.ConfigRef.NameOf(), FromRun: p.LastRun}, true
 		case p.Pending != "":
 			return Move{Class: p.Class, From: p.Current, Abandon: p.Pending, Pending: p.Pending, SpecConfigRef: entry.ConfigRef.NameOf()}, true
 		}

@@ -61,6 +61,11 @@ type SwitchInput struct {
 	// says the same. nil in inputs from before it existed, whose claims
 	// expect nothing of the spec.
 	SpecConfigRef *string `json:"specConfigRef,omitempty"`
+	// FromRun is the run ID of the switch that last wrote the class when the
+	// move was planned (its status lastSwitch; "" for none): the claim is
+	// written only while the class still shows that run's write. nil in
+	// inputs that expect nothing of it (a switch started by hand).
+	FromRun *string `json:"fromRun,omitempty"`
 }
 
 // IsMove reports whether the input names a move (or a claim to clear), as
@@ -99,8 +104,8 @@ func MoveInput(pool PoolRef, m resolve.Move, generation int64, resourceVersion s
 	if m.To == "" {
 		in.Abandon = m.Abandon
 	} else {
-		spec := m.SpecConfigRef
-		in.SpecConfigRef = &spec
+		spec, run := m.SpecConfigRef, m.FromRun
+		in.SpecConfigRef, in.FromRun = &spec, &run
 	}
 	return in
 }
