@@ -299,6 +299,14 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
 		res.Landed, res.RolledBack = own == ownConfirm, earlier
 	}
+	if res != nil && res.PoolGone && run != nil {
+		// An earlier run of the task may have confirmed before the pool
+		// went: the pool's states since the plan show the class on the
+		// target with this run's stamp (landed.go). A first run finds no
+		// such state.
+		res.Landed = a.landedBeforeGone(ctx, SettleInput{Pool: in.Pool, Class: in.Class, Config: in.Config,
+			ResourceVersion: in.ResourceVersion, Local: true})
+	}
 	return res, err
 }
 

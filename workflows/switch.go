@@ -167,18 +167,19 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			return nil, err
 		}
 		switch {
-		case claim.PoolGone:
-			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-		case claim.Superseded:
-			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 		case claim.Landed:
 			// An earlier run of this task confirmed (its markers lost with
-			// a worker): the move happened, its event is due.
+			// a worker), maybe before the pool went: the move happened, its
+			// event is due.
 			res, err := switched(ctx, in, &claim)
 			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
 				return res, err
 			}
 			return res, wake(ctx, state, []string{in.From})
+		case claim.PoolGone:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		case claim.Superseded:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 		case claim.RolledBack != nil:
 			return rolledBackEarlier(ctx, in, claim.RolledBack)
 		case claim.Refused != nil:
