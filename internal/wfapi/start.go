@@ -40,9 +40,23 @@ var ErrSwitchRunning = errors.New("a switch of the pool is running")
 // at a time per pool: while one runs, it starts nothing and returns
 // ErrSwitchRunning.
 func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in SwitchInput) error {
-	id := SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:        id,
+	opts := SwitchStartOptions(taskQueue, in)
+	_, err := c.ExecuteWorkflow(ctx, opts, SwitchWorkflow, in)
+	var running *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &running):
+		return fmt.Errorf("starting switch workflow %s: %w", opts.ID, ErrSwitchRunning)
+	case err != nil:
+		return fmt.Errorf("starting switch workflow %s: %w", opts.ID, err)
+	}
+	return nil
+}
+
+// SwitchStartOptions are the options StartSwitch starts the switch of in
+// with.
+func SwitchStartOptions(taskQueue string, in SwitchInput) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:        SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name),
 		TaskQueue: taskQueue,
 		// Each switch of a pool is a new run under the pool's switch ID.
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -52,15 +66,7 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 		Memo:                                     map[string]any{"summary": SwitchSummary(in)},
 		StaticSummary:                            SwitchStaticSummary(in),
 		StaticDetails:                            SwitchStaticDetails(in),
-	}, SwitchWorkflow, in)
-	var running *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &running):
-		return fmt.Errorf("starting switch workflow %s: %w", id, ErrSwitchRunning)
-	case err != nil:
-		return fmt.Errorf("starting switch workflow %s: %w", id, err)
 	}
-	return nil
 }
 
 // Reresolve asks for a fresh look at a pool, as an operator does from the
