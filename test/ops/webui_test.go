@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
@@ -164,6 +166,24 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	page, err := chromedp.Run(hctx, chromedp.OuterHTML(chromedp.CSS("html")))
 	require.NoError(t, err)
 	require.Contains(t, rendered(t, page), summary, "the Markdown the User Metadata tab renders")
+
+	// From the pool to its history: the README's link, built from the
+	// run the class's status names.
+	var wp v1alpha1.WorkerPool
+	require.NoError(t, p.Env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "counter"}, &wp))
+	last := wp.Status.SandboxClasses[0].LastSwitch
+	require.NotNil(t, last, "the class names the switch run that moved it")
+	require.Equal(t, id, last.WorkflowID)
+	runPage := fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s", p.Env.TemporalUIAddress,
+		url.PathEscape(p.Env.TemporalNamespace), url.PathEscape(last.WorkflowID), last.RunID)
+	step("4-last-switch-from-the-pool",
+		chromedp.Navigate(runPage),
+		chromedp.WaitVisible(`//*[normalize-space(text())="Claim"]`),
+		chromedp.WaitVisible(`//*[normalize-space(text())="Confirm"]`),
+	)
+	body, err = chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
+	require.NoError(t, err)
+	require.Contains(t, body, last.RunID, "the page of the run the pool names")
 }
 
 // rendered returns the contents the page's Markdown frames render
