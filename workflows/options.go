@@ -67,8 +67,8 @@ func withLiveList(ctx workflow.Context) workflow.Context {
 
 // withLocalActivities sets the options of the steps that run as local
 // activities, in the workflow's own task, saving a round trip through the
-// server each: the switch's steps other than its Claim (see Switch). An attempt is bounded as a regular activity's
-// is. They retry as the regular activities do, forever: the SDK retries a
+// server each: every step of a switch (see Switch). An attempt is bounded as
+// a regular activity's is. They retry as the regular activities do, forever: the SDK retries a
 // failing local activity inside the workflow task while the backoff is
 // shorter than the task's timeout, and from a server timer once it is
 // longer. A switch whose step gave up would leave its claim standing, and

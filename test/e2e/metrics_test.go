@@ -63,7 +63,7 @@ func TestMetricsMoveAfterASwitch(t *testing.T) {
 		body := scrape(t, workerMetrics)
 		return switchedOnce.MatchString(body) &&
 			strings.Contains(body, "ate_switch_duration_seconds_count") &&
-			strings.Contains(body, "temporal_activity_execution_latency_seconds"), grep(body, "ate_")
+			strings.Contains(body, "temporal_local_activity_execution_latency_seconds"), grep(body, "ate_")
 	})
 	producttest.Eventually(t, "the starter's signal counter", func() (bool, string) {
 		body := scrape(t, p.StarterMetricsAddr)

@@ -91,8 +91,8 @@ func TestTraceOfASwitch(t *testing.T) {
 	require.Equal(t, "trace-b", attrs(start.Attributes)[tracing.AttrTo])
 
 	// Each step: scheduled by the workflow, run by the worker as the
-	// child of its scheduling (Claim is a regular activity, the others
-	// local ones); each makes its API requests within its span.
+	// child of its scheduling (every step a local activity); each makes
+	// its API requests within its span.
 	for _, step := range []struct {
 		name    string
 		request string // a request the step makes, as "METHOD path" (a part of it)
