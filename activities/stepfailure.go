@@ -72,6 +72,12 @@ func (a *Activities) reportStepFailure(ctx context.Context, step string, pool wf
 		return
 	}
 	info := activity.GetInfo(ctx)
+	if info.IsLocalActivity {
+		// The SDK logs a failed attempt of a regular activity ("Activity
+		// error."), not of a local one: every step of a switch is local,
+		// so say it here, once per attempt, as the SDK would.
+		a.logger(ctx).Warn("Local activity error.", "step", step, "pool", pool.String(), "class", class, "Attempt", info.Attempt, "Error", (*errp).Error())
+	}
 	a.reportFailure(ctx, info.Attempt, info.WorkflowExecution.RunID, step, pool, class, *errp)
 }
 

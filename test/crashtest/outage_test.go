@@ -165,7 +165,7 @@ func TestAPIServerOutageMidSwitch(t *testing.T) {
 				Attempt int    `json:"Attempt"`
 				Error   string `json:"Error"`
 			}
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "Activity error." && strings.Contains(l.Error, "connection refused") {
+			if json.Unmarshal([]byte(line), &l) == nil && (l.Msg == "Activity error." || l.Msg == "Local activity error.") && strings.Contains(l.Error, "connection refused") {
 				n, most = n+1, max(most, l.Attempt)
 			}
 		}
