@@ -43,6 +43,19 @@ const Version = "v4"
 //     docs/decisions/0003-one-switch-shape.md.
 var firstVersions = map[string]int{"switch": 4, "release": 3}
 
+// shapeVersions is, per workflow kind, the version whose fixtures record
+// the kind's current shape: the code version at which its workflow last
+// changed its commands. The recorder records a kind's fixtures only when
+// that is Version; a kind whose workflow did not change when Version was
+// bumped keeps its fixtures of the older version, which replay with
+// today's code (TestReplay), and is not recorded again under the new
+// name. Bump a kind's entry to Version when its workflow changes.
+var shapeVersions = map[string]int{"switch": 4, "release": 3}
+
+// recordsKind reports whether the recorder records fixtures of kind
+// under Version.
+func recordsKind(kind string) bool { return shapeVersions[kind] == versionNumber(Version) }
+
 // Dir is where the fixtures live, relative to this package.
 const Dir = "testdata"
 
