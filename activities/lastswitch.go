@@ -76,11 +76,11 @@ func stamp(entry *v1alpha1.WorkerPoolSandboxClassStatus, run *v1alpha1.SwitchRun
 type ownWrite int
 
 const (
-	ownNone       ownWrite = iota // not stamped by this run: nothing of it landed
-	ownClaim                      // the claim on config stands
-	ownConfirm                    // the class is on config, no claim: the confirm landed
-	ownRollBack                   // the class is on from, no claim: the roll back landed
-	ownSomething                  // stamped by this run, in another state
+	ownNone      ownWrite = iota // not stamped by this run: nothing of it landed
+	ownClaim                     // the claim on config stands
+	ownConfirm                   // the class is on config, no claim: the confirm landed
+	ownRollBack                  // the class is on from, no claim: the roll back landed
+	ownSomething                 // stamped by this run, in another state
 )
 
 // ownWriteOn classifies the class's state for the run moving it from
