@@ -69,6 +69,7 @@ var recordedScenarios = []string{
 	"switch-first-resolution", "switch-confirmed", "switch-open-at-observe", "switch-rolled-back",
 	"switch-confirmed-from-deleting", "switch-claim-refused", "switch-abandoned-claim",
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
+	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
 }
 
@@ -833,6 +834,38 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		_, upserted := upsertedOutcome(t, h)
 		require.False(t, upserted, "no outcome")
 		require.Empty(t, activityCalls(t, h), "no step recorded")
+	},
+	// A switch whose workflow task ran again after its Confirm landed: the
+	// re-run's Claim found the class on the target with its run's stamp.
+	"switch-rerun-landed": func(t testing.TB, h *historypb.History) {
+		checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "RecordEvent")
+		refused := 0
+		for _, e := range h.GetEvents() {
+			if e.GetWorkflowTaskFailedEventAttributes() != nil {
+				refused++
+			}
+		}
+		require.Equal(t, 1, refused, "the first run of the task was refused")
+		var claim activities.PoolWrite
+		decode(t, activityCalls(t, h)[1].Result, &claim)
+		require.True(t, claim.Landed, "the re-run's claim found the confirm")
+	},
+	// A switch whose workflow task ran again after its RollBack landed (the
+	// target since released and created again, so the re-run's Protect
+	// protected it): the re-run's Claim found the roll back.
+	"switch-rerun-rolled-back": func(t testing.TB, h *historypb.History) {
+		checkMove(t, h, "", wfapi.OutcomeRolledBack, "Protect", "Claim", "RecordEvent")
+		refused := 0
+		for _, e := range h.GetEvents() {
+			if e.GetWorkflowTaskFailedEventAttributes() != nil {
+				refused++
+			}
+		}
+		require.Equal(t, 1, refused, "the first run of the task was refused")
+		var claim activities.PoolWrite
+		decode(t, activityCalls(t, h)[1].Result, &claim)
+		require.NotNil(t, claim.RolledBack, "the re-run's claim found the roll back")
+		require.NotEmpty(t, claim.RolledBack.Reason, "the failure still stands: its Warning is due")
 	},
 	// The run it continued as: a look that finds the pool up to date.
 	"switch-after-continue-as-new": func(t testing.TB, h *historypb.History) {

@@ -88,6 +88,8 @@ var scenarios = []scenario{
 	{"reresolve", []string{"switch-reresolve-up-to-date", "switch-reresolve-moved"}, recordReresolve},
 	{"reresolve-while-running", []string{"switch-continued-as-new", "switch-after-continue-as-new"}, recordReresolveWhileRunning},
 	{"observe-held", []string{"switch-open-at-observe"}, recordObserveHeld},
+	{"rerun-landed", []string{"switch-rerun-landed"}, recordRerunLanded},
+	{"rerun-rolled-back", []string{"switch-rerun-rolled-back"}, recordRerunRolledBack},
 }
 
 func TestRecord(t *testing.T) {
@@ -616,4 +618,74 @@ func recordObserveHeld(t *testing.T, rec *recording) {
 	held.Release()
 	_, closed := p.closedRun(t, id, run.RunID)
 	require.Equal(t, run, closed)
+}
+
+// nudgeSignal is a signal no workflow listens for: sent to a switch while
+// its one workflow task runs, it makes the server refuse the task's
+// completion (a new event came, and the task's commands end the run), as a
+// worker that died inside the task would have it run again.
+const nudgeSignal = "replay-recorder-nudge"
+
+// recordRerunLanded: a switch's workflow task runs again after its Confirm
+// landed (test/crashtest kills a worker there; the recorder makes the
+// server refuse the task instead, with a signal nothing listens for, which
+// leaves the same history but for the refused task's failure cause). The
+// re-run's Claim finds the class on the target with its own run's stamp
+// (Landed): the event, keyed by the run, and nothing else.
+func recordRerunLanded(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	held := producttest.NewGateAfterContaining("Confirm", "gvisor-next")
+	p := startProduct(t, env.Temporal, held)
+	t.Cleanup(held.Release)
+	ctx := context.Background()
+	ns, _ := racer(t, p, held, "again") // confirmed, the completion held
+	id := wfapi.SwitchWorkflowID(ns, "again")
+	running, _ := p.describe(t, id, "")
+
+	require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, running, nudgeSignal, nil))
+	held.Release()
+	h, run := p.closedRun(t, id, running)
+	requireMove(t, h, "gvisor-now", "gvisor-next")
+	p.WaitForConfig(t, ns, "again", "gvisor-next", metav1.ConditionTrue)
+	p.WaitForEvents(t, ns, "again", []string{
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,
+		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "gvisor-next"`,
+	})
+	rec.save("switch-rerun-landed", h, run)
+}
+
+// recordRerunRolledBack: the claim race (recordClaimRace, the worker
+// alone), and the switch's workflow task runs again once its RollBack
+// landed (the server refuses the task, as in recordRerunLanded). Before the
+// re-run, the deleted target is released and created again, so the
+// re-run's first Protect protects it; its Claim then finds the class on
+// From, no claim, with its own run's stamp (RolledBack): the Warning of
+// that roll back, keyed by the failure's appearance, and nothing else.
+func recordRerunRolledBack(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	claimed := producttest.NewGateAfterContaining("Claim", "gvisor-next")
+	rolledBack := producttest.NewGateAfterContaining("RollBack", "gvisor-next")
+	p := startWorkerAlone(t, env.Temporal, claimed, rolledBack)
+	t.Cleanup(claimed.Release)
+	t.Cleanup(rolledBack.Release)
+	ctx := context.Background()
+	ns, next := racerByHand(t, p, claimed, "twice") // protected and claimed, not yet read
+	id := wfapi.SwitchWorkflowID(ns, "twice")
+	running, _ := p.describe(t, id, "")
+
+	require.NoError(t, p.Env.Kube.Delete(ctx, next))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	p.WaitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
+	claimed.Release()
+	rolledBack.WaitReached(t) // rolled back, the completion held
+
+	require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, running, nudgeSignal, nil))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	p.WaitGone(t, next)
+	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-next", false)))
+	rolledBack.Release()
+	h, run := p.closedRun(t, id, running)
+	requireMove(t, h, "gvisor-now", "gvisor-next")
+	p.WaitForConfig(t, ns, "twice", "gvisor-now", metav1.ConditionFalse)
+	rec.save("switch-rerun-rolled-back", h, run)
 }
