@@ -55,6 +55,8 @@ func TestReplayCatchesIncompatibleChanges(t *testing.T) {
 		{"a switch that confirms without claiming", "switch-confirmed", 4, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
 		{"a switch that rolls back without claiming", "switch-rolled-back", 4, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 4, wfapi.SwitchWorkflow, switchLocalObserve},
+		{"a re-run that goes on after its claim found its confirm", "switch-rerun-landed", 4, wfapi.SwitchWorkflow, switchIgnoresEarlierWrite},
+		{"a re-run that goes on after its claim found its roll back", "switch-rerun-rolled-back", 4, wfapi.SwitchWorkflow, switchIgnoresEarlierWrite},
 		{"a release that lists live before asking the cache", "release-at-once", 3, wfapi.ReleaseWorkflow, releaseLiveFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +153,7 @@ type guardSwitch struct {
 	regularClaim    bool // the claim a regular activity
 	skipClaim       bool // no claim at all
 	localObserve    bool // an operator's start observes in a local activity
+	ignoreEarlier   bool // a re-run's claim that found its run's confirm or roll back goes on as a claim
 }
 
 // guardVersion is the fixture version guardSwitch copies.
@@ -161,6 +164,7 @@ var (
 	switchRegularClaim        = guardSwitch{regularClaim: true}.run
 	switchConfirmWithoutClaim = guardSwitch{skipClaim: true}.run
 	switchLocalObserve        = guardSwitch{localObserve: true}.run
+	switchIgnoresEarlierWrite = guardSwitch{ignoreEarlier: true}.run
 )
 
 func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
@@ -281,13 +285,13 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		case claim.Superseded:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-		case claim.Landed:
+		case claim.Landed && !g.ignoreEarlier:
 			res, err := guardSwitched(ctx, in, &claim)
 			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
 				return res, err
 			}
 			return res, guardWake(ctx, []string{in.From})
-		case claim.RolledBack != nil:
+		case claim.RolledBack != nil && !g.ignoreEarlier:
 			earlier := claim.RolledBack
 			if earlier.Reason != "" && earlier.FailingSince != nil {
 				ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
