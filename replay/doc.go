@@ -3,8 +3,11 @@
 //
 // The fixtures in testdata/ are named <switch|release>-<scenario>.<version>.json,
 // the JSON that `temporal workflow show --output json` writes and the SDK's
-// WorkflowReplayer reads. The corpus begins with v3, the shape of the first
-// release (docs/decisions/0003-one-switch-shape.md). Each fixture keeps, in
+// WorkflowReplayer reads. The corpus begins, for switches, with v4 (every
+// step of a move local, in one workflow task:
+// docs/decisions/0007-one-task-switch.md), and, for releases, with v3, whose
+// shape v4 keeps (firstVersions, shapeVersions; the shapes before them:
+// docs/decisions/0003-one-switch-shape.md). Each fixture keeps, in
 // <name>.<version>.execution.json, the workflow ID and run ID it was
 // recorded under: a switch reads its pool from its workflow ID, so it
 // replays only under that ID (ReplayFixture). The tests (plain `go test`,

@@ -27,15 +27,34 @@ import (
 // workflow issues, and record the new version's fixtures next to the old
 // ones, which stay: they are the histories still open in clusters running
 // the old code.
-const Version = "v3"
+const Version = "v4"
 
-// firstVersion is the first version of the corpus: the shape of the first
-// release, each switch a top-level execution under the pool's switch ID
-// (wfapi.SwitchWorkflowID). The shapes recorded before it were retired
-// before any release, and their fixtures deleted with them
-// (docs/decisions/0003-one-switch-shape.md); from it on, every fixture is
-// kept and replayed for as long as its shape may run.
-const firstVersion = 3
+// firstVersions is where the corpus begins, per workflow kind. The shapes
+// recorded before it were retired before any release, and their fixtures
+// deleted with them; from it on, every fixture is kept and replayed for as
+// long as its shape may run.
+//
+//   - release: v3, the shape of the first release (the release workflow has
+//     not changed since).
+//   - switch: v4, every step of a move local, in one workflow task. The v3
+//     switch (Claim a regular activity, the move in two workflow tasks)
+//     never shipped and was replaced, with its fixtures, before any release
+//     (docs/decisions/0007-one-task-switch.md); the shapes before it by
+//     docs/decisions/0003-one-switch-shape.md.
+var firstVersions = map[string]int{"switch": 4, "release": 3}
+
+// shapeVersions is, per workflow kind, the version whose fixtures record
+// the kind's current shape: the code version at which its workflow last
+// changed its commands. The recorder records a kind's fixtures only when
+// that is Version; a kind whose workflow did not change when Version was
+// bumped keeps its fixtures of the older version, which replay with
+// today's code (TestReplay), and is not recorded again under the new
+// name. Bump a kind's entry to Version when its workflow changes.
+var shapeVersions = map[string]int{"switch": 4, "release": 3}
+
+// recordsKind reports whether the recorder records fixtures of kind
+// under Version.
+func recordsKind(kind string) bool { return shapeVersions[kind] == versionNumber(Version) }
 
 // Dir is where the fixtures live, relative to this package.
 const Dir = "testdata"
@@ -50,12 +69,12 @@ var workflowTypes = map[string]string{
 var fixtureName = regexp.MustCompile(`^(switch|release)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
-// switch-confirmed.v3.json.
+// switch-confirmed.v4.json.
 type Fixture struct {
 	Path     string
 	Kind     string // switch or release
 	Scenario string // e.g. walk
-	Version  int    // 3 for v3
+	Version  int    // 4 for v4
 }
 
 // Name is the file name without the version: switch-confirmed.
@@ -74,8 +93,8 @@ func ParseFixture(path string) (Fixture, error) {
 	if err != nil {
 		return Fixture{}, fmt.Errorf("%s: version: %w", path, err)
 	}
-	if v < firstVersion {
-		return Fixture{}, fmt.Errorf("%s: the corpus begins with v%d, the first release's shape", path, firstVersion)
+	if first := firstVersions[m[1]]; v < first {
+		return Fixture{}, fmt.Errorf("%s: the corpus of %s fixtures begins with v%d (see firstVersions)", path, m[1], first)
 	}
 	return Fixture{Path: path, Kind: m[1], Scenario: m[2], Version: v}, nil
 }

@@ -14,8 +14,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -38,20 +40,23 @@ func TestReplayCatchesIncompatibleChanges(t *testing.T) {
 		workflow      string
 		changed       any
 	}{
-		// A switch is replayed under the execution it was recorded from. Not
-		// here: a running switch that claims locally. The running fixture
-		// ends with its first task's commands, which the replayer matches
-		// against the events only once a later task starts; only the local
-		// steps' markers are matched before. Its replay therefore misses a
-		// claim made local (the completed ones catch it, and so do the
-		// ordering checks, in TestOrderingCatchesWrongSwitches).
-		{"a switch that reads before it claims", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchReadBeforeClaim},
-		{"a running switch that reads before it claims", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, switchReadBeforeClaim},
-		{"a switch that claims in a local activity", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchLocalClaim},
-		{"a running switch that confirms without claiming", "switch-open-at-claim", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
-		{"a switch that confirms without claiming", "switch-confirmed", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
-		{"a switch that rolls back without claiming", "switch-rolled-back", 3, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
-		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 3, wfapi.SwitchWorkflow, switchLocalObserve},
+		// A switch is replayed under the execution it was recorded from. A
+		// v4 move runs in one workflow task, so no switch rests inside a
+		// move: the switch cases replay completed fixtures, whose markers
+		// the changed copy's commands must match. Not here: the running
+		// switch-open-at-observe against a local Observe. It ends with its
+		// first task's commands, which the replayer matches against the
+		// events only once a later task starts; it passes (the completed
+		// re-resolution catches the change, and so do the ordering checks).
+		{"a switch that reads before it claims", "switch-confirmed", 4, wfapi.SwitchWorkflow, switchReadBeforeClaim},
+		{"a switch that rolls back after reading before it claims", "switch-rolled-back", 4, wfapi.SwitchWorkflow, switchReadBeforeClaim},
+		{"a switch that claims in a regular activity", "switch-confirmed", 4, wfapi.SwitchWorkflow, switchRegularClaim},
+		{"a re-resolution that claims in a regular activity", "switch-reresolve-moved", 4, wfapi.SwitchWorkflow, switchRegularClaim},
+		{"a switch that confirms without claiming", "switch-confirmed", 4, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
+		{"a switch that rolls back without claiming", "switch-rolled-back", 4, wfapi.SwitchWorkflow, switchConfirmWithoutClaim},
+		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", 4, wfapi.SwitchWorkflow, switchLocalObserve},
+		{"a re-run that goes on after its claim found its confirm", "switch-rerun-landed", 4, wfapi.SwitchWorkflow, switchIgnoresEarlierWrite},
+		{"a re-run that goes on after its claim found its roll back", "switch-rerun-rolled-back", 4, wfapi.SwitchWorkflow, switchIgnoresEarlierWrite},
 		{"a release that lists live before asking the cache", "release-at-once", 3, wfapi.ReleaseWorkflow, releaseLiveFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,26 +140,31 @@ func guardLocal(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
 }
 
-// guardSwitch is the switch as package workflows runs it, written again
-// here so that one thing at a time can be changed in it. Unchanged, it must
-// replay every switch fixture of the version it was written for (the
-// control case of TestGuardIsFaithful): a changed one that fails the
-// replay then fails for its change, not for something the copy left out.
+// guardSwitch is the switch as package workflows runs it (v4: every step of
+// a move local, in one workflow task), written again here so that one thing
+// at a time can be changed in it. Unchanged, it must replay every switch
+// fixture of the version it was written for (the control case of
+// TestGuardIsFaithful): a changed one that fails the replay then fails for
+// its change, not for something the copy left out. It issues the commands
+// of workflows.Switch, Version markers included; what issues none (queries,
+// current details, logs, metrics) it leaves out.
 type guardSwitch struct {
 	readBeforeClaim bool // the live read before the claim
-	localClaim      bool // the claim a local activity
+	regularClaim    bool // the claim a regular activity
 	skipClaim       bool // no claim at all
 	localObserve    bool // an operator's start observes in a local activity
+	ignoreEarlier   bool // a re-run's claim that found its run's confirm or roll back goes on as a claim
 }
 
 // guardVersion is the fixture version guardSwitch copies.
-const guardVersion = 3
+const guardVersion = 4
 
 var (
 	switchReadBeforeClaim     = guardSwitch{readBeforeClaim: true}.run
-	switchLocalClaim          = guardSwitch{localClaim: true}.run
+	switchRegularClaim        = guardSwitch{regularClaim: true}.run
 	switchConfirmWithoutClaim = guardSwitch{skipClaim: true}.run
 	switchLocalObserve        = guardSwitch{localObserve: true}.run
+	switchIgnoresEarlierWrite = guardSwitch{ignoreEarlier: true}.run
 )
 
 func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
@@ -164,10 +174,19 @@ func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.Swi
 		return nil, err
 	}
 	in.Pool = pool
+	if in.Problem() != "" && guardVersionOf(ctx, "refuse-invalid-input") >= 1 {
+		return nil, fmt.Errorf("switch refused: %s", in.Problem())
+	}
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
-	drainSignals(reresolve)
+	if !in.IsMove() || reresolve.Len() == 0 || guardVersionOf(ctx, "keep-early-reresolve") < 1 {
+		drainSignals(reresolve)
+	}
 	if !in.IsMove() {
-		_ = workflow.UpsertTypedSearchAttributes(ctx, searchattr.WorkerPoolKey.ValueSet(in.Pool.String()))
+		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(in.Pool.String())}
+		if carried := guardCarriedMove(ctx); len(carried) > 0 && guardVersionOf(ctx, "drop-carried-move") >= 1 {
+			attrs = append(attrs, carried...)
+		}
+		_ = workflow.UpsertTypedSearchAttributes(ctx, attrs...)
 		observe := workflow.ExecuteActivity(guardOptions(ctx), act.Observe, in.Pool)
 		if g.localObserve {
 			observe = workflow.ExecuteLocalActivity(guardLocal(ctx), act.Observe, in.Pool)
@@ -194,6 +213,23 @@ func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.Swi
 	return guardFinish(ctx, in, res, reresolve)
 }
 
+func guardVersionOf(ctx workflow.Context, change string) workflow.Version {
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
+}
+
+// guardCarriedMove is workflows.carriedMove: the unsetting of the move's
+// search attributes a run continued as new carries over.
+func guardCarriedMove(ctx workflow.Context) []temporal.SearchAttributeUpdate {
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	var unset []temporal.SearchAttributeUpdate
+	for _, k := range []temporal.SearchAttributeKeyKeyword{searchattr.SandboxClassKey, searchattr.FromConfigKey, searchattr.ToConfigKey, searchattr.OutcomeKey} {
+		if sa.ContainsKey(k) {
+			unset = append(unset, k.ValueUnset())
+		}
+	}
+	return unset
+}
+
 func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	local := guardLocal(ctx)
 	if in.To == "" {
@@ -206,39 +242,72 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 		}
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, guardWake(ctx, []string{in.Abandon})
 	}
+	// The first Protect, yielding to a `reresolve` that comes before it
+	// ends (workflows.protectBeforeClaim).
 	var check activities.TargetCheck
-	if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+	pctx, cancel := workflow.WithCancel(local)
+	defer cancel()
+	f := workflow.ExecuteLocalActivity(pctx, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool})
+	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
+	signalled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) {})
+	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
+	sel.Select(ctx)
+	if signalled && guardVersionOf(ctx, yieldBeforeClaim) >= 1 {
+		drainSignals(reresolve)
+		cancel()
+		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
+	}
+	if err := f.Get(ctx, &check); err != nil {
 		return nil, err
 	}
 	var release []string
 	var claimed string
-	if check.OK {
-		var live *resolve.Config
-		read := func() error { return workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live) }
-		if g.readBeforeClaim {
-			if err := read(); err != nil {
-				return nil, err
-			}
+	var live *resolve.Config
+	read := func() error { return workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live) }
+	if check.OK && g.readBeforeClaim {
+		if err := read(); err != nil {
+			return nil, err
 		}
-		if !g.skipClaim {
-			claim := workflow.ExecuteActivity(guardOptions(ctx), act.Claim, claimInput(in))
-			if g.localClaim {
-				claim = workflow.ExecuteLocalActivity(local, act.Claim, claimInput(in))
+	}
+	var claim activities.PoolWrite
+	if check.OK && !g.skipClaim {
+		f := workflow.ExecuteLocalActivity(local, act.Claim, guardClaimInput(in))
+		if g.regularClaim {
+			f = workflow.ExecuteActivity(guardOptions(ctx), act.Claim, guardClaimInput(in))
+		}
+		if err := f.Get(ctx, &claim); err != nil {
+			return nil, err
+		}
+		switch {
+		case claim.PoolGone:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+		case claim.Superseded:
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+		case claim.Landed && !g.ignoreEarlier:
+			res, err := guardSwitched(ctx, in, &claim)
+			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
+				return res, err
 			}
-			var w activities.PoolWrite
-			if err := claim.Get(ctx, &w); err != nil {
-				return nil, err
+			return res, guardWake(ctx, []string{in.From})
+		case claim.RolledBack != nil && !g.ignoreEarlier:
+			earlier := claim.RolledBack
+			if earlier.Reason != "" && earlier.FailingSince != nil {
+				ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
+				if err := workflow.ExecuteLocalActivity(local, act.RecordEvent, ev).Get(ctx, nil); err != nil {
+					return nil, err
+				}
 			}
-			switch {
-			case w.PoolGone:
-				return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-			case w.Superseded:
-				return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-			}
-			claimed = w.ResourceVersion
-			if w.Displaced != "" {
-				release = append(release, w.Displaced)
-			}
+			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: earlier.Reason, Message: earlier.Message}, nil
+		case claim.Refused != nil:
+			check = *claim.Refused
+		}
+	}
+	if check.OK {
+		claimed = claim.ResourceVersion
+		if claim.Displaced != "" {
+			release = append(release, claim.Displaced)
 		}
 		if !g.readBeforeClaim {
 			if err := read(); err != nil {
@@ -247,48 +316,23 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 		}
 		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
 		if check.OK && !live.Protected {
-			if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class}).Get(ctx, &check); err != nil {
+			if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
 				return nil, err
 			}
 		}
 	}
-	settle := activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: claimed != ""}
-	var w activities.PoolWrite
 	var res *wfapi.SwitchResult
-	var event poolevents.Event
+	var err error
 	if check.OK {
-		settle.Claimed = true
-		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
-			return nil, err
-		}
+		res, err = guardConfirm(ctx, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
-		settle.Reason, settle.Message = check.Reason, resolve.Keeping(check.Message, in.From)
-		if err := workflow.ExecuteLocalActivity(local, act.RollBack, settle).Get(ctx, &w); err != nil {
-			return nil, err
-		}
+		res, err = guardRollBack(ctx, in, check, claimed)
 	}
-	switch {
-	case check.OK || w.Landed:
-		if w.PoolGone && !w.Landed {
-			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-		}
-		res = &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}
-		event = poolevents.Event{Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
-			Action: "Switch", Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID}
-	case w.PoolGone:
-		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-	default:
-		res = &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: settle.Message}
-		event = activities.WarningEvent(in.Pool, in.Class, check.Reason, settle.Message, in.Generation)
-	}
-	if err := workflow.ExecuteLocalActivity(local, act.RecordEvent, event).Get(ctx, nil); err != nil {
-		return nil, err
-	}
-	if w.PoolGone {
-		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
+		return res, err
 	}
 	if len(release) > 0 {
 		if err := guardWake(ctx, release); err != nil {
@@ -296,6 +340,66 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 		}
 	}
 	return res, nil
+}
+
+func guardConfirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
+	var w activities.PoolWrite
+	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Confirm, activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: true,
+	}).Get(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.Refused != nil && guardVersionOf(ctx, "confirm-refused") >= 1 {
+		return guardRollBack(ctx, in, *w.Refused, claimed)
+	}
+	return guardSwitched(ctx, in, &w)
+}
+
+func guardRollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.TargetCheck, claimed string) (*wfapi.SwitchResult, error) {
+	message := resolve.Keeping(check.Message, in.From)
+	var w activities.PoolWrite
+	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RollBack, activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
+		Reason: check.Reason, Message: message, ResourceVersion: claimed, Local: true, Claimed: claimed != "",
+	}).Get(ctx, &w); err != nil {
+		return nil, err
+	}
+	if w.Landed {
+		return guardSwitched(ctx, in, &w)
+	}
+	if w.PoolGone {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if w.Superseded && guardVersionOf(ctx, "settle-superseded") >= 1 {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+	}
+	ev := activities.WarningEvent(in.Pool, in.Class, check.Reason, message, in.Generation)
+	if w.FailingSince != nil {
+		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+	}
+	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
+}
+
+func guardSwitched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
+	if w.Superseded && guardVersionOf(ctx, "settle-superseded") >= 1 {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
+	}
+	if w.PoolGone && !w.Landed {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, poolevents.Event{
+		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+		Action: "Switch", Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	}).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	if w.PoolGone {
+		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
+	}
+	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
 }
 
 func guardWake(ctx workflow.Context, configs []string) error {
@@ -321,8 +425,13 @@ func drainSignals(ch workflow.ReceiveChannel) int {
 	return n
 }
 
-func claimInput(in wfapi.SwitchInput) activities.ClaimInput {
-	return activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion, ExpectFrom: true, From: in.From}
+func guardClaimInput(in wfapi.SwitchInput) activities.ClaimInput {
+	return activities.ClaimInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
+		ExpectFrom: true, From: in.From,
+		ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
+		ExpectRun: in.FromRun != nil, FromRun: ptr.Deref(in.FromRun, ""),
+	}
 }
 
 // TestGuardIsFaithful is the guards' control: guardSwitch unchanged
@@ -361,25 +470,34 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 	}{
 		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
+		{"as recorded, a claim that refused its target", "switch-claim-refused", func(testing.TB, *historypb.History) {}, ""},
 		{"a switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			moveBefore(t, h, localMarker(t, h, "ReadConfig"), regularEvents(t, h, "Claim"))
+			moveBefore(t, h, localMarker(t, h, "ReadConfig"), []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
 		}, "ReadConfig after Claim"},
-		{"a switch whose claim is local", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			makeLocal(t, h, "Claim")
-		}, "only the claim (and an operator's Observe) is a regular activity"},
+		{"a switch whose claim is a regular activity", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			makeRegular(t, h, "Claim")
+		}, "every step of the move is local"},
 		{"a switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, regularEvents(t, h, "Claim"))
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
 		}, "ReadConfig after Claim"},
 		{"a switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, regularEvents(t, h, "Claim"))
-			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim"), localMarker(t, h, "ReadConfig")})
 		}, "Confirm or RollBack after ReadConfig"},
 		{"a switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "RecordEvent"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
+		{"a switch that records its event after a claim that found no earlier write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig"), localMarker(t, h, "Confirm")})
+		}, "RecordEvent after the write"},
 		{"a switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
 		}, "Protect before Claim"},
+		{"a switch whose move takes two workflow tasks", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+		}, "the move in one workflow task"},
+		{"a re-resolution whose move takes two workflow tasks", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
+			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+		}, "the move in one workflow task"},
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
 			makeLocal(t, h, "Observe")
 		}, "records its Observe with a regular activity"},
@@ -534,6 +652,48 @@ func makeLocal(t testing.TB, h *historypb.History, activityType string) {
 	i := slices.Index(h.Events, events[0])
 	remove(h, events)
 	h.Events = slices.Insert(h.Events, i, marker)
+}
+
+// newEventID gives an event added by an edit an ID no recorded event has,
+// so renumber can map references to it.
+var newEventID int64 = 1 << 40
+
+func added(e *historypb.HistoryEvent) *historypb.HistoryEvent {
+	newEventID++
+	e.EventId = newEventID
+	return e
+}
+
+// makeRegular replaces a local activity's marker with the events a regular
+// activity with the same result leaves: scheduled, started, completed.
+func makeRegular(t testing.TB, h *historypb.History, activityType string) {
+	t.Helper()
+	marker := localMarker(t, h, activityType)
+	scheduled := added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+		Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+			ActivityType: &commonpb.ActivityType{Name: activityType}}}})
+	started := added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+		Attributes: &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{
+			ScheduledEventId: scheduled.EventId}}})
+	completed := added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+		Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{
+			ScheduledEventId: scheduled.EventId, StartedEventId: started.EventId,
+			Result: marker.GetMarkerRecordedEventAttributes().GetDetails()["result"]}}})
+	i := slices.Index(h.Events, marker)
+	remove(h, []*historypb.HistoryEvent{marker})
+	h.Events = slices.Insert(h.Events, i, scheduled, started, completed)
+}
+
+// splitTask ends the workflow task before marker e and records e, and what
+// follows, in a new one: as a move whose local steps outlast the task.
+func splitTask(t testing.TB, h *historypb.History, e *historypb.HistoryEvent) {
+	t.Helper()
+	i := slices.Index(h.Events, e)
+	require.GreaterOrEqual(t, i, 0)
+	h.Events = slices.Insert(h.Events, i,
+		added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED}),
+		added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED}),
+		added(&historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED}))
 }
 
 // renumber gives the events consecutive IDs from 1 and points the activity

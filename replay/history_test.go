@@ -51,6 +51,11 @@ type call struct {
 	Scheduled int64              // event ID (a local activity's first marker)
 	Closed    int64              // event ID of the completion, failure, time-out or cancel; 0 while running
 	Result    *commonpb.Payloads
+	// Task is the event ID of the WorkflowTaskCompleted event of the
+	// workflow task that asked for the call: the last one before its
+	// scheduled event or first marker (a task's commands, markers
+	// included, are recorded after its completion); 0 for none.
+	Task int64
 }
 
 // localActivityMarker is the part of a LocalActivity marker's "data" detail
@@ -68,6 +73,7 @@ func activityCalls(t testing.TB, h *historypb.History) []*call {
 	byID := map[int64]*call{}
 	var out []*call
 	var retrying *call // a local activity waiting on its backoff timer
+	var task int64     // the last WorkflowTaskCompleted event
 	closeCall := func(scheduled, closed int64, result *commonpb.Payloads) {
 		if c := byID[scheduled]; c != nil {
 			c.Closed, c.Result = closed, result
@@ -75,9 +81,11 @@ func activityCalls(t testing.TB, h *historypb.History) []*call {
 	}
 	for _, e := range h.GetEvents() {
 		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			task = e.GetEventId()
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := e.GetActivityTaskScheduledEventAttributes()
-			c := &call{Type: a.GetActivityType().GetName(), Input: a.GetInput(), Scheduled: e.GetEventId()}
+			c := &call{Type: a.GetActivityType().GetName(), Input: a.GetInput(), Scheduled: e.GetEventId(), Task: task}
 			byID[e.GetEventId()] = c
 			out = append(out, c)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
@@ -99,7 +107,7 @@ func activityCalls(t testing.TB, h *historypb.History) []*call {
 			require.NotEmpty(t, m.ActivityType, "local activity marker %d names no activity type", e.GetEventId())
 			c := retrying
 			if c == nil || c.Type != m.ActivityType {
-				c = &call{Type: m.ActivityType, Local: true, Scheduled: e.GetEventId()}
+				c = &call{Type: m.ActivityType, Local: true, Scheduled: e.GetEventId(), Task: task}
 				out = append(out, c)
 			}
 			retrying = nil
@@ -111,6 +119,18 @@ func activityCalls(t testing.TB, h *historypb.History) []*call {
 			if a.GetFailure() == nil {
 				c.Result = a.GetDetails()["result"]
 			}
+		}
+	}
+	return out
+}
+
+// workflowTasksCompleted lists the event IDs of the history's
+// WorkflowTaskCompleted events.
+func workflowTasksCompleted(h *historypb.History) []int64 {
+	var out []int64
+	for _, e := range h.GetEvents() {
+		if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			out = append(out, e.GetEventId())
 		}
 	}
 	return out

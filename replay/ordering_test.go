@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -39,16 +41,17 @@ func TestOrdering(t *testing.T) {
 	}
 }
 
-// TestScenariosRecorded: the scenarios the issues ask for exist, and at
-// least one history was exported while its workflow was still running, as
-// a new worker replays it.
+// TestScenariosRecorded: the scenarios the issues ask for exist, each of
+// its kind's current shape (shapeVersions), and at least one history was
+// exported while its workflow was still running, as a new worker replays
+// it.
 func TestScenariosRecorded(t *testing.T) {
 	fixtures, err := Fixtures(Dir)
 	require.NoError(t, err)
-	have := map[string]bool{}
+	have := map[string]bool{} // of its kind's current shape (shapeVersions)
 	open := 0
 	for _, fx := range fixtures {
-		have[fx.Name()] = true
+		have[fx.Name()] = have[fx.Name()] || fx.Version == shapeVersions[fx.Kind]
 		h, err := ReadHistory(fx.Path)
 		require.NoError(t, err)
 		if isOpen(h) {
@@ -56,16 +59,17 @@ func TestScenariosRecorded(t *testing.T) {
 		}
 	}
 	for _, name := range recordedScenarios {
-		require.True(t, have[name], "no fixture of scenario %s in %s", name, Dir)
+		require.True(t, have[name], "no fixture of scenario %s of its kind's current shape in %s", name, Dir)
 	}
 	require.GreaterOrEqual(t, open, 1, "histories exported while running")
 }
 
 // recordedScenarios are the fixtures the recorder records.
 var recordedScenarios = []string{
-	"switch-first-resolution", "switch-confirmed", "switch-open-at-claim", "switch-rolled-back",
-	"switch-confirmed-from-deleting", "switch-reprotected", "switch-abandoned-claim",
+	"switch-first-resolution", "switch-confirmed", "switch-open-at-observe", "switch-rolled-back",
+	"switch-confirmed-from-deleting", "switch-claim-refused", "switch-abandoned-claim",
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
+	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
 }
 
@@ -146,18 +150,20 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	}
 }
 
-// A switch is a top-level execution under its
-// pool's switch ID, in two workflow tasks: Protect (local), then Claim, a
-// regular activity, so that its result is recorded before anything else is
-// decided; then ReadConfig, possibly Protect again, Confirm or RollBack,
-// RecordEvent and WakeReleases, all local. An operator's start (no input)
-// first observes the pool with a regular Observe and plans the move from
-// it; one that finds nothing to move ends "up to date". A switch with no
-// target clears a claim no switch works on: AbandonClaim, WakeReleases.
-
-// regularSteps are the switch's regular activities; every other step
-// is local.
-var regularSteps = []string{"Observe", "Claim"}
+// A switch (v4) is a top-level execution under its pool's switch ID. A
+// move takes one workflow task, every step a local activity: Protect,
+// Claim, ReadConfig, possibly Protect again, Confirm or RollBack,
+// RecordEvent, WakeReleases. An operator's start (no input) first observes
+// the pool with a regular Observe, in its first task, and plans the move
+// from it; the move's steps then run in the task its completion starts;
+// one that finds nothing to move ends "up to date". A switch with no target
+// clears a claim no switch works on: AbandonClaim, WakeReleases.
+//
+// A crash re-runs the whole task, and the re-run's Claim decides from the
+// class's status (lastSwitch) what an earlier run wrote: its confirm landed
+// (Landed: the event is due, nothing else) or its roll back (RolledBack: the
+// Warning, nothing else). Those are the only shapes in which RecordEvent
+// follows the Claim with no write between.
 
 // stepOrder is one order of a switch's steps after an operator's
 // Observe. A switch that ended with its outcome ran at least the first
@@ -172,17 +178,28 @@ var switchOrders = map[string][]stepOrder{
 		{[]string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, 5},
 		// the live read found the target recreated, unprotected: protected again
 		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"}, 6},
-		// a re-run of the second workflow task whose roll back found the
-		// first run's confirm: the move stands and is reported
+		// a re-run of the task whose Claim found the earlier run's confirm
+		// (claimResult: landed): the move stands and its event is recorded
+		{[]string{"Protect", "Claim", "RecordEvent", "WakeReleases"}, 3},
+		// a roll back that found the earlier run's confirm (a re-run whose
+		// Protect was refused since, or whose confirm landed meanwhile):
+		// the move stands and is reported
 		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
 		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		{[]string{"Protect", "RollBack", "RecordEvent", "WakeReleases"}, 3},
 	},
 	wfapi.OutcomeRolledBack: {
 		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
 		// the recreated target's protection was refused
 		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
-		// the first protection was refused: nothing was claimed
+		// the first protection was refused, or the Claim refused the
+		// target: nothing was claimed
 		{[]string{"Protect", "RollBack", "RecordEvent", "WakeReleases"}, 3},
+		{[]string{"Protect", "Claim", "RollBack", "RecordEvent", "WakeReleases"}, 4},
+		// a re-run of the task whose Claim found the earlier run's roll
+		// back (claimResult: rolled back): its Warning, unless the failure
+		// is over
+		{[]string{"Protect", "Claim", "RecordEvent"}, 2},
 		// a claim no switch works on, cleared; its config's release woken
 		{[]string{"AbandonClaim", "WakeReleases"}, 2},
 	},
@@ -190,6 +207,35 @@ var switchOrders = map[string][]stepOrder{
 	wfapi.OutcomeSuperseded: {{[]string{"Protect", "Claim"}, 2}},
 	// an operator's start found nothing to move
 	wfapi.OutcomeUpToDate: {{nil, 0}},
+	// a `reresolve` came before the claim: continued as new, with no input
+	// (the first Protect cancelled, or not yet recorded)
+	outcomeYielded: {{[]string{"Protect"}, 0}},
+}
+
+// outcomeYielded stands for the outcome of a switch that yielded to a
+// `reresolve` before its claim (workflows.protectBeforeClaim): it
+// continues as new with no input and records no Outcome.
+const outcomeYielded = "(yielded before the claim)"
+
+// yieldBeforeClaim is the change ID the switch's yield records
+// (workflows.yieldBeforeClaim).
+const yieldBeforeClaim = "yield-before-claim"
+
+// versionChanges lists the change IDs of the history's Version markers
+// (workflow.GetVersion), in order.
+func versionChanges(t testing.TB, h *historypb.History) []string {
+	t.Helper()
+	var out []string
+	for _, e := range h.GetEvents() {
+		a := e.GetMarkerRecordedEventAttributes()
+		if a.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		decode(t, a.GetDetails()["change-id"], &id)
+		out = append(out, id)
+	}
+	return out
 }
 
 // orderRule is one ordering rule of the switch, read from the events
@@ -205,22 +251,75 @@ func before(calls []*call, i int, types ...string) bool {
 	return slices.ContainsFunc(calls[:i], func(c *call) bool { return slices.Contains(types, c.Type) })
 }
 
-// lastBefore is the type of the last call before calls[i] of one of types,
-// or "".
-func lastBefore(calls []*call, i int, types ...string) string {
+// lastBefore is the last call before calls[i] of one of types, or nil.
+func lastBefore(calls []*call, i int, types ...string) *call {
 	for j := i - 1; j >= 0; j-- {
 		if slices.Contains(types, calls[j].Type) {
-			return calls[j].Type
+			return calls[j]
 		}
 	}
-	return ""
+	return nil
+}
+
+// typeOf is c's type, "" for nil.
+func typeOf(c *call) string {
+	if c == nil {
+		return ""
+	}
+	return c.Type
+}
+
+// What a Claim's recorded result says (claimResult).
+const (
+	claimStands     = "claimed"     // the claim is written (or was, by this run): go on
+	claimLanded     = "landed"      // an earlier run of the task confirmed
+	claimRolledBack = "rolled back" // an earlier run of the task rolled back
+	claimRefused    = "refused"     // the target is not protected: nothing claimed
+	claimEnded      = "ended"       // superseded, or the pool is gone: nothing else
+	claimUnknown    = "no result"   // running, or failed
+)
+
+// claimResult reads a Claim's recorded result (a local activity's is in
+// its marker).
+func claimResult(c *call) string {
+	if c == nil || c.Result == nil {
+		return claimUnknown
+	}
+	var w activities.PoolWrite
+	dc := ReplayerOptions().DataConverter
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
+	if err := dc.FromPayloads(c.Result, &w); err != nil {
+		return claimUnknown
+	}
+	switch {
+	case w.PoolGone, w.Superseded:
+		return claimEnded
+	case w.Landed:
+		return claimLanded
+	case w.RolledBack != nil:
+		return claimRolledBack
+	case w.Refused != nil:
+		return claimRefused
+	}
+	return claimStands
 }
 
 var orderRules = []orderRule{
-	{"only the claim (and an operator's Observe) is a regular activity", func(calls []*call) string {
+	{"every step of the move is local", func(calls []*call) string {
 		for _, c := range calls {
-			if regular := slices.Contains(regularSteps, c.Type); regular == c.Local {
-				return fmt.Sprintf("%s (event %d) is local: %v; of a switch's steps exactly %v are regular", c.Type, c.Scheduled, c.Local, regularSteps)
+			if !c.Local {
+				return fmt.Sprintf("%s (event %d) is a regular activity; a move's steps are all local (only an operator's Observe, before the move, is regular)", c.Type, c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"the move in one workflow task", func(calls []*call) string {
+		for _, c := range calls {
+			if c.Task != calls[0].Task {
+				return fmt.Sprintf("%s (event %d) runs in the workflow task completed at event %d, %s (event %d) in the one completed at event %d",
+					c.Type, c.Scheduled, c.Task, calls[0].Type, calls[0].Scheduled, calls[0].Task)
 			}
 		}
 		return ""
@@ -235,18 +334,26 @@ var orderRules = []orderRule{
 	}},
 	{"ReadConfig after Claim", func(calls []*call) string {
 		for i, c := range calls {
-			if c.Type == "ReadConfig" && !before(calls, i, "Claim") {
+			if c.Type != "ReadConfig" {
+				continue
+			}
+			claim := lastBefore(calls, i, "Claim")
+			if claim == nil {
 				return fmt.Sprintf("ReadConfig (event %d) reads before any Claim: it cannot see a deletion that races the claim", c.Scheduled)
+			}
+			if r := claimResult(claim); r != claimStands {
+				return fmt.Sprintf("ReadConfig (event %d) follows a Claim (event %d) whose result says %s", c.Scheduled, claim.Scheduled, r)
 			}
 		}
 		return ""
 	}},
 	{"Confirm or RollBack after ReadConfig", func(calls []*call) string {
 		for i, c := range calls {
+			last := lastBefore(calls, i, "Claim", "ReadConfig")
 			switch {
-			case c.Type == "Confirm" && lastBefore(calls, i, "Claim", "ReadConfig") != "ReadConfig":
+			case c.Type == "Confirm" && typeOf(last) != "ReadConfig":
 				return fmt.Sprintf("Confirm (event %d) follows no live read after a claim", c.Scheduled)
-			case c.Type == "RollBack" && before(calls, i, "Claim") && lastBefore(calls, i, "Claim", "ReadConfig") != "ReadConfig":
+			case c.Type == "RollBack" && last != nil && typeOf(last) != "ReadConfig" && claimResult(last) != claimRefused:
 				return fmt.Sprintf("RollBack (event %d) of a claim follows no live read after it", c.Scheduled)
 			}
 		}
@@ -254,8 +361,29 @@ var orderRules = []orderRule{
 	}},
 	{"RecordEvent after the write", func(calls []*call) string {
 		for i, c := range calls {
-			if c.Type == "RecordEvent" && !before(calls, i, "Confirm", "RollBack") {
-				return fmt.Sprintf("RecordEvent (event %d) reports a write that did not happen yet", c.Scheduled)
+			if c.Type != "RecordEvent" || before(calls, i, "Confirm", "RollBack") {
+				continue
+			}
+			// A re-run of the task whose Claim found the earlier run's
+			// write reports that write.
+			claim := lastBefore(calls, i, "Claim")
+			if r := claimResult(claim); claim == nil || (r != claimLanded && r != claimRolledBack) {
+				return fmt.Sprintf("RecordEvent (event %d) reports a write that did not happen yet (the Claim before it: %s)", c.Scheduled, r)
+			}
+		}
+		return ""
+	}},
+	{"a re-run's Claim that found its earlier write ends the move", func(calls []*call) string {
+		for i, c := range calls {
+			if c.Type != "Claim" {
+				continue
+			}
+			if r := claimResult(c); r == claimLanded || r == claimRolledBack {
+				for _, next := range calls[i+1:] {
+					if next.Type != "RecordEvent" && next.Type != "WakeReleases" {
+						return fmt.Sprintf("%s (event %d) follows a Claim (event %d) that found the move %s", next.Type, next.Scheduled, c.Scheduled, r)
+					}
+				}
 			}
 		}
 		return ""
@@ -290,6 +418,13 @@ func switchOutcome(t testing.TB, h *historypb.History) string {
 		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
 		return res.Outcome
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		if slices.Contains(versionChanges(t, h), yieldBeforeClaim) {
+			// A `reresolve` came before the claim: the switch yielded,
+			// with nothing of its move written (or, after a refused
+			// workflow task, what that task wrote standing unrecorded).
+			require.False(t, ok, "a switch that yielded before its claim has no outcome")
+			return outcomeYielded
+		}
 		require.True(t, ok, "a switch upserts its Outcome before it continues as new")
 		return upserted
 	}
@@ -311,10 +446,19 @@ func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 	calls := activityCalls(t, h)
 	outcome := switchOutcome(t, h)
 
+	tasks := workflowTasksCompleted(h)
 	move, steps := in, calls
+	moveTask := int64(0) // the workflow task the move's steps must run in
+	wantTasks, shape := 0, ""
 	if in.IsMove() {
 		require.Equal(t, pool, wfapi.PoolRef{Namespace: in.Pool.Namespace, Name: in.Pool.Name}, "the starter's switch acts on the pool its ID names")
 		require.NotContains(t, callTypes(calls), "Observe", "the starter's switch decides on the starter's move, not on an Observe")
+		// The starter's move is one workflow task: its first, and, once
+		// the switch ended, its only one.
+		if len(tasks) > 0 {
+			moveTask = tasks[0]
+		}
+		wantTasks, shape = 1, "a starter's switch takes exactly one workflow task"
 	} else {
 		// An operator's start: the move is planned from a live read
 		// recorded by a regular activity, before any other step.
@@ -326,6 +470,8 @@ func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 		first := calls[0]
 		require.Equal(t, "Observe", first.Type, "an operator's switch observes its pool first")
 		require.False(t, first.Local, "an operator's switch records its Observe with a regular activity")
+		require.NotEmpty(t, tasks, "an Observe is scheduled by a workflow task")
+		require.Equal(t, tasks[0], first.Task, "an operator's switch observes in its first workflow task")
 		var observed wfapi.PoolRef
 		decode(t, first.Input, &observed)
 		require.Equal(t, pool, observed, "Observe reads the pool the workflow ID names")
@@ -349,12 +495,29 @@ func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 			return
 		}
 		move = planned
+		// The move runs in the workflow task the Observe's completion
+		// started, and the switch ends with it.
+		for _, task := range tasks {
+			if task > first.Closed {
+				moveTask = task
+				break
+			}
+		}
+		wantTasks, shape = 2, "an operator's switch takes two workflow tasks, its Observe's and its move's"
 	}
 
 	for _, rule := range orderRules {
 		if broken := rule.check(steps); broken != "" {
 			t.Fatalf("switch: %s: %s (steps %v)", rule.name, broken, callTypes(steps))
 		}
+	}
+	if len(steps) > 0 {
+		require.NotZerof(t, moveTask, "the move's steps (%v) ran in no completed workflow task", callTypes(steps))
+		require.Equalf(t, moveTask, steps[0].Task, "switch: the move in one workflow task: %s (event %d) runs in the task completed at event %d, not in the move's, completed at event %d",
+			steps[0].Type, steps[0].Scheduled, steps[0].Task, moveTask)
+	}
+	if outcome != "" && wantTasks > 0 {
+		require.Lenf(t, tasks, wantTasks, "%s (completed at events %v)", shape, tasks)
 	}
 	got := callTypes(steps)
 	matches := func(orders []stepOrder, complete bool) bool {
@@ -374,6 +537,11 @@ func checkSwitch(t testing.TB, exec Execution, h *historypb.History) {
 		require.Truef(t, matches(all, false), "steps %v of a running switch, or of one whose pool went away, are no prefix of an order", got)
 	case wfapi.OutcomeUpToDate:
 		t.Fatalf("a switch with a move (%+v) ended %q", move, outcome)
+	case outcomeYielded:
+		require.Truef(t, matches(switchOrders[outcome], true), "a switch that yielded ran %v", got)
+		var next wfapi.SwitchInput
+		decode(t, lastEvent(h).GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
+		require.Equal(t, wfapi.SwitchInput{}, next, "a switch that yielded continues as new with no input: the next run plans from its own live read")
 	default:
 		orders, known := switchOrders[outcome]
 		require.True(t, known, "unknown switch outcome %q", outcome)
@@ -404,10 +572,18 @@ func stepInput[T any](t testing.TB, c *call, asked step) T {
 func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfapi.SwitchInput, calls, steps []*call, outcome string) {
 	t.Helper()
 	replayed := replaySteps(t, exec, h)
+	if outcome == outcomeYielded && len(replayed) == len(calls)+1 && replayed[len(calls)].Type == "Protect" {
+		// The first Protect, cancelled by the yield before it ended:
+		// asked for, never recorded.
+		replayed = replayed[:len(calls)]
+	}
 	require.Len(t, replayed, len(calls), "the replay asks for the recorded steps")
 	offset := len(calls) - len(steps) // an operator's Observe
 	var claim activities.PoolWrite
-	var moved bool // a write that moved the class (Confirm, or a RollBack that found it landed)
+	var claimed bool // a Claim whose claim stands
+	// a write that moved the class: Confirm, or a RollBack or a re-run's
+	// Claim that found an earlier run's confirm
+	var moved bool
 	for i, c := range steps {
 		r := replayed[offset+i]
 		require.Equal(t, c.Type, r.Type, "step %d", offset+i+1)
@@ -425,9 +601,15 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			require.Equal(t, in.PoolResourceVersion, p.ResourceVersion, "Claim writes on the pool version the move was decided on")
 			require.True(t, p.ExpectFrom, "Claim writes only while the class is on From")
 			require.Equal(t, in.From, p.From, "Claim writes only while the class is on From")
+			require.Equal(t, in.SpecConfigRef != nil, p.ExpectSpec, "Claim expects the spec the move was planned on")
+			require.Equal(t, ptr.Deref(in.SpecConfigRef, ""), p.SpecConfigRef, "Claim expects the spec the move was planned on")
+			require.Equal(t, in.FromRun != nil, p.ExpectRun, "Claim expects the run that last wrote the class when the move was planned")
+			require.Equal(t, ptr.Deref(in.FromRun, ""), p.FromRun, "Claim expects the run that last wrote the class when the move was planned")
 			if c.Result != nil {
 				decode(t, c.Result, &claim)
 			}
+			claimed = claimResult(c) == claimStands
+			moved = claim.Landed
 		case "ReadConfig":
 			name := stepInput[string](t, c, r)
 			require.Equal(t, in.To, name, "ReadConfig reads the target")
@@ -437,8 +619,12 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			require.Equal(t, in.Class, p.Class)
 			require.Equal(t, in.To, p.Config)
 			require.True(t, p.Local, "%s runs as a local step", c.Type)
-			require.Equal(t, before(steps, i, "Claim"), p.Claimed, "%s knows whether the claim stands", c.Type)
-			require.Equal(t, claim.ResourceVersion, p.ResourceVersion, "%s writes on the claim's resourceVersion", c.Type)
+			require.Equal(t, claimed, p.Claimed, "%s knows whether the claim stands", c.Type)
+			wantRV := ""
+			if claimed {
+				wantRV = claim.ResourceVersion
+			}
+			require.Equal(t, wantRV, p.ResourceVersion, "%s writes on the claim's resourceVersion", c.Type)
 			var w activities.PoolWrite
 			if c.Result != nil {
 				decode(t, c.Result, &w)
@@ -577,16 +763,19 @@ func checkMove(t testing.TB, h *historypb.History, signal, outcome string, steps
 // scenarioChecks check what each recorded scenario did, by fixture name
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
-	// A switch held once its claim's write landed, before the claim's
-	// completion reached it, so before its live read (a local activity,
-	// which leaves nothing in the history until it ends).
-	"switch-open-at-claim": func(t testing.TB, h *historypb.History) {
+	// An operator's re-resolution held in its Observe, a regular activity:
+	// the one point where a v4 switch rests between workflow tasks (a
+	// move's steps all run inside one task).
+	"switch-open-at-observe": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")
+		var in wfapi.SwitchInput
+		startInput(t, h, &in)
+		require.Equal(t, wfapi.SwitchInput{}, in, "an operator's start carries no input")
 		calls := activityCalls(t, h)
-		require.Equal(t, []string{"Protect", "Claim"}, callTypes(calls))
-		require.True(t, calls[0].Local, "the Protect is local")
-		require.False(t, calls[1].Local, "the Claim is regular")
-		require.Zero(t, calls[1].Closed, "the claim's completion is held")
+		require.Equal(t, []string{"Observe"}, callTypes(calls))
+		require.False(t, calls[0].Local, "the Observe is regular")
+		require.Zero(t, calls[0].Closed, "the Observe's completion is held")
+		require.Len(t, workflowTasksCompleted(h), 1, "at rest after its first workflow task")
 	},
 	// A pool's first resolution: no config before.
 	"switch-first-resolution": func(t testing.TB, h *historypb.History) {
@@ -594,13 +783,14 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Empty(t, in.From, "the first resolution")
 	},
 	// The target was deleted, released and created again under the same
-	// name between the protection and the claim: protected again.
-	"switch-reprotected": func(t testing.TB, h *historypb.History) {
-		checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent")
-		var live *resolve.Config
-		decode(t, activityCalls(t, h)[2].Result, &live)
-		require.NotNil(t, live, "the live read found the recreated target")
-		require.False(t, live.Protected, "without the finalizer")
+	// name between the protection and the claim: the claim refused it,
+	// unprotected, and the switch rolled back without a live read.
+	"switch-claim-refused": func(t testing.TB, h *historypb.History) {
+		checkMove(t, h, "", wfapi.OutcomeRolledBack, "Protect", "Claim", "RollBack", "RecordEvent")
+		var claim activities.PoolWrite
+		decode(t, activityCalls(t, h)[1].Result, &claim)
+		require.NotNil(t, claim.Refused, "the claim refused its target")
+		require.Equal(t, activities.ReasonSandboxConfigNotProtected, claim.Refused.Reason, "unprotected")
 	},
 	// A claim left by a switch stopped by hand, cleared once the pool
 	// needs no move.
@@ -620,21 +810,62 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Empty(t, h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(),
 			"started from the CLI with no input at all")
 	},
-	// A re-resolution asked for while a switch ran: the switch finishes its
-	// move, then continues as new with no input, to look again.
+	// A re-resolution asked for while a switch ran, inside its one workflow
+	// task: the server refused that task's completion (a new event came,
+	// and its commands ended the workflow), and the re-run found the
+	// signal before its first Protect ended and yielded: continued as new
+	// with no input, no step recorded. What the refused task wrote stands
+	// (the next run finds the pool moved).
 	"switch-continued-as-new": func(t testing.TB, h *historypb.History) {
 		var in wfapi.SwitchInput
 		startInput(t, h, &in)
 		require.True(t, in.IsMove(), "started by the starter, with its move")
 		require.Contains(t, signals(h), wfapi.SignalReresolve, "asked to look again while it ran")
+		refused := 0
+		for _, e := range h.GetEvents() {
+			if e.GetWorkflowTaskFailedEventAttributes().GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
+				refused++
+			}
+		}
+		require.Equal(t, 1, refused, "the workflow task the signal came during was refused")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
-		var next wfapi.SwitchInput
-		decode(t, last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
-		require.Equal(t, wfapi.SwitchInput{}, next, "the next run decides on its own live read")
-		outcome, _ := upsertedOutcome(t, h)
-		require.Equal(t, wfapi.OutcomeConfirmed, outcome)
-		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}, callTypes(activityCalls(t, h)))
+		require.Contains(t, versionChanges(t, h), yieldBeforeClaim, "the re-run yielded")
+		_, upserted := upsertedOutcome(t, h)
+		require.False(t, upserted, "no outcome")
+		require.Empty(t, activityCalls(t, h), "no step recorded")
+	},
+	// A switch whose workflow task ran again after its Confirm landed: the
+	// re-run's Claim found the class on the target with its run's stamp.
+	"switch-rerun-landed": func(t testing.TB, h *historypb.History) {
+		checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "RecordEvent")
+		refused := 0
+		for _, e := range h.GetEvents() {
+			if e.GetWorkflowTaskFailedEventAttributes() != nil {
+				refused++
+			}
+		}
+		require.Equal(t, 1, refused, "the first run of the task was refused")
+		var claim activities.PoolWrite
+		decode(t, activityCalls(t, h)[1].Result, &claim)
+		require.True(t, claim.Landed, "the re-run's claim found the confirm")
+	},
+	// A switch whose workflow task ran again after its RollBack landed (the
+	// target since released and created again, so the re-run's Protect
+	// protected it): the re-run's Claim found the roll back.
+	"switch-rerun-rolled-back": func(t testing.TB, h *historypb.History) {
+		checkMove(t, h, "", wfapi.OutcomeRolledBack, "Protect", "Claim", "RecordEvent")
+		refused := 0
+		for _, e := range h.GetEvents() {
+			if e.GetWorkflowTaskFailedEventAttributes() != nil {
+				refused++
+			}
+		}
+		require.Equal(t, 1, refused, "the first run of the task was refused")
+		var claim activities.PoolWrite
+		decode(t, activityCalls(t, h)[1].Result, &claim)
+		require.NotNil(t, claim.RolledBack, "the re-run's claim found the roll back")
+		require.NotEmpty(t, claim.RolledBack.Reason, "the failure still stands: its Warning is due")
 	},
 	// The run it continued as: a look that finds the pool up to date.
 	"switch-after-continue-as-new": func(t testing.TB, h *historypb.History) {
