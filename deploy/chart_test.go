@@ -2,9 +2,9 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"maps"
 	"slices"
 	"testing"
 
@@ -180,8 +180,6 @@ func TestChartFilesAreDeploysFiles(t *testing.T) {
 			"deploy/%s is not deploy/%s: run make generate", chart, deploy)
 	}
 }
-
-
 
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
