@@ -169,13 +169,20 @@ components:
 // The chart's copies of deploy/'s generated CRDs and roles (files/) are
 // deploy/'s, byte for byte: `make generate` writes both.
 func TestChartFilesAreDeploysFiles(t *testing.T) {
-	for chart, deploy := range map[string]string{
-		"chart/files/crds/ate.dev_sandboxconfigs.yaml": "crds/ate.dev_sandboxconfigs.yaml",
-		"chart/files/crds/ate.dev_workerpools.yaml":    "crds/ate.dev_workerpools.yaml",
-		"chart/files/rbac/worker.yaml":                 "rbac/worker/role.yaml",
-		"chart/files/rbac/starter.yaml":                "rbac/starter/role.yaml",
-		"chart/files/rbac/users.yaml":                  "rbac/users/roles.yaml",
-	} {
+	want := map[string]string{
+		"chart/files/rbac/worker.yaml":  "rbac/worker/role.yaml",
+		"chart/files/rbac/starter.yaml": "rbac/starter/role.yaml",
+		"chart/files/rbac/users.yaml":   "rbac/users/roles.yaml",
+	}
+	crds, err := filepath.Glob("crds/*.yaml")
+	require.NoError(t, err)
+	for _, c := range crds {
+		want["chart/files/"+c] = c
+	}
+	copies, err := filepath.Glob("chart/files/*/*.yaml")
+	require.NoError(t, err)
+	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), copies, "deploy/chart/files: run make generate")
+	for chart, deploy := range want {
 		require.Equal(t, string(readFile(t, deploy)), string(readFile(t, chart)),
 			"deploy/%s is not deploy/%s: run make generate", chart, deploy)
 	}
