@@ -348,7 +348,7 @@ func TestDocumentedServiceAccountsExist(t *testing.T) {
 	// The teardown Job of deploy/README.md, parsed.
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
+	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply --server-side -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
 	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))
@@ -369,4 +369,21 @@ func TestChartLint(t *testing.T) {
 	} {
 		require.NoError(t, helmchart.Lint(helmchart.ChartDir(), values))
 	}
+}
+
+// The documentation applies deploy/ server-side only: the CRDs are too
+// large for client-side apply's last-applied annotation, and the
+// kustomization's header and this README once disagreed.
+func TestDocumentedAppliesAreServerSide(t *testing.T) {
+	apply := regexp.MustCompile(`kubectl\s+(?:-n\s+\S+\s+)?apply\s[^\n]*-[kf]\b[^\n]*`)
+	found := 0
+	for _, doc := range []string{"README.md", "kustomization.yaml", "chart/README.md", "components/metrics/kustomization.yaml", "components/networkpolicy/kustomization.yaml"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range apply.FindAllString(string(b), -1) {
+			require.Contains(t, m, "--server-side", "deploy/%s: %q", doc, m)
+			found++
+		}
+	}
+	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds deploy/README.md's and the kustomization's applies")
 }
