@@ -1,10 +1,12 @@
 package deploy_test
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,9 +16,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"ate.dev/orchestrator/internal/helmchart"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -386,4 +390,28 @@ func TestDocumentedAppliesAreServerSide(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds deploy/README.md's and the kustomization's applies")
+}
+
+// Every object of the chart, its hook and the NetworkPolicy component
+// included, is valid for a real API server (server-side apply, dry run), as
+// TestKustomizeAppliesToAPIServer checks deploy/'s. The PodMonitor needs the
+// Prometheus Operator's CRDs, which the test API server has not.
+func TestChartAppliesToAPIServer(t *testing.T) {
+	env := testenv.Current()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs := renderChart(t, map[string]any{
+		"networkPolicy": map[string]any{"enabled": true},
+		"image":         map[string]any{"digest": testDigest},
+	})
+	owner := client.FieldOwner("ate-chart-test")
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			require.NoError(t, env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership))
+		}
+	}
+	for _, o := range objs {
+		err := env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership, client.DryRunAll)
+		require.NoError(t, err, "server-side apply (dry run) of %s", key(o))
+	}
 }
