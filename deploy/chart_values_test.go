@@ -415,3 +415,19 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 		require.NoError(t, err, "server-side apply (dry run) of %s", key(o))
 	}
 }
+
+// values.schema.json refuses a value the chart does not have (a typo
+// would otherwise be ignored) and one of the wrong shape.
+func TestChartValuesSchema(t *testing.T) {
+	for _, bad := range []map[string]any{
+		{"replicas": 3},
+		{"worker": map[string]any{"replica": 3}},
+		{"image": map[string]any{"digest": "sha256:abc"}},
+		{"logLevel": "verbose"},
+		{"extraConfig": map[string]any{"lower_case": "x"}},
+	} {
+		_, err := helmchart.Render(bad)
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), "schema", "%v", bad)
+	}
+}
