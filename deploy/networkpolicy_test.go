@@ -172,7 +172,7 @@ func TestNetworkPolicyComponent(t *testing.T) {
 func TestNetworkPolicyLetsTheTeardownJobOut(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
+	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply --server-side -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
 	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))

@@ -1,0 +1,433 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"ate.dev/orchestrator/internal/helmchart"
+	"ate.dev/orchestrator/test/testenv"
+)
+
+const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// chartObject converts the chart's object of a kind and name to out.
+func chartObject(t *testing.T, objs []*unstructured.Unstructured, kind, namespace, name string, out any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name && o.GetNamespace() == namespace {
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out))
+			return
+		}
+	}
+	t.Fatalf("the chart renders no %s %s/%s", kind, namespace, name)
+}
+
+func chartDeployments(t *testing.T, objs []*unstructured.Unstructured) map[string]*appsv1.Deployment {
+	t.Helper()
+	out := map[string]*appsv1.Deployment{}
+	for _, p := range []string{"worker", "starter"} {
+		d := &appsv1.Deployment{}
+		chartObject(t, objs, "Deployment", systemNamespace, "ate-orchestrator-"+p, d)
+		out[p] = d
+	}
+	return out
+}
+
+func envValue(c corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+func TestChartValues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		check  func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{
+			name: "digest wins over the tag",
+			values: map[string]any{"image": map[string]any{
+				"repository": "registry.example/ate/orchestrator", "tag": "v0.1.0", "digest": testDigest}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				want := "registry.example/ate/orchestrator@" + testDigest
+				for p, d := range chartDeployments(t, objs) {
+					require.Equal(t, want, d.Spec.Template.Spec.Containers[0].Image, p)
+				}
+				var job batchv1.Job
+				chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+				require.Equal(t, want, job.Spec.Template.Spec.Containers[0].Image, "the teardown hook")
+			},
+		},
+		{
+			name:   "tag without digest",
+			values: map[string]any{"image": map[string]any{"repository": "registry.example/ate/orchestrator", "tag": "v0.1.0", "digest": ""}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					require.Equal(t, "registry.example/ate/orchestrator:v0.1.0", d.Spec.Template.Spec.Containers[0].Image, p)
+				}
+			},
+		},
+		{
+			name: "Secret names reach both Deployments",
+			values: map[string]any{"temporal": map[string]any{
+				"apiKeySecret": "my-api-key", "tlsSecret": "my-mtls"}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					pod := d.Spec.Template.Spec
+					var secrets []string
+					for _, e := range pod.Containers[0].EnvFrom {
+						if e.SecretRef != nil {
+							require.True(t, *e.SecretRef.Optional, "%s: envFrom Secret %s not optional", p, e.SecretRef.Name)
+							secrets = append(secrets, e.SecretRef.Name)
+						}
+					}
+					require.Equal(t, []string{"my-api-key"}, secrets, p)
+					var tls []string
+					for _, v := range pod.Volumes {
+						if v.Secret != nil {
+							require.True(t, *v.Secret.Optional, p)
+							tls = append(tls, v.Secret.SecretName)
+						}
+					}
+					require.Equal(t, []string{"my-mtls"}, tls, p)
+					require.True(t, slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+						return m.MountPath == "/etc/ate/temporal-tls"
+					}), "%s: the TLS Secret is not mounted at /etc/ate/temporal-tls", p)
+				}
+			},
+		},
+		{
+			name:   "no Secrets",
+			values: map[string]any{"temporal": map[string]any{"apiKeySecret": "", "tlsSecret": ""}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					pod := d.Spec.Template.Spec
+					for _, e := range pod.Containers[0].EnvFrom {
+						require.Nil(t, e.SecretRef, p)
+					}
+					for _, v := range pod.Volumes {
+						require.Nil(t, v.Secret, p)
+					}
+					for _, m := range pod.Containers[0].VolumeMounts {
+						require.NotEqual(t, "/etc/ate/temporal-tls", m.MountPath, p)
+					}
+				}
+			},
+		},
+		{
+			name: "replicas and resources",
+			values: map[string]any{
+				"worker":  map[string]any{"replicas": 5, "resources": map[string]any{"limits": map[string]any{"cpu": "2", "memory": "1Gi"}}},
+				"starter": map[string]any{"replicas": 1},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := chartDeployments(t, objs)
+				require.EqualValues(t, 5, *ds["worker"].Spec.Replicas)
+				require.EqualValues(t, 1, *ds["starter"].Spec.Replicas)
+				lim := ds["worker"].Spec.Template.Spec.Containers[0].Resources.Limits
+				require.Equal(t, "2", lim.Cpu().String())
+				require.Equal(t, "1Gi", lim.Memory().String())
+			},
+		},
+		{
+			name: "leader election off, one replica each",
+			values: map[string]any{
+				"leaderElection": map[string]any{"enabled": false},
+				"worker":         map[string]any{"replicas": 1},
+				"starter":        map[string]any{"replicas": 1},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					v, _ := envValue(d.Spec.Template.Spec.Containers[0], "LEADER_ELECT")
+					require.Equal(t, "false", v, p)
+				}
+			},
+		},
+		{
+			name:   "leader election in another namespace",
+			values: map[string]any{"leaderElection": map[string]any{"namespace": "ate-leases"}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					c := d.Spec.Template.Spec.Containers[0]
+					v, _ := envValue(c, "LEADER_ELECT")
+					require.Equal(t, "true", v, p)
+					v, _ = envValue(c, "LEADER_ELECTION_NAMESPACE")
+					require.Equal(t, "ate-leases", v, p)
+					// Its Role and RoleBinding are where the Lease is.
+					var role rbacv1.Role
+					chartObject(t, objs, "Role", "ate-leases", "ate-orchestrator-"+p, &role)
+					var rb rbacv1.RoleBinding
+					chartObject(t, objs, "RoleBinding", "ate-leases", "ate-orchestrator-"+p, &rb)
+					require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ate-orchestrator-" + p, Namespace: systemNamespace}}, rb.Subjects)
+				}
+			},
+		},
+		{
+			name:   "no PodDisruptionBudgets",
+			values: map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, o := range objs {
+					require.NotEqual(t, "PodDisruptionBudget", o.GetKind())
+				}
+			},
+		},
+		{
+			name:   "extraConfig joins the ConfigMap, under a new name",
+			values: map[string]any{"extraConfig": map[string]any{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4318", "ATE_ACTIVITY_TASK_POLLERS": 4}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var cm *unstructured.Unstructured
+				for _, o := range objs {
+					if o.GetKind() == "ConfigMap" {
+						cm = o
+					}
+				}
+				require.NotNil(t, cm)
+				data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+				require.Equal(t, "http://otel:4318", data["OTEL_EXPORTER_OTLP_ENDPOINT"])
+				require.Equal(t, "4", data["ATE_ACTIVITY_TASK_POLLERS"])
+				for _, o := range build(t) {
+					if o.GetKind() == "ConfigMap" {
+						require.NotEqual(t, o.GetName(), cm.GetName(), "a changed setting must rename the ConfigMap, to roll the Deployments")
+					}
+				}
+				for p, d := range chartDeployments(t, objs) {
+					require.Equal(t, cm.GetName(), d.Spec.Template.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name, p)
+				}
+			},
+		},
+		{
+			name:   "CRDs kept on uninstall",
+			values: map[string]any{"crds": map[string]any{"keep": true}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				n := 0
+				for _, o := range objs {
+					if o.GetKind() == "CustomResourceDefinition" {
+						require.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"], o.GetName())
+						n++
+					}
+				}
+				require.Equal(t, 2, n)
+			},
+		},
+		{
+			name:   "no teardown hook",
+			values: map[string]any{"teardown": map[string]any{"enabled": false}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, o := range objs {
+					require.False(t, helmchart.IsHook(o), "%s %s", o.GetKind(), o.GetName())
+					require.NotEqual(t, "Job", o.GetKind())
+				}
+			},
+		},
+		{
+			name:   "the NetworkPolicy follows the Temporal port",
+			values: map[string]any{"networkPolicy": map[string]any{"enabled": true}, "temporal": map[string]any{"address": "temporal.example:7243"}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var np networkingv1.NetworkPolicy
+				chartObject(t, objs, "NetworkPolicy", systemNamespace, "ate-orchestrator-allow-temporal", &np)
+				require.Equal(t, 7243, np.Spec.Egress[0].Ports[0].Port.IntValue())
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, renderChart(t, tc.values))
+		})
+	}
+}
+
+// Two replicas without leader election would both run their controllers:
+// the chart refuses to render them.
+func TestChartRefusesTwoReplicasWithoutLeaderElection(t *testing.T) {
+	_, err := helmchart.Render(map[string]any{"leaderElection": map[string]any{"enabled": false}})
+	require.ErrorContains(t, err, "leaderElection.enabled=false needs")
+}
+
+// The pre-delete hook runs teardown as the worker's ServiceAccount, whose
+// ClusterRole (bound by the release, and deleted only after the hook)
+// grants what teardown does: list SandboxConfigs, get and patch each.
+func TestChartTeardownHook(t *testing.T) {
+	objs := renderChart(t, nil)
+	var job batchv1.Job
+	chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+	require.Equal(t, map[string]string{
+		"helm.sh/hook":               "pre-delete",
+		"helm.sh/hook-weight":        "0",
+		"helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+	}, job.Annotations)
+	require.NotNil(t, job.Spec.BackoffLimit)
+	require.NotNil(t, job.Spec.ActiveDeadlineSeconds)
+	pod := job.Spec.Template.Spec
+	require.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	require.Equal(t, []string{"/usr/local/bin/teardown"}, c.Command)
+	require.Contains(t, imageCommands(t, ""), c.Command[0], "a command of the image")
+	for _, e := range c.Env {
+		require.Contains(t, envNames(t, "teardown"), e.Name, "the hook sets a variable teardown does not read")
+	}
+	// The restricted security context of the Deployments.
+	d := chartDeployments(t, objs)["worker"]
+	require.Equal(t, d.Spec.Template.Spec.SecurityContext, pod.SecurityContext)
+	require.Equal(t, d.Spec.Template.Spec.Containers[0].SecurityContext, c.SecurityContext)
+	// The NetworkPolicy component lets it out (its pod has the label the
+	// policies select).
+	require.Equal(t, "ate-orchestrator", job.Spec.Template.Labels["app.kubernetes.io/name"])
+
+	sa := pod.ServiceAccountName
+	require.Equal(t, "ate-orchestrator-worker", sa)
+	var account corev1.ServiceAccount
+	chartObject(t, objs, "ServiceAccount", systemNamespace, sa, &account)
+	require.False(t, helmchart.IsHook(&unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"annotations": toAny(account.Annotations)}}}),
+		"the ServiceAccount must be a release object, deleted after the pre-delete hook")
+	var granted []rbacv1.PolicyRule
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		var crb rbacv1.ClusterRoleBinding
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crb))
+		if !slices.Contains(crb.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Name: sa, Namespace: systemNamespace}) {
+			continue
+		}
+		require.False(t, helmchart.IsHook(o))
+		var cr rbacv1.ClusterRole
+		chartObject(t, objs, "ClusterRole", "", crb.RoleRef.Name, &cr)
+		granted = append(granted, cr.Rules...)
+	}
+	for _, verb := range []string{"list", "get", "patch"} {
+		require.True(t, slices.ContainsFunc(granted, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, "ate.dev") && slices.Contains(r.Resources, "sandboxconfigs") && slices.Contains(r.Verbs, verb)
+		}), "the worker's ClusterRoles do not grant %s on sandboxconfigs, which teardown needs", verb)
+	}
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Every ServiceAccount a pod of the documentation runs as exists in
+// `kustomize build deploy/`: deploy/README.md's teardown Job once named one
+// that did not, and its pod was never created.
+func TestDocumentedServiceAccountsExist(t *testing.T) {
+	accounts := map[string]bool{}
+	for _, o := range build(t) {
+		if o.GetKind() == "ServiceAccount" {
+			accounts[o.GetName()] = true
+		}
+	}
+	re := regexp.MustCompile(`serviceAccountName:\s*"?([a-z0-9.-]+)`)
+	for _, doc := range []string{"README.md", "chart/README.md", "../README.md"} {
+		b, err := os.ReadFile(doc)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			require.True(t, accounts[m[1]], "%s names the ServiceAccount %s, which kustomize build deploy/ does not have (it has %v)", doc, m[1], accounts)
+		}
+	}
+	// The teardown Job of deploy/README.md, parsed.
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply --server-side -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
+	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
+	var job batchv1.Job
+	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))
+	require.True(t, accounts[job.Spec.Template.Spec.ServiceAccountName], "deploy/README.md's teardown Job runs as %q", job.Spec.Template.Spec.ServiceAccountName)
+	require.Equal(t, "ate-orchestrator-worker", job.Spec.Template.Spec.ServiceAccountName, "the ServiceAccount allowed to patch SandboxConfigs")
+}
+
+// The chart passes `helm lint --strict`, with its defaults and with every
+// optional part on.
+func TestChartLint(t *testing.T) {
+	for _, values := range []map[string]any{
+		nil,
+		{
+			"metrics":       map[string]any{"component": map[string]any{"enabled": true}},
+			"networkPolicy": map[string]any{"enabled": true},
+			"image":         map[string]any{"digest": testDigest},
+		},
+	} {
+		require.NoError(t, helmchart.Lint(helmchart.ChartDir(), values))
+	}
+}
+
+// The documentation applies deploy/ server-side only: the CRDs are too
+// large for client-side apply's last-applied annotation, and the
+// kustomization's header and this README once disagreed.
+func TestDocumentedAppliesAreServerSide(t *testing.T) {
+	apply := regexp.MustCompile(`kubectl\s+(?:-n\s+\S+\s+)?apply\s[^\n]*-[kf]\b[^\n]*`)
+	found := 0
+	for _, doc := range []string{"README.md", "kustomization.yaml", "chart/README.md", "components/metrics/kustomization.yaml", "components/networkpolicy/kustomization.yaml"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range apply.FindAllString(string(b), -1) {
+			require.Contains(t, m, "--server-side", "deploy/%s: %q", doc, m)
+			found++
+		}
+	}
+	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds deploy/README.md's and the kustomization's applies")
+}
+
+// Every object of the chart, its hook and the NetworkPolicy component
+// included, is valid for a real API server (server-side apply, dry run), as
+// TestKustomizeAppliesToAPIServer checks deploy/'s. The PodMonitor needs the
+// Prometheus Operator's CRDs, which the test API server has not.
+func TestChartAppliesToAPIServer(t *testing.T) {
+	env := testenv.Current()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs := renderChart(t, map[string]any{
+		"networkPolicy": map[string]any{"enabled": true},
+		"image":         map[string]any{"digest": testDigest},
+	})
+	owner := client.FieldOwner("ate-chart-test")
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			require.NoError(t, env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership))
+		}
+	}
+	for _, o := range objs {
+		err := env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership, client.DryRunAll)
+		require.NoError(t, err, "server-side apply (dry run) of %s", key(o))
+	}
+}
+
+// values.schema.json refuses a value the chart does not have (a typo
+// would otherwise be ignored) and one of the wrong shape.
+func TestChartValuesSchema(t *testing.T) {
+	for _, bad := range []map[string]any{
+		{"replicas": 3},
+		{"worker": map[string]any{"replica": 3}},
+		{"image": map[string]any{"digest": "sha256:abc"}},
+		{"logLevel": "verbose"},
+		{"extraConfig": map[string]any{"lower_case": "x"}},
+	} {
+		_, err := helmchart.Render(bad)
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), "schema", "%v", bad)
+	}
+}
