@@ -36,6 +36,28 @@ func TestWorkerPodPrerequisites(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
 	ctx := context.Background()
+
+	// The check docs/install.md gives: `kubectl api-resources
+	// --api-group=certificates.k8s.io` lists both kinds of the projections.
+	groups, err := cs.Discovery().ServerGroups()
+	require.NoError(t, err)
+	served := map[string]bool{}
+	for _, g := range groups.Groups {
+		if g.Name != "certificates.k8s.io" {
+			continue
+		}
+		for _, v := range g.Versions {
+			list, err := cs.Discovery().ServerResourcesForGroupVersion(v.GroupVersion)
+			require.NoError(t, err)
+			for _, r := range list.APIResources {
+				served[r.Name] = true
+			}
+		}
+	}
+	for _, r := range []string{"clustertrustbundles", "podcertificaterequests"} {
+		require.True(t, served[r], "the API server serves certificates.k8s.io %s (it serves %v)", r, served)
+	}
+
 	for _, class := range []v1alpha1.SandboxClass{v1alpha1.SandboxClassGVisor, v1alpha1.SandboxClassMicroVM} {
 		t.Run(string(class), func(t *testing.T) {
 			wp := producttest.Pool("placeholder", "pool", "")
