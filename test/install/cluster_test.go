@@ -164,10 +164,10 @@ func spec(o *unstructured.Unstructured) *unstructured.Unstructured {
 	return o
 }
 
-// installSplit separates the CRDs from the rest, for an upgrade that
-// applies the CRDs first.
+// installSplit separates the CRDs from the rest (Helm hooks left out), for
+// an upgrade that applies the CRDs first.
 func installSplit(objs []*unstructured.Unstructured) (crds, rest []*unstructured.Unstructured) {
-	for _, o := range objs {
+	for _, o := range withoutHooks(objs) {
 		if o.GetKind() == "CustomResourceDefinition" {
 			crds = append(crds, o)
 		} else {
@@ -265,14 +265,4 @@ func impersonating(t testing.TB, sa string) string {
 	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
 	return path
-}
-
-// as is the admin's rest.Config impersonating a ServiceAccount.
-func as(sa string) *rest.Config {
-	cfg := rest.CopyConfig(testenv.Current().RestConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + systemNamespace + ":" + sa,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNamespace, "system:authenticated"},
-	}
-	return cfg
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,7 @@ func TestInstallReapplyUninstall(t *testing.T) {
 			pools := newPools(t, ns, "install", 1)
 			pools.switchTo(t, "install-second")
 			pools.release(t)
+			requireLeasesHeld(t)
 
 			// Re-apply: nothing changes.
 			requireReapplyChangesNothing(t, objs)
@@ -74,6 +76,7 @@ func requireNotInstalled(t testing.TB) {
 func install(t testing.TB, objs []*unstructured.Unstructured) {
 	t.Helper()
 	k := newKube(t)
+	objs = withoutHooks(objs)
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
@@ -117,6 +120,7 @@ func waitRolledOut(t testing.TB, objs []*unstructured.Unstructured) {
 func requireReapplyChangesNothing(t testing.TB, objs []*unstructured.Unstructured) {
 	t.Helper()
 	k := newKube(t)
+	objs = withoutHooks(objs)
 	before := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		before[id(o)] = k.get(t, o)
@@ -133,6 +137,19 @@ func requireReapplyChangesNothing(t testing.TB, objs []*unstructured.Unstructure
 		if o.GetKind() != "Deployment" && o.GetKind() != "PodDisruptionBudget" {
 			require.Equal(t, b.GetResourceVersion(), after.GetResourceVersion(), "re-applying %s wrote it", id(o))
 		}
+	}
+}
+
+// requireLeasesHeld requires that each process holds its Lease in
+// ate-system, which only its installed Role lets it take: the pool
+// reconciler and the starter's controllers run on the leaders only.
+func requireLeasesHeld(t testing.TB) {
+	t.Helper()
+	for _, lease := range []string{workerSA, starterSA} {
+		var l coordinationv1.Lease
+		require.NoError(t, testenv.Current().Kube.Get(context.Background(), client.ObjectKey{Namespace: systemNamespace, Name: lease}, &l))
+		require.NotNil(t, l.Spec.HolderIdentity, "Lease %s/%s", systemNamespace, lease)
+		require.NotEmpty(t, *l.Spec.HolderIdentity, "Lease %s/%s", systemNamespace, lease)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -64,6 +66,43 @@ func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
 	}
 	require.NotEmpty(t, objs, "kustomize build %s", dir)
 	return objs
+}
+
+// hookAnnotation marks a Helm hook: Helm creates it at its hook's moment
+// (a pre-delete hook at `helm uninstall`), never with the release's
+// resources.
+const hookAnnotation = "helm.sh/hook"
+
+// withoutHooks are the objects an install applies: all but Helm hooks.
+func withoutHooks(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if _, hook := o.GetAnnotations()[hookAnnotation]; !hook {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// teardownJob is how the uninstall runs teardown: the container and
+// ServiceAccount of the source's pre-delete hook Job when it has one (the
+// chart's), else those of deploy/README.md's documented Job
+// (/usr/local/bin/teardown with no arguments, as ate-orchestrator-worker).
+func teardownJob(t testing.TB, objs []*unstructured.Unstructured) (args []string, serviceAccount string) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Job" || !strings.Contains(o.GetAnnotations()[hookAnnotation], "pre-delete") {
+			continue
+		}
+		var job batchv1.Job
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &job))
+		pod := job.Spec.Template.Spec
+		require.Len(t, pod.Containers, 1, "the pre-delete hook Job %s", o.GetName())
+		c := pod.Containers[0]
+		require.Equal(t, []string{"/usr/local/bin/teardown"}, c.Command, "the pre-delete hook Job %s runs teardown", o.GetName())
+		return c.Args, pod.ServiceAccountName
+	}
+	return nil, workerSA
 }
 
 func repoRoot(t testing.TB) string {

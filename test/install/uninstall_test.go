@@ -40,13 +40,16 @@ func uninstall(t testing.TB, orch *orchestrator, bins *binaries, objs []*unstruc
 		require.NoError(t, ignoreNotFound(err))
 	}
 
-	// The Job: /usr/local/bin/teardown with no arguments, as
-	// ate-orchestrator-worker (the in-cluster config; here its kubeconfig).
-	cmd := exec.Command(bins.teardown)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + impersonating(t, workerSA)}
+	// The Job: /usr/local/bin/teardown with its arguments, as its
+	// ServiceAccount (the in-cluster config; here a kubeconfig
+	// impersonating it).
+	args, sa := teardownJob(t, objs)
+	require.Equal(t, workerSA, sa, "teardown runs as the worker's ServiceAccount, which may patch SandboxConfigs")
+	cmd := exec.Command(bins.teardown, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + impersonating(t, sa)}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "teardown as %s: %s", workerSA, stderr.String())
+	require.NoError(t, cmd.Run(), "teardown %v as %s: %s", args, sa, stderr.String())
 	t.Logf("teardown: %s", strings.TrimSpace(stdout.String()))
 	var configs v1alpha1.SandboxConfigList
 	require.NoError(t, env.Kube.List(ctx, &configs))
