@@ -1,0 +1,159 @@
+package install
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
+)
+
+// sources are the forms the orchestrator is installed from, each rendered
+// to the objects a `kubectl apply --server-side` sends. Every install test
+// runs once per source.
+//
+// To add a source, add its name here and a case to manifests below:
+//   - "install.yaml": the release's _out/release/install.yaml, decoded
+//     document by document (e.g. with k8s.io/apimachinery's
+//     util/yaml.NewYAMLOrJSONDecoder into unstructured.Unstructured),
+//     skipping the test with its reason when `make release` has not run
+//     (failing under CI=true);
+//   - "chart": helmchart.Render(values) of internal/helmchart with the
+//     chart's default values, converted to unstructured.
+var sources = []string{"kustomize"}
+
+// manifests renders source at the repository's current tree.
+func manifests(t testing.TB, source string) []*unstructured.Unstructured {
+	t.Helper()
+	root := repoRoot(t)
+	switch source {
+	case "kustomize":
+		return kustomize(t, filepath.Join(root, "deploy"))
+	default:
+		t.Fatalf("unknown manifest source %q", source)
+		return nil
+	}
+}
+
+// kustomize runs `kustomize build dir` with kustomize's library, as
+// deploy/*_test.go do, in the order the kustomize CLI and `kubectl apply
+// -k` write (the legacy order: the Namespace and the CRDs first, which an
+// apply in file order needs); the library's default keeps the files'
+// order.
+func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, "kustomize build %s", dir)
+	var objs []*unstructured.Unstructured
+	for _, r := range m.Resources() {
+		// Through JSON, for the numbers' types unstructured wants.
+		b, err := r.MarshalJSON()
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{}
+		require.NoError(t, u.UnmarshalJSON(b), "%s", r.CurId())
+		objs = append(objs, u)
+	}
+	require.NotEmpty(t, objs, "kustomize build %s", dir)
+	return objs
+}
+
+// hookAnnotation marks a Helm hook: Helm creates it at its hook's moment
+// (a pre-delete hook at `helm uninstall`), never with the release's
+// resources.
+const hookAnnotation = "helm.sh/hook"
+
+// withoutHooks are the objects an install applies: all but Helm hooks.
+func withoutHooks(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if _, hook := o.GetAnnotations()[hookAnnotation]; !hook {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// teardownJob is how the uninstall runs teardown: the container and
+// ServiceAccount of the source's pre-delete hook Job when it has one (the
+// chart's), else those of deploy/README.md's documented Job
+// (/usr/local/bin/teardown with no arguments, as ate-orchestrator-worker).
+func teardownJob(t testing.TB, objs []*unstructured.Unstructured) (args []string, serviceAccount string) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Job" || !strings.Contains(o.GetAnnotations()[hookAnnotation], "pre-delete") {
+			continue
+		}
+		var job batchv1.Job
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &job))
+		pod := job.Spec.Template.Spec
+		require.Len(t, pod.Containers, 1, "the pre-delete hook Job %s", o.GetName())
+		c := pod.Containers[0]
+		require.Equal(t, []string{"/usr/local/bin/teardown"}, c.Command, "the pre-delete hook Job %s runs teardown", o.GetName())
+		return c.Args, pod.ServiceAccountName
+	}
+	return nil, workerSA
+}
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := servers.RepoRoot()
+	require.NoError(t, err)
+	return root
+}
+
+// previous is the repository at the commit before HEAD: its tree,
+// unpacked in a temporary directory, and its commit.
+type previous struct {
+	commit string
+	dir    string
+}
+
+// previousCommit unpacks HEAD~1 (`git archive HEAD~1 | tar -x`). Without a
+// previous commit (the first commit, or a shallow clone of depth 1, which
+// .ci/run deepens) the test is skipped with the reason, except under
+// CI=true, where it fails: CI must test the upgrade.
+func previousCommit(t testing.TB) previous {
+	t.Helper()
+	root := repoRoot(t)
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", "HEAD~1^{commit}").Output()
+	rev := strings.TrimSpace(string(out))
+	if err != nil || rev == "" {
+		shallow, _ := exec.Command("git", "-C", root, "rev-parse", "--is-shallow-repository").Output()
+		reason := "no previous commit (git rev-parse HEAD~1 failed; shallow clone: " + strings.TrimSpace(string(shallow)) + "): nothing to upgrade from"
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s; CI must test the upgrade (.ci/run deepens a shallow clone)", reason)
+		}
+		t.Skip(reason)
+	}
+	dir := t.TempDir()
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rev)
+	untar := exec.Command("tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	require.NoError(t, err)
+	untar.Stdin = pipe
+	var stderr strings.Builder
+	archive.Stderr, untar.Stderr = &stderr, &stderr
+	require.NoError(t, untar.Start())
+	require.NoError(t, archive.Run(), "git archive %s: %s", rev, stderr.String())
+	require.NoError(t, untar.Wait(), "tar -x: %s", stderr.String())
+	return previous{commit: rev, dir: dir}
+}
+
+// manifests renders the previous commit's deploy/ (its kustomize source:
+// the previous release's install.yaml is that render with the image
+// pinned).
+func (p previous) manifests(t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	return kustomize(t, filepath.Join(p.dir, "deploy"))
+}
