@@ -19,7 +19,11 @@ func missingRuntime() string {
 	var missing []string
 	for _, cmd := range []string{"podman", "runc"} {
 		if _, err := exec.LookPath(cmd); err != nil {
-			missing = append(missing, cmd)
+			// Debian's runc is /usr/sbin/runc, which a user's PATH may
+			// lack; podman finds it there all the same.
+			if _, serr := os.Stat(filepath.Join("/usr/sbin", cmd)); serr != nil {
+				missing = append(missing, cmd)
+			}
 		}
 	}
 	if len(missing) > 0 {
