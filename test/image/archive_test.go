@@ -104,8 +104,8 @@ func versionOf(path string) (string, error) {
 // runtime.GOARCH), unpacked in dir so podman can read it: the archive's
 // OCI layout, whose index.json is rewritten to name that image alone.
 // podman 4.3 (Debian 12) loads no layout whose index names more than one
-// image ("more than one image in oci, choose an image"), and chooses no
-// platform in a nested index.
+// image ("more than one image in oci, choose an image"), and a release may
+// nest its platforms' images in an index of their own.
 type hostImage struct {
 	Dir    string        // the OCI layout naming the one image
 	Digest v1.Hash       // the image manifest's digest
