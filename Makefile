@@ -78,7 +78,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 # Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
-test: tools postgresql chromium ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+test: tools postgresql chromium podman ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
@@ -107,6 +107,16 @@ chromium: ## Install Debian's Chromium when missing (the Web UI browser test nee
 	@command -v chromium >/dev/null || { \
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing chromium (apt-get)"; \
 		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends chromium </dev/null; }
+
+.PHONY: podman
+# Debian's podman with runc, which test/image runs the release image with
+# (crun, podman's other runtime, refuses this machine's hybrid cgroup
+# layout; test/image/README.md says why each podman flag is there);
+# installed only when missing, with sudo when not root.
+podman: ## Install Debian's podman and runc when missing (test/image runs the release image with them).
+	@command -v podman >/dev/null && { command -v runc || [[ -x /usr/sbin/runc ]]; } >/dev/null || { \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing podman and runc (apt-get)"; \
+		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends podman runc </dev/null; }
 
 .PHONY: test-postgres
 test-postgres: tools postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
