@@ -58,6 +58,9 @@ type PoolWrite struct {
 	// the switch's workflow task rolled back, its markers lost with a
 	// worker. Nothing was written; the switch ends rolled back.
 	RolledBack *EarlierRollBack `json:"rolledBack,omitempty"`
+	// Unclaimed comes from a Claim that only looked (OnlyOwn) and found
+	// nothing of this switch run on the class. Nothing was written.
+	Unclaimed bool `json:"unclaimed,omitempty"`
 }
 
 // EarlierRollBack is the class's Resolved condition as an earlier run of
@@ -203,6 +206,11 @@ type ClaimInput struct {
 	// class since, even away and back to From, makes the plan stale.
 	ExpectRun bool   `json:"expectRun,omitempty"`
 	FromRun   string `json:"fromRun,omitempty"`
+	// OnlyOwn makes the claim only look: it reports what this switch run
+	// already wrote on the class, as any claim does first, and otherwise
+	// writes nothing and reports Unclaimed. A switch interrupted before its
+	// claim asks it to learn whether it may give way.
+	OnlyOwn bool `json:"onlyOwn,omitempty"`
 }
 
 // Claim records the config a class is moving to in pendingConfigRef, with
@@ -240,6 +248,13 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 			return errNoWrite
 		}
 		own = ownNone
+		return nil
+	}
+	var unclaimed bool
+	onlyLooks := func(*v1alpha1.WorkerPool) error {
+		if unclaimed = in.OnlyOwn; unclaimed {
+			return errNoWrite
+		}
 		return nil
 	}
 	// The claim names a config only if it is protected (P1): the switch's
@@ -294,10 +309,10 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 			}
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 			stamp(entry, run)
-		}, specHas(in.Class), ours, planned, protected)
+		}, specHas(in.Class), ours, onlyLooks, planned, protected)
 	if res != nil && !res.PoolGone {
 		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
-		res.Landed, res.RolledBack = own == ownConfirm, earlier
+		res.Landed, res.RolledBack, res.Unclaimed = own == ownConfirm, earlier, unclaimed
 	}
 	if res != nil && res.PoolGone && run != nil {
 		// An earlier run of the task may have confirmed before the pool

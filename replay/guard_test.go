@@ -254,12 +254,10 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
 	sel.Select(ctx)
-	if signalled && guardVersionOf(ctx, yieldBeforeClaim) >= 1 {
-		drainSignals(reresolve)
+	yielding := signalled && guardVersionOf(ctx, yieldBeforeClaim) >= 1
+	if yielding {
 		cancel()
-		return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
-	}
-	if err := f.Get(ctx, &check); err != nil {
+	} else if err := f.Get(ctx, &check); err != nil {
 		return nil, err
 	}
 	var release []string
@@ -272,13 +270,22 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 		}
 	}
 	var claim activities.PoolWrite
-	if check.OK && !g.skipClaim {
-		f := workflow.ExecuteLocalActivity(local, act.Claim, guardClaimInput(in))
+	if (check.OK || yielding) && !g.skipClaim {
+		claimIn := guardClaimInput(in)
+		claimIn.OnlyOwn = yielding
+		f := workflow.ExecuteLocalActivity(local, act.Claim, claimIn)
 		if g.regularClaim {
-			f = workflow.ExecuteActivity(guardOptions(ctx), act.Claim, guardClaimInput(in))
+			f = workflow.ExecuteActivity(guardOptions(ctx), act.Claim, claimIn)
 		}
 		if err := f.Get(ctx, &claim); err != nil {
 			return nil, err
+		}
+		if yielding {
+			if claim.Unclaimed {
+				drainSignals(reresolve)
+				return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
+			}
+			check.OK = true
 		}
 		switch {
 		case claim.PoolGone:

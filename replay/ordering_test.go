@@ -207,9 +207,10 @@ var switchOrders = map[string][]stepOrder{
 	wfapi.OutcomeSuperseded: {{[]string{"Protect", "Claim"}, 2}},
 	// an operator's start found nothing to move
 	wfapi.OutcomeUpToDate: {{nil, 0}},
-	// a `reresolve` came before the claim: continued as new, with no input
-	// (the first Protect cancelled, or not yet recorded)
-	outcomeYielded: {{[]string{"Protect"}, 0}},
+	// a `reresolve` came before the claim: the first Protect cancelled
+	// (recorded, or not), a Claim that only looked and found nothing of
+	// the run, and continued as new with no input
+	outcomeYielded: {{[]string{"Protect", "Claim"}, 2}, {[]string{"Claim"}, 1}},
 }
 
 // outcomeYielded stands for the outcome of a switch that yielded to a
@@ -418,11 +419,12 @@ func switchOutcome(t testing.TB, h *historypb.History) string {
 		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
 		return res.Outcome
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-		if slices.Contains(versionChanges(t, h), yieldBeforeClaim) {
-			// A `reresolve` came before the claim: the switch yielded,
-			// with nothing of its move written (or, after a refused
-			// workflow task, what that task wrote standing unrecorded).
-			require.False(t, ok, "a switch that yielded before its claim has no outcome")
+		if slices.Contains(versionChanges(t, h), yieldBeforeClaim) && !ok {
+			// A `reresolve` came before the claim, and the Claim that
+			// only looked found nothing of the run on the class: the
+			// switch yielded, with nothing of its move written. (One
+			// whose earlier task run had written goes on, and records
+			// its outcome before it continues as new.)
 			return outcomeYielded
 		}
 		require.True(t, ok, "a switch upserts its Outcome before it continues as new")
@@ -812,10 +814,11 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	},
 	// A re-resolution asked for while a switch ran, inside its one workflow
 	// task: the server refused that task's completion (a new event came,
-	// and its commands ended the workflow), and the re-run found the
-	// signal before its first Protect ended and yielded: continued as new
-	// with no input, no step recorded. What the refused task wrote stands
-	// (the next run finds the pool moved).
+	// and its commands ended the workflow). The re-run found the signal
+	// before its first Protect ended; its Claim only looked, found the
+	// refused task's confirm (the class on the target, stamped by the
+	// run), so the move stands: its event (the same, keyed by the run),
+	// its Outcome, then continued as new with no input for the look.
 	"switch-continued-as-new": func(t testing.TB, h *historypb.History) {
 		var in wfapi.SwitchInput
 		startInput(t, h, &in)
@@ -830,10 +833,14 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Equal(t, 1, refused, "the workflow task the signal came during was refused")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
-		require.Contains(t, versionChanges(t, h), yieldBeforeClaim, "the re-run yielded")
-		_, upserted := upsertedOutcome(t, h)
-		require.False(t, upserted, "no outcome")
-		require.Empty(t, activityCalls(t, h), "no step recorded")
+		require.Contains(t, versionChanges(t, h), yieldBeforeClaim, "the signal interrupted the re-run's first Protect")
+		outcome, upserted := upsertedOutcome(t, h)
+		require.True(t, upserted, "the move the refused task made is reported")
+		require.Equal(t, wfapi.OutcomeConfirmed, outcome)
+		require.Equal(t, []string{"Protect", "Claim", "RecordEvent"}, callTypes(activityCalls(t, h)), "the Claim found the run's confirm: the event is due, nothing else")
+		var next wfapi.SwitchInput
+		decode(t, last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetInput(), &next)
+		require.Equal(t, wfapi.SwitchInput{}, next, "the look asked for plans from its own live read")
 	},
 	// A switch whose workflow task ran again after its Confirm landed: the
 	// re-run's Claim found the class on the target with its run's stamp.

@@ -204,23 +204,38 @@ func TestAContinuedSwitchDropsThePreviousMove(t *testing.T) {
 // its claim and continues as new for it. A run started with no input is the
 // look, and drains it.
 func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
-	t.Run("a move", func(t *testing.T) {
-		env, order := newSwitchEnv(t)
-		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-		env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-		env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
-		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
-		env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
-		require.True(t, env.IsWorkflowCompleted())
-		require.NotContains(t, *order, local("Claim"), "nothing is claimed on the plan made before the signal")
-		err := env.GetWorkflowError()
-		require.True(t, workflow.IsContinueAsNewError(err), "continued as new for the look asked for, got %v", err)
-		var can *workflow.ContinueAsNewError
-		require.True(t, errors.As(err, &can))
-	})
+	// The signal is there before the first Protect starts, which is
+	// cancelled; the Claim only looks (OnlyOwn): the class holds nothing of the run,
+	// or (a re-run of the task after its earlier run claimed, its
+	// completion refused for the signal) the run's own claim.
+	for _, tt := range []struct {
+		name      string
+		look      activities.PoolWrite
+		wantSteps []string
+	}{
+		{name: "a move", look: activities.PoolWrite{Unclaimed: true, ResourceVersion: "7"},
+			wantSteps: []string{local("Claim")}},
+		{name: "a move its earlier run claimed", look: activities.PoolWrite{ResourceVersion: "8"},
+			wantSteps: []string{local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env, order := newSwitchEnv(t)
+			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).Return(&tt.look, nil).Once()
+			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
+			require.True(t, env.IsWorkflowCompleted())
+			require.Equal(t, tt.wantSteps, *order, "nothing is claimed on the plan made before the signal; a claim made is carried through")
+			err := env.GetWorkflowError()
+			require.True(t, workflow.IsContinueAsNewError(err), "continued as new for the look asked for, got %v", err)
+			var can *workflow.ContinueAsNewError
+			require.True(t, errors.As(err, &can))
+		})
+	}
 	t.Run("no input", func(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Observe, mock.Anything, mock.Anything).Return(&activities.Observation{}, nil)

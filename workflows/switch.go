@@ -149,22 +149,37 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	}
 
 	atStep(ctx, state, "Protect")
-	check, yieldErr := protectBeforeClaim(ctx, local, in)
-	if yieldErr != nil {
-		return nil, yieldErr // failed, or yields: continues as new, nothing claimed
+	check, yielding, err := protectBeforeClaim(ctx, local, in)
+	if err != nil {
+		return nil, err
 	}
 	var release []string
 	var claimed string
 	var claim activities.PoolWrite
-	if check.OK {
+	if check.OK || yielding {
 		atStep(ctx, state, "Claim")
 		if err := workflow.ExecuteLocalActivity(local, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
 			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
 			ExpectRun: in.FromRun != nil, FromRun: ptr.Deref(in.FromRun, ""),
+			OnlyOwn: yielding,
 		}).Get(ctx, &claim); err != nil {
 			return nil, err
+		}
+		if yielding {
+			if claim.Unclaimed {
+				// Nothing of this run on the class: the move can give way
+				// to a fresh look, which plans what the pool asks for now.
+				drain(workflow.GetSignalChannel(ctx, wfapi.SignalReresolve))
+				workflow.GetLogger(ctx).Info("re-resolution asked before the claim; yielding", "pool", in.Pool.String(), "class", in.Class, "to", in.To)
+				return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
+			}
+			// An earlier run of this task claimed (its completion refused
+			// for the signal, or its worker lost): its Protect succeeded,
+			// and the move goes on as that run left it. The signal waits
+			// for the switch's end.
+			check.OK = true
 		}
 		switch {
 		case claim.Landed:
@@ -214,7 +229,6 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	}
 
 	var res *wfapi.SwitchResult
-	var err error
 	if check.OK {
 		atStep(ctx, state, "Confirm")
 		res, err = confirm(ctx, in, claimed)
@@ -250,22 +264,22 @@ func ended(ctx workflow.Context, state *wfapi.SwitchState, outcome string) {
 
 // yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
 // received before its claim. Asked only when such a signal interrupts the
-// first Protect, so a history without one carries no marker, and one
-// recorded before the change (the signal then waited for the switch's end)
-// replays as it ran.
+// first Protect, so a history without one carries no marker.
 const yieldBeforeClaim = "yield-before-claim"
 
-// protectBeforeClaim runs the first Protect, and yields to a `reresolve`
-// that arrives before it is done: the step may be failing for as long as
-// its cause lasts (an admission policy refusing the finalizer), and the
-// pool may ask for another move meanwhile (the starter signals when it
-// does). Nothing of the move is written before the claim, so the step is
-// cancelled and the switch continues as new with no input: the next run
-// plans, from its own live read, what the pool then asks for, as an
-// operator's re-resolution does. From the claim on, a signal waits for the
-// switch's end (finish).
-func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (activities.TargetCheck, error) {
-	var check activities.TargetCheck
+// protectBeforeClaim runs the first Protect, and lets a `reresolve` that
+// arrives before it is done interrupt it: the step may be failing for as
+// long as its cause lasts (an admission policy refusing the finalizer), and
+// the pool may ask for another move meanwhile (the starter signals when it
+// does). It reports yielding when it did. The switch may give way only if
+// nothing of its move is written: a signal can also come while the task's
+// earlier run has already claimed, or moved the class (the server refuses
+// that run's completion for the signal, and the task runs again with the
+// signal waiting), so the Claim that follows only looks, and the switch
+// continues as new with no input only if the class holds nothing of this
+// run (see move). From the claim on, a signal waits for the switch's end
+// (finish).
+func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (check activities.TargetCheck, yielding bool, err error) {
 	pctx, cancel := workflow.WithCancel(local)
 	defer cancel()
 	f := workflow.ExecuteLocalActivity(pctx, act.Protect,
@@ -277,15 +291,11 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (acti
 	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
 	sel.Select(ctx)
 	if signalled && workflow.GetVersion(ctx, yieldBeforeClaim, workflow.DefaultVersion, 1) >= 1 {
-		drain(reresolve)
 		cancel()
-		workflow.GetLogger(ctx).Info("re-resolution asked before the claim; yielding", "pool", in.Pool.String(), "class", in.Class, "to", in.To)
-		return check, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
+		return check, true, nil
 	}
-	// Done, or a history recorded before the change: the signal stays for
-	// finish.
-	err := f.Get(ctx, &check)
-	return check, err
+	err = f.Get(ctx, &check)
+	return check, false, err
 }
 
 // confirm names the target in configRef and drops the claim; a Confirm that

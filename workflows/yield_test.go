@@ -26,6 +26,8 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 	t.Run("yields", func(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, refused)
+		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).
+			Return(&activities.PoolWrite{Unclaimed: true}, nil).Once()
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
 		}, 5*time.Minute)
@@ -37,9 +39,12 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 		require.Equal(t, wfapi.SwitchInput{}, next, "the next run decides on its own live read")
 		require.Greater(t, len(*order), 5, "Protect was retried until the signal")
-		for _, a := range *order {
-			require.Equal(t, local("Protect"), a, "nothing but Protect ran: no claim")
+		steps := *order
+		for _, a := range steps[:len(steps)-1] {
+			require.Equal(t, local("Protect"), a, "nothing but Protect ran before the signal")
 		}
+		require.Equal(t, local("Claim"), steps[len(steps)-1], "then a Claim that only looks, and finds nothing of the run: no claim")
+		env.AssertExpectations(t)
 	})
 	t.Run("a history from before waits for the step", func(t *testing.T) {
 		env, order := newSwitchEnv(t)
