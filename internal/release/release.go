@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -133,10 +132,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Artifacts = append(res.Artifacts, archive)
 
-	caVersion, caSum := CABundleVersion()
+	ca, err := ListModule(ctx, cfg.Root, CABundleModule)
+	if err != nil {
+		return nil, fmt.Errorf("the CA roots' module: %w", err)
+	}
 	bom, err := SBOM(SBOMInput{
-		Metadata: cfg.Metadata, Image: cfg.Image, IndexDigest: res.IndexDigest, Binaries: binaries,
-		CABundle: debug.Module{Path: CABundleModule, Version: caVersion, Sum: caSum},
+		Metadata: cfg.Metadata, Image: cfg.Image, IndexDigest: res.IndexDigest, Binaries: binaries, CABundle: ca,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("SBOM: %w", err)

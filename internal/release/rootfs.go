@@ -3,10 +3,13 @@ package release
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime/debug"
@@ -28,7 +31,8 @@ const (
 const CABundlePath = "/etc/ssl/certs/ca-certificates.crt"
 
 // CABundleModule is the module whose roots the image's CA bundle holds; the
-// SBOM names it with the version linked into the release program.
+// SBOM names it with the version go.mod requires, which is the one linked
+// into the release program.
 const CABundleModule = "golang.org/x/crypto/x509roots/fallback"
 
 // entry is one file or directory of a layer.
@@ -100,23 +104,24 @@ func CABundle() []byte {
 	return b.Bytes()
 }
 
-// CABundleVersion is the version of CABundleModule linked into this
-// program, or "" when the build info does not say (a test binary built
-// without module information).
-func CABundleVersion() (version, sum string) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", ""
+// ListModule asks the go command, in the module at root, which version of
+// a required module the build uses and its go.sum hash: the release
+// program's own build info is no answer, as a test binary carries none.
+func ListModule(ctx context.Context, root, path string) (debug.Module, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-json", path)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return debug.Module{}, fmt.Errorf("go list -m %s: %w", path, err)
 	}
-	for _, m := range bi.Deps {
-		if m.Path == CABundleModule {
-			if m.Replace != nil {
-				m = m.Replace
-			}
-			return m.Version, m.Sum
-		}
+	var m debug.Module
+	if err := json.Unmarshal(out, &m); err != nil {
+		return debug.Module{}, fmt.Errorf("go list -m %s: %w", path, err)
 	}
-	return "", ""
+	if m.Version == "" || m.Sum == "" {
+		return debug.Module{}, fmt.Errorf("go list -m %s: no version or sum", path)
+	}
+	return m, nil
 }
 
 // binariesEntries are the programs of dir (built for one platform) at

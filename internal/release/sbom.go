@@ -111,8 +111,7 @@ type SBOMInput struct {
 	Image       string // repository
 	IndexDigest string // sha256:...
 	Binaries    []Binary
-	// CABundle is the module the image's CA roots come from (no version:
-	// left out).
+	// CABundle is the module the image's CA roots come from.
 	CABundle debug.Module
 }
 
@@ -219,13 +218,11 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 	for _, b := range binaries {
 		imageUses = append(imageUses, b.BOMRef)
 	}
-	if in.CABundle.Version != "" {
-		purl, err := addModule(&in.CABundle)
-		if err != nil {
-			return nil, fmt.Errorf("CA roots: %w", err)
-		}
-		imageUses = append(imageUses, purl)
+	caPURL, err := addModule(&in.CABundle)
+	if err != nil {
+		return nil, fmt.Errorf("CA roots: %w", err)
 	}
+	imageUses = append(imageUses, caPURL)
 	sort.Strings(imageUses)
 
 	purls := make([]string, 0, len(modules))
