@@ -216,6 +216,13 @@ func TestCABundle(t *testing.T) {
 	require.Greater(t, n, 100)
 }
 
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
 // tarEntries lists a tar stream: name → header.
 func tarEntries(t *testing.T, r io.Reader) map[string]*tar.Header {
 	t.Helper()
