@@ -159,6 +159,18 @@ set-image: ## Point deploy/kustomization.yaml's image at IMAGE:VERSION (what `ku
 	@sed -i -E '/^  - name: ate-orchestrator$$/,/^  - /{s|^(    newName:).*|\1 $(IMAGE)|;s|^(    newTag:).*|\1 $(VERSION)|}' $(KUSTOMIZATION)
 	@grep -A2 '^  - name: ate-orchestrator$$' $(KUSTOMIZATION)
 
+# `make release`: the image repository the release is published to (no tag:
+# the release tags it VERSION and install.yaml pins IMAGE@sha256:<index
+# digest>). IMAGE on the command line or in the environment overrides it;
+# the `image` target's local default (ate-orchestrator) does not apply.
+RELEASE_IMAGE := $(if $(filter-out file default undefined,$(origin IMAGE)),$(IMAGE),ghcr.io/ate-dev/ate-orchestrator)
+RELEASE_OUT := $(ROOT)/_out/release
+
+.PHONY: release
+release: ## Cut release VERSION (default: `make version`) offline into _out/release/: the OCI archive of the image (linux/amd64+arm64), its SBOM, install.yaml (IMAGE@digest; IMAGE defaults to ghcr.io/ate-dev/ate-orchestrator), monitoring.yaml, SHA256SUMS.
+	@rm -rf $(RELEASE_OUT)
+	go run ./hack/release -version '$(VERSION)' -image '$(RELEASE_IMAGE)' -out $(RELEASE_OUT) -root $(ROOT)
+
 # The tools `make dev` runs; on a cold machine it builds only these.
 DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal
 

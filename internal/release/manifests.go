@@ -1,0 +1,278 @@
+package release
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"ate.dev/orchestrator/deploy/monitoring"
+)
+
+// Names of the release's manifests.
+const (
+	InstallName    = "install.yaml"
+	MonitoringName = "monitoring.yaml"
+)
+
+// ImageName is the name deploy/'s containers give the orchestrator's image
+// and its kustomization's images entry rewrites.
+const ImageName = "ate-orchestrator"
+
+// VersionLabel marks every object of a release with its version. Only the
+// objects' own labels: not selectors, which are immutable, nor pod
+// templates, which would roll the pods for a label.
+const VersionLabel = "app.kubernetes.io/version"
+
+// SystemNamespace is the namespace of the processes (deploy/manager).
+const SystemNamespace = "ate-system"
+
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// PinnedImage is the image reference of a release: the repository and the
+// index digest, so that every node runs the same bytes for every platform.
+func PinnedImage(image, digest string) string { return image + "@" + digest }
+
+// RenderInstall is `kustomize build deploy/` with the orchestrator's image
+// set to image@digest (`kustomize edit set image`) and every object
+// labelled with the version, on an in-memory copy of deployDir, so that
+// deploy/ stays as it is. It fails when a container does not end up on the
+// pinned image.
+func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
+	if !digestPattern.MatchString(digest) {
+		return nil, fmt.Errorf("image digest %q: want sha256: and 64 hex digits", digest)
+	}
+	mem := filesys.MakeFsInMemory()
+	const root = "/deploy"
+	if err := copyToMemory(mem, deployDir, root); err != nil {
+		return nil, err
+	}
+	kpath := path.Join(root, "kustomization.yaml")
+	b, err := mem.ReadFile(kpath)
+	if err != nil {
+		return nil, fmt.Errorf("reading deploy/kustomization.yaml: %w", err)
+	}
+	var k types.Kustomization
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		return nil, fmt.Errorf("parsing deploy/kustomization.yaml: %w", err)
+	}
+	found := false
+	for i := range k.Images {
+		if k.Images[i].Name == ImageName {
+			k.Images[i] = types.Image{Name: ImageName, NewName: image, Digest: digest}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("deploy/kustomization.yaml has no images entry %q to pin", ImageName)
+	}
+	k.Labels = append(k.Labels, types.Label{Pairs: map[string]string{VersionLabel: version}})
+	if b, err = yaml.Marshal(&k); err != nil {
+		return nil, fmt.Errorf("writing the release's kustomization: %w", err)
+	}
+	if err := mem.WriteFile(kpath, b); err != nil {
+		return nil, fmt.Errorf("writing the release's kustomization: %w", err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, root)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build of deploy/: %w", err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("writing the kustomize output as YAML: %w", err)
+	}
+	want := PinnedImage(image, digest)
+	images, err := ContainerImages(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(images) == 0 {
+		return nil, fmt.Errorf("install.yaml has no container")
+	}
+	for where, img := range images {
+		if img != want {
+			return nil, fmt.Errorf("install.yaml: %s has image %q, want %q", where, img, want)
+		}
+	}
+	header := fmt.Sprintf("# ate-orchestrator %s: the CRDs, the namespace %s, the processes' ServiceAccounts,\n"+
+		"# roles and Deployments, the image pinned by digest (%s).\n"+
+		"#   kubectl apply --server-side -f install.yaml\n", version, SystemNamespace, want)
+	return append([]byte(header), out...), nil
+}
+
+// copyToMemory copies the regular files under dir into mem at root.
+func copyToMemory(mem filesys.FileSystem, dir, root string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", dir, err)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		if err := mem.WriteFile(path.Join(root, filepath.ToSlash(rel)), b); err != nil {
+			return fmt.Errorf("copying %s into memory: %w", p, err)
+		}
+		return nil
+	})
+}
+
+// ContainerImages lists the image of every container, init container and
+// ephemeral container of every object of a multi-document YAML stream,
+// keyed by "Kind namespace/name container".
+func ContainerImages(stream []byte) (map[string]string, error) {
+	objs, err := SplitYAML(stream)
+	if err != nil {
+		return nil, err
+	}
+	images := map[string]string{}
+	for _, o := range objs {
+		md, _ := o["metadata"].(map[string]any)
+		id := fmt.Sprintf("%v %v/%v", o["kind"], md["namespace"], md["name"])
+		walkContainers(o, func(c map[string]any) {
+			img, _ := c["image"].(string)
+			images[fmt.Sprintf("%s %v", id, c["name"])] = img
+		})
+	}
+	return images, nil
+}
+
+// walkContainers calls f on each element of every containers,
+// initContainers and ephemeralContainers list under v, wherever the pod
+// spec is (Deployment, Job, CronJob, Pod...).
+func walkContainers(v any, f func(map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k == "containers" || k == "initContainers" || k == "ephemeralContainers" {
+				if list, ok := v[k].([]any); ok {
+					for _, c := range list {
+						if c, ok := c.(map[string]any); ok {
+							f(c)
+						}
+					}
+					continue
+				}
+			}
+			walkContainers(v[k], f)
+		}
+	case []any:
+		for _, e := range v {
+			walkContainers(e, f)
+		}
+	}
+}
+
+// SplitYAML parses a multi-document YAML stream into objects, skipping
+// empty documents.
+func SplitYAML(stream []byte) ([]map[string]any, error) {
+	var objs []map[string]any
+	for i, doc := range splitDocuments(stream) {
+		var o map[string]any
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			return nil, fmt.Errorf("parsing YAML document %d: %w", i+1, err)
+		}
+		if len(o) > 0 {
+			objs = append(objs, o)
+		}
+	}
+	return objs, nil
+}
+
+// splitDocuments splits at lines that are exactly "---".
+func splitDocuments(stream []byte) [][]byte {
+	var docs [][]byte
+	var cur bytes.Buffer
+	for _, line := range strings.SplitAfter(string(stream), "\n") {
+		if strings.TrimRight(line, "\r\n") == "---" {
+			docs = append(docs, bytes.Clone(cur.Bytes()))
+			cur.Reset()
+			continue
+		}
+		cur.WriteString(line)
+	}
+	return append(docs, cur.Bytes())
+}
+
+// Names of the monitoring objects.
+const (
+	DashboardConfigMap = "ate-orchestrator-dashboard"
+	PrometheusRuleName = "ate-orchestrator"
+	dashboardKey       = "ate-orchestrator.json"
+)
+
+// RenderMonitoring is monitoring.yaml: deploy/monitoring's Grafana
+// dashboard in a ConfigMap labelled grafana_dashboard "1" (what the Grafana
+// sidecar of kube-prometheus-stack provisions by default), and its alerting
+// rules as a PrometheusRule of the Prometheus Operator (the file's groups
+// under spec), both in the system namespace.
+func RenderMonitoring(version string) ([]byte, error) {
+	var rules map[string]any
+	if err := yaml.Unmarshal(monitoring.Alerts, &rules); err != nil {
+		return nil, fmt.Errorf("parsing deploy/monitoring/alerts.yaml: %w", err)
+	}
+	if _, ok := rules["groups"]; !ok || len(rules) != 1 {
+		return nil, fmt.Errorf("deploy/monitoring/alerts.yaml: want only groups:, have %d keys", len(rules))
+	}
+	labels := func(component string) map[string]any {
+		return map[string]any{
+			"app.kubernetes.io/name":      "ate-orchestrator",
+			"app.kubernetes.io/part-of":   "ate-orchestrator",
+			"app.kubernetes.io/component": component,
+			VersionLabel:                  version,
+		}
+	}
+	dashLabels := labels("dashboard")
+	dashLabels["grafana_dashboard"] = "1"
+	objs := []map[string]any{
+		{
+			"apiVersion": "v1",
+			"kind":       "ConfigMap",
+			"metadata":   map[string]any{"name": DashboardConfigMap, "namespace": SystemNamespace, "labels": dashLabels},
+			"data":       map[string]any{dashboardKey: string(monitoring.Dashboard)},
+		},
+		{
+			"apiVersion": "monitoring.coreos.com/v1",
+			"kind":       "PrometheusRule",
+			"metadata":   map[string]any{"name": PrometheusRuleName, "namespace": SystemNamespace, "labels": labels("alerts")},
+			"spec":       rules,
+		},
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# ate-orchestrator %s: the Grafana dashboard (ConfigMap, label grafana_dashboard) and\n"+
+		"# the alerting rules (PrometheusRule of the Prometheus Operator). Needs the namespace of install.yaml.\n"+
+		"#   kubectl apply --server-side -f monitoring.yaml\n", version)
+	for i, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("writing %v as YAML: %w", o["kind"], err)
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(b)
+	}
+	return out.Bytes(), nil
+}
