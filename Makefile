@@ -78,9 +78,11 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 # Every package, the crash tests (test/crashtest: kills after every
 # activity, restarts, outages, the 90 s chaos soak) included: they are the
 # longest package, about 5 minutes, and run beside the others.
-test: tools postgresql chromium podman ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+# test cuts the release first: test/image runs that image (ATE_RELEASE_IMAGE).
+test: tools postgresql chromium podman release ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt go test ./... -count=1 -timeout 30m
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
+		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar go test ./... -count=1 -timeout 30m
 	@cat $(ROOT)/_out/soak-summary.txt
 	$(MAKE) --no-print-directory test-postgres
 

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 
+	"ate.dev/orchestrator/internal/helmchart"
 	"ate.dev/orchestrator/internal/release"
 )
 
@@ -72,15 +73,12 @@ func run() error {
 	return nil
 }
 
-// packageChart is where the Helm chart joins the release: a function that
-// packages it into outDir for the version and the pinned image
-// (IMAGE@sha256:...) and returns the .tgz's path, which release.Run adds to
-// the artifacts and SHA256SUMS. nil until the chart exists (internal/helmchart):
-//
-//	return func(outDir, version, image string) (string, error) {
-//		return helmchart.Package(filepath.Join(root, "charts", "ate-orchestrator"), outDir, version, image)
-//	}
+// packageChart packages the Helm chart (deploy/chart) into outDir for the
+// version, with the pinned image (IMAGE@sha256:...) in its values, and
+// returns the .tgz's path, which release.Run adds to the artifacts and
+// SHA256SUMS.
 func packageChart(root string) func(outDir, version, image string) (string, error) {
-	_ = root
-	return nil
+	return func(outDir, version, image string) (string, error) {
+		return helmchart.Package(filepath.Join(root, "deploy", "chart"), outDir, version, image)
+	}
 }

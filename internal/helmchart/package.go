@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"go.yaml.in/yaml/v3"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -38,7 +39,7 @@ func Package(chartDir, outDir, version, image string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loading chart %s: %w", chartDir, err)
 	}
-	ch.Metadata.Version = strings.TrimPrefix(version, "v")
+	ch.Metadata.Version = ChartVersion(version)
 	ch.Metadata.AppVersion = version
 	if err := ch.Validate(); err != nil {
 		return "", fmt.Errorf("chart %s at version %q: %w", chartDir, version, err)
@@ -109,3 +110,17 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 	}
 	return nil
 }
+
+// ChartVersion is the chart version of a release version: SemVer 2, as
+// Helm requires. A tag (v0.1.0) loses its "v"; a build between tags, whose
+// version is `git describe`'s (4c38746-dirty, v0.1.0-3-g4c38746), becomes
+// a pre-release of 0.0.0 when it is not SemVer already.
+func ChartVersion(version string) string {
+	v := strings.TrimPrefix(version, "v")
+	if _, err := semver.StrictNewVersion(v); err == nil {
+		return v
+	}
+	return "0.0.0-" + strings.Trim(nonSemverChars.ReplaceAllString(version, "-"), "-")
+}
+
+var nonSemverChars = regexp.MustCompile(`[^0-9A-Za-z-]+`)

@@ -83,7 +83,12 @@ func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
 	if err := mem.WriteFile(kpath, b); err != nil {
 		return nil, fmt.Errorf("writing the release's kustomization: %w", err)
 	}
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, root)
+	// In the order `kustomize build` and `kubectl apply -k` write (the
+	// Namespace and the CRDs first): `kubectl apply -f install.yaml`
+	// applies in file order, and a Role before its Namespace is refused.
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	m, err := krusty.MakeKustomizer(opts).Run(mem, root)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of deploy/: %w", err)
 	}

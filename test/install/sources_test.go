@@ -14,22 +14,25 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"ate.dev/orchestrator/internal/helmchart"
 	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/release"
 )
 
 // sources are the forms the orchestrator is installed from, each rendered
 // to the objects a `kubectl apply --server-side` sends. Every install test
-// runs once per source.
-//
-// To add a source, add its name here and a case to manifests below:
-//   - "install.yaml": the release's _out/release/install.yaml, decoded
-//     document by document (e.g. with k8s.io/apimachinery's
-//     util/yaml.NewYAMLOrJSONDecoder into unstructured.Unstructured),
-//     skipping the test with its reason when `make release` has not run
-//     (failing under CI=true);
-//   - "chart": helmchart.Render(values) of internal/helmchart with the
-//     chart's default values, converted to unstructured.
-var sources = []string{"kustomize"}
+// runs once per source:
+//   - "kustomize": `kubectl apply -k deploy/`;
+//   - "install.yaml": the release's install.yaml, rendered by the code
+//     `make release` runs (release.RenderInstall), the image pinned by a
+//     digest (no node here pulls it: kwok runs no container);
+//   - "chart": the Helm chart with its default values, as `helm install`
+//     renders it (helmchart.Render; its pre-delete hook is not applied at
+//     install, and the uninstall runs teardown as it does).
+var sources = []string{"kustomize", "install.yaml", "chart"}
+
+// testDigest is the digest the install.yaml source pins the image to.
+const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // manifests renders source at the repository's current tree.
 func manifests(t testing.TB, source string) []*unstructured.Unstructured {
@@ -38,6 +41,16 @@ func manifests(t testing.TB, source string) []*unstructured.Unstructured {
 	switch source {
 	case "kustomize":
 		return kustomize(t, filepath.Join(root, "deploy"))
+	case "install.yaml":
+		b, err := release.RenderInstall(filepath.Join(root, "deploy"), "ghcr.io/ate-dev/ate-orchestrator", testDigest, "v0.0.0-test")
+		require.NoError(t, err, "rendering install.yaml")
+		objs, err := helmchart.Decode(string(b))
+		require.NoError(t, err, "decoding install.yaml")
+		return objs
+	case "chart":
+		objs, err := helmchart.Render(nil)
+		require.NoError(t, err, "rendering the chart")
+		return objs
 	default:
 		t.Fatalf("unknown manifest source %q", source)
 		return nil

@@ -32,6 +32,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/stretchr/testify/require"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"ate.dev/orchestrator/internal/helmchart"
 	"ate.dev/orchestrator/internal/release"
 )
 
@@ -68,7 +71,11 @@ func cutRelease(t testing.TB, dir string) *release.Result {
 		Version:  version,
 		Image:    image,
 		Metadata: release.Metadata{Revision: g.Revision(), Source: source, Created: created},
-		Log:      testLog{t},
+		// As hack/release packages it.
+		Chart: func(outDir, version, image string) (string, error) {
+			return helmchart.Package(filepath.Join(root(t), "deploy", "chart"), outDir, version, image)
+		},
+		Log: testLog{t},
 	})
 	require.NoError(t, err)
 	t.Logf("release cut in %s: %s", time.Since(start).Round(time.Second), res.PinnedImage)
@@ -172,6 +179,7 @@ func TestArchive(t *testing.T) {
 		"ate-orchestrator-" + version + ".sbom.cdx.json",
 		"install.yaml",
 		"monitoring.yaml",
+		"ate-orchestrator-" + strings.TrimPrefix(version, "v") + ".tgz",
 		"SHA256SUMS",
 	}, res.Artifacts)
 	for _, a := range res.Artifacts {
@@ -596,6 +604,43 @@ func TestInstallYAML(t *testing.T) {
 	for where, img := range images {
 		require.Equal(t, image+"@"+digest.String(), img, where)
 		require.Equal(t, res.PinnedImage, img, where)
+	}
+}
+
+// TestChart: the release's chart package renders, with its default values,
+// the objects of install.yaml (the same kinds and names), its containers on
+// the image by the archive's digest, versioned as the release.
+func TestChart(t *testing.T) {
+	dir, res := cut(t)
+	tgz := filepath.Join(dir, "ate-orchestrator-"+strings.TrimPrefix(version, "v")+".tgz")
+	require.FileExists(t, tgz)
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	require.NoError(t, err)
+	require.Contains(t, string(sums), filepath.Base(tgz), "the chart is checksummed")
+
+	objs, err := helmchart.RenderChart(tgz, nil)
+	require.NoError(t, err)
+	rendered := map[string]bool{}
+	for _, o := range objs {
+		if helmchart.IsHook(o) {
+			continue
+		}
+		rendered[o.GetKind()+" "+o.GetName()] = true
+		if o.GetKind() == "Deployment" {
+			containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			require.NoError(t, err)
+			for _, c := range containers {
+				require.Equal(t, res.PinnedImage, c.(map[string]any)["image"], "%s: the image by the archive's digest", o.GetName())
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, release.InstallName))
+	require.NoError(t, err)
+	installed, err := release.SplitYAML(b)
+	require.NoError(t, err)
+	for _, o := range installed {
+		key := fmt.Sprintf("%s %s", o["kind"], o["metadata"].(map[string]any)["name"])
+		require.True(t, rendered[key], "the chart renders install.yaml's %s", key)
 	}
 }
 
