@@ -106,8 +106,10 @@ func TestPackage(t *testing.T) {
 		_, err := helmchart.Package(helmchart.ChartDir(), out, "v1.2.3", bad)
 		require.ErrorContains(t, err, "pinned by digest", bad)
 	}
-	_, err = helmchart.Package(helmchart.ChartDir(), out, "not-a-version", "r@"+digest)
-	require.ErrorContains(t, err, "is invalid")
+	// A build between tags (git describe) is packaged as a pre-release.
+	path, err := helmchart.Package(helmchart.ChartDir(), out, "4c38746-dirty", "r@"+digest)
+	require.NoError(t, err)
+	require.Equal(t, "ate-orchestrator-0.0.0-4c38746-dirty.tgz", filepath.Base(path))
 }
 
 // Lint fails on a chart Helm's linter refuses.
