@@ -7,11 +7,18 @@ package main
 // elsewhere is not a miss).
 type targets struct {
 	Within30s bool `json:"all_moved_within_30s"`
-	// AtMost6Transitions: at most 6 Temporal state transitions per switch,
-	// counted (StateTransitionsPerSwitch).
-	AtMost6Transitions bool `json:"at_most_6_state_transitions_per_switch"`
-	// Within4xPlain: at most 4x the faster plain reconciler wave.
-	Within4xPlain bool `json:"within_4x_plain_reconciler"`
+	// AtMost3Transitions: at most 3 Temporal state transitions per switch,
+	// counted (StateTransitionsPerSwitch): the one-task switch.
+	AtMost3Transitions bool `json:"at_most_3_state_transitions_per_switch"`
+	// Within2_5xPlain: at most 2.5x the faster plain reconciler wave.
+	Within2_5xPlain bool `json:"within_2_5x_plain_reconciler"`
+	// Within1_5xOwnFloor: at most 1.5x the Temporal floor of the switch's
+	// own shape (its workflow code on no-op activities).
+	Within1_5xOwnFloor bool `json:"within_1_5x_own_floor"`
+	// HalfTheTwoTaskCPU: the switch's floor spends at most half the
+	// Temporal CPU per switch of the two-task shape's floor, timed beside
+	// it on the same server (decisions/0007).
+	HalfTheTwoTaskCPU bool `json:"temporal_cpu_at_most_half_the_two_task_shape"`
 	// KubeCPUAtMost40ms: kube-apiserver + etcd + worker + starter CPU per
 	// switch.
 	KubeCPUAtMost40ms bool `json:"kube_cpu_at_most_40ms_per_switch"`
@@ -40,8 +47,10 @@ type targets struct {
 func judge(r *result) targets {
 	return targets{
 		Within30s:              r.Seconds <= 30,
-		AtMost6Transitions:     r.StateTransitionsPerSwitch > 0 && r.StateTransitionsPerSwitch <= 6,
-		Within4xPlain:          r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 4,
+		AtMost3Transitions:     r.StateTransitionsPerSwitch > 0 && r.StateTransitionsPerSwitch <= 3,
+		Within2_5xPlain:        r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 2.5,
+		Within1_5xOwnFloor:     r.RatioTemporalFloor > 0 && r.RatioTemporalFloor <= 1.5,
+		HalfTheTwoTaskCPU:      halfTheTwoTaskCPU(r),
 		KubeCPUAtMost40ms:      r.KubeCPUMsPerSwitch <= 40,
 		AtMost3Writes:          r.Pools > 0 && r.WritesPerSwitch <= 3+1/float64(r.Pools)+1e-9 && r.EventCreatesPerSwitch <= 1,
 		NoPoolList:             r.PoolListsDuringSwitch == 0,
@@ -52,4 +61,10 @@ func judge(r *result) targets {
 		WithinTemporalFloor125: r.RatioTemporalFloor <= 1.25,
 		AtMost40Events:         r.HistoryEventsPerSwitch <= 40,
 	}
+}
+
+// halfTheTwoTaskCPU compares the two floors of one run (see runFloors).
+func halfTheTwoTaskCPU(r *result) bool {
+	one, two := r.Shapes[floorKey], r.Shapes[twoTaskKey]
+	return one != nil && two != nil && two.TemporalCPUMsPerSwitch > 0 && one.TemporalCPUMsPerSwitch <= two.TemporalCPUMsPerSwitch/2
 }
