@@ -21,7 +21,11 @@ PROGRAMS := worker starter teardown
 # nearest tag, commits since and the commit, "-dirty" with local changes
 # (e.g. v0.1.0-3-g848c611-dirty); just the commit where there is no tag.
 # `make build VERSION=v0.2.0` overrides it.
-VERSION ?= $(shell git -C $(ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
+# Evaluated once per make run: a tree edited while `make test` runs must not
+# name another release than the one it cut.
+ifndef VERSION
+VERSION := $(shell git -C $(ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
 LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
 
 # Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443", or
