@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"ate.dev/orchestrator/deploy/monitoring"
 )
 
 // Names of the release's manifests.
@@ -228,14 +227,24 @@ const (
 	dashboardKey       = "ate-orchestrator.json"
 )
 
-// RenderMonitoring is monitoring.yaml: deploy/monitoring's Grafana
-// dashboard in a ConfigMap labelled grafana_dashboard "1" (what the Grafana
-// sidecar of kube-prometheus-stack provisions by default), and its alerting
-// rules as a PrometheusRule of the Prometheus Operator (the file's groups
-// under spec), both in the system namespace.
-func RenderMonitoring(version string) ([]byte, error) {
+// RenderMonitoring is monitoring.yaml: the Grafana dashboard of
+// monitoringDir (deploy/monitoring) in a ConfigMap labelled
+// grafana_dashboard "1" (what the Grafana sidecar of kube-prometheus-stack
+// provisions by default), and its alerting rules as a PrometheusRule of the
+// Prometheus Operator (the file's groups under spec), both in the system
+// namespace. It reads the files, as RenderInstall reads deploy/: the
+// release is cut from the tree, and deploy/ is no library of the product.
+func RenderMonitoring(monitoringDir, version string) ([]byte, error) {
+	alerts, err := os.ReadFile(filepath.Join(monitoringDir, "alerts.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the alerting rules: %w", err)
+	}
+	dashboard, err := os.ReadFile(filepath.Join(monitoringDir, "dashboard.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the dashboard: %w", err)
+	}
 	var rules map[string]any
-	if err := yaml.Unmarshal(monitoring.Alerts, &rules); err != nil {
+	if err := yaml.Unmarshal(alerts, &rules); err != nil {
 		return nil, fmt.Errorf("parsing deploy/monitoring/alerts.yaml: %w", err)
 	}
 	if _, ok := rules["groups"]; !ok || len(rules) != 1 {
@@ -256,7 +265,7 @@ func RenderMonitoring(version string) ([]byte, error) {
 			"apiVersion": "v1",
 			"kind":       "ConfigMap",
 			"metadata":   map[string]any{"name": DashboardConfigMap, "namespace": SystemNamespace, "labels": dashLabels},
-			"data":       map[string]any{dashboardKey: string(monitoring.Dashboard)},
+			"data":       map[string]any{dashboardKey: string(dashboard)},
 		},
 		{
 			"apiVersion": "monitoring.coreos.com/v1",

@@ -343,7 +343,7 @@ func TestRenderInstall(t *testing.T) {
 }
 
 func TestRenderMonitoring(t *testing.T) {
-	out, err := RenderMonitoring("v0.1.0")
+	out, err := RenderMonitoring("../../deploy/monitoring", "v0.1.0")
 	require.NoError(t, err)
 	objs, err := SplitYAML(out)
 	require.NoError(t, err)
