@@ -191,8 +191,9 @@ func TestAPIServerOutageMidSwitch(t *testing.T) {
 }
 
 // retriedAttempts lists the activities of the task queue's workflows that
-// completed on a later attempt after failing with an error containing
-// cause, as "<activity> attempt <n>".
+// completed on a later attempt: a regular one after failing with an error
+// containing cause, as "<activity> attempt <n>"; a local one as "<activity>
+// attempt <n> (local)".
 func retriedAttempts(t *testing.T, taskQueue, cause string) []string {
 	t.Helper()
 	tc := testenv.Current().Temporal
@@ -211,6 +212,18 @@ func retriedAttempts(t *testing.T, taskQueue, cause string) []string {
 			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 &&
 				strings.Contains(a.GetLastFailure().GetMessage(), cause) {
 				out = append(out, fmt.Sprintf("%s attempt %d", types[a.GetScheduledEventId()], a.GetAttempt()))
+			}
+			// A switch's steps are local: the marker of the attempt that
+			// succeeded records its attempt number, not the failures before
+			// it (the worker's log has those: the caller checks them).
+			if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+				var data struct {
+					ActivityType string
+					Attempt      int32
+				}
+				if p := m.GetDetails()["data"].GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &data) == nil && data.Attempt > 1 {
+					out = append(out, fmt.Sprintf("%s attempt %d (local)", data.ActivityType, data.Attempt))
+				}
 			}
 		}
 	}
