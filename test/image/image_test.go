@@ -29,28 +29,22 @@ const nonroot = "65532:65532"
 
 // TestImageVersion: each binary of the image prints the release's version,
 // run from the image with a read-only root as the image's user; the worker
-// is the image's entrypoint.
+// is the image's default command (its Cmd, as the Dockerfile's CMD: no
+// Entrypoint, so a container's command names the program, as the
+// Deployments and docker-compose.yaml do).
 func TestImageVersion(t *testing.T) {
 	pm := thePodman(t)
 	img := loadImage(t, pm)
 	version, err := versionOf(releaseImage(t))
 	require.NoError(t, err)
 	require.Equal(t, nonroot, img.Config.Config.User, "the image's user")
-	require.Equal(t, []string{"/usr/local/bin/worker"}, img.Config.Config.Entrypoint, "the image's entrypoint")
+	require.Equal(t, []string{"/usr/local/bin/worker"}, img.Config.Config.Cmd, "the image's default command")
+	require.Empty(t, img.Config.Config.Entrypoint, "no entrypoint: a container's command names its program")
 
-	for _, tt := range []struct {
-		program    string
-		entrypoint string // "" runs the image's own
-	}{
-		{program: "worker"},
-		{program: "starter", entrypoint: "/usr/local/bin/starter"},
-		{program: "teardown", entrypoint: "/usr/local/bin/teardown"},
-	} {
+	for _, program := range []string{"worker", "starter", "teardown"} {
+		tt := struct{ program string }{program}
 		t.Run(tt.program, func(t *testing.T) {
-			args := []string{"--network", "none"}
-			if tt.entrypoint != "" {
-				args = append(args, "--entrypoint", tt.entrypoint)
-			}
+			args := []string{"--network", "none", "--entrypoint", "/usr/local/bin/" + tt.program}
 			out := pm.runOnce(t, testenv.UniqueName(t), append(args, img.ID, "--version")...)
 			require.Equal(t, tt.program+" "+version+"\n", out)
 		})
@@ -83,7 +77,7 @@ func TestImageSwitchAndRelease(t *testing.T) {
 	}
 	name := testenv.UniqueName(t)
 	for _, proc := range []struct{ program, entrypoint string }{
-		{"worker", ""}, // the image's entrypoint
+		{"worker", ""}, // the image's default command
 		{"starter", "/usr/local/bin/starter"},
 	} {
 		health := testenv.FreeAddr(t)

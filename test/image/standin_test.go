@@ -62,7 +62,7 @@ func buildStandIn(root, dir string) (string, error) {
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config = v1.Config{
 		User:       "65532:65532",
-		Entrypoint: []string{"/usr/local/bin/worker"},
+		Cmd:        []string{"/usr/local/bin/worker"},
 		Env:        []string{"PATH=/usr/local/bin"},
 		WorkingDir: "/",
 	}
