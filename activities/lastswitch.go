@@ -76,16 +76,16 @@ func stamp(entry *v1alpha1.WorkerPoolSandboxClassStatus, run *v1alpha1.SwitchRun
 type ownWrite int
 
 const (
-	ownNone      ownWrite = iota // not stamped by this run: nothing of it landed
-	ownClaim                     // the claim on config stands
-	ownConfirm                   // the class is on config, no claim: the confirm landed
-	ownRollBack                  // the class is on from, no claim: the roll back landed
-	ownSomething                 // stamped by this run, in another state
+	ownNone     ownWrite = iota // nothing this run wrote is recognisable on the class
+	ownClaim                    // the claim on config stands
+	ownConfirm                  // the class is on config, no claim: the confirm landed
+	ownRollBack                 // the class is on from, no claim: the roll back landed
 )
 
 // ownWriteOn classifies the class's state for the run moving it from
 // from to config. A status written outside a switch run (run nil) is
-// nobody's own.
+// nobody's own; one stamped by the run in another state (a claim on
+// another config, the pool keeper's clearing since) is none of the three.
 func ownWriteOn(st *v1alpha1.WorkerPoolSandboxClassStatus, run *v1alpha1.SwitchRunReference, from, config string) ownWrite {
 	if run == nil || st == nil || !stampedBy(st, run) {
 		return ownNone
@@ -94,11 +94,11 @@ func ownWriteOn(st *v1alpha1.WorkerPoolSandboxClassStatus, run *v1alpha1.SwitchR
 	case pending == config:
 		return ownClaim
 	case pending != "":
-		return ownSomething
+		return ownNone
 	case st.ConfigRef.NameOf() == config:
 		return ownConfirm
 	case st.ConfigRef.NameOf() == from:
 		return ownRollBack
 	}
-	return ownSomething
+	return ownNone
 }

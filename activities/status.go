@@ -247,7 +247,6 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 			}
 			return errNoWrite
 		}
-		own = ownNone
 		return nil
 	}
 	var unclaimed bool
@@ -299,7 +298,11 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 					return
 				}
 			}
-			if in.ExpectRun && lastRun(st) != in.FromRun {
+			var last *v1alpha1.SwitchRunReference
+			if st != nil {
+				last = st.LastSwitch
+			}
+			if in.ExpectRun && last.RunIDOf() != in.FromRun {
 				superseded = true // another run wrote the class since the plan
 				return
 			}
@@ -323,15 +326,6 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 			ResourceVersion: in.ResourceVersion, Local: true})
 	}
 	return res, err
-}
-
-// lastRun is the run ID of the switch that last wrote the class, "" for
-// none.
-func lastRun(st *v1alpha1.WorkerPoolSandboxClassStatus) string {
-	if st == nil || st.LastSwitch == nil {
-		return ""
-	}
-	return st.LastSwitch.RunID
 }
 
 // SettleInput ends a switch: a confirm moves configRef to the claimed config,
@@ -447,12 +441,13 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			// on the class, on the config): keep it, whatever made this
 			// run roll back. A re-run whose Protect is refused (the target
 			// deleted since the confirm) comes here without its claim.
-			if confirmed = ownWriteOn(entry, run, "", in.Config) == ownConfirm; confirmed {
+			own := ownWriteOn(entry, run, "", in.Config)
+			if confirmed = own == ownConfirm; confirmed {
 				return
 			}
 			// The switch's own claim, known from the stamp even when the
 			// workflow did not see it (a re-run refused before its Claim).
-			claimed := in.Claimed || ownWriteOn(entry, run, "", in.Config) == ownClaim
+			claimed := in.Claimed || own == ownClaim
 			if superseded = claimed && !claimStands(entry, in.Config, run) && !rolledBack(entry, in, run); superseded {
 				return // another writer took the class since the claim
 			}

@@ -71,9 +71,12 @@ type SwitchRunReference struct {
 	RunID string `json:"runID"`
 }
 
-// Is reports whether r names the run workflowID/runID.
-func (r *SwitchRunReference) Is(run *SwitchRunReference) bool {
-	return r != nil && run != nil && *r == *run
+// RunIDOf is the run ID a reference holds, or "" for none.
+func (r *SwitchRunReference) RunIDOf() string {
+	if r == nil {
+		return ""
+	}
+	return r.RunID
 }
 
 // NameOf is the name a reference holds, or "" for none.

@@ -46,10 +46,7 @@ type ClassPlan struct {
 func PlanClass(entry v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) ClassPlan {
 	p := ClassPlan{Class: entry.Name}
 	if st := status.ClassStatus(entry.Name); st != nil {
-		p.Current, p.Pending = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf()
-		if st.LastSwitch != nil {
-			p.LastRun = st.LastSwitch.RunID
-		}
+		p.Current, p.Pending, p.LastRun = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf(), st.LastSwitch.RunIDOf()
 	}
 	p.Result = Class(entry, p.Current, configs)
 	return p
