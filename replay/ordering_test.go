@@ -824,13 +824,8 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		startInput(t, h, &in)
 		require.True(t, in.IsMove(), "started by the starter, with its move")
 		require.Contains(t, signals(h), wfapi.SignalReresolve, "asked to look again while it ran")
-		refused := 0
-		for _, e := range h.GetEvents() {
-			if e.GetWorkflowTaskFailedEventAttributes().GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
-				refused++
-			}
-		}
-		require.Equal(t, 1, refused, "the workflow task the signal came during was refused")
+		require.Equal(t, []enumspb.WorkflowTaskFailedCause{enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND}, failedWorkflowTasks(h),
+			"the workflow task the signal came during was refused")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
 		require.Contains(t, versionChanges(t, h), yieldBeforeClaim, "the signal interrupted the re-run's first Protect")
@@ -846,13 +841,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// re-run's Claim found the class on the target with its run's stamp.
 	"switch-rerun-landed": func(t testing.TB, h *historypb.History) {
 		checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "RecordEvent")
-		refused := 0
-		for _, e := range h.GetEvents() {
-			if e.GetWorkflowTaskFailedEventAttributes() != nil {
-				refused++
-			}
-		}
-		require.Equal(t, 1, refused, "the first run of the task was refused")
+		require.Len(t, failedWorkflowTasks(h), 1, "the first run of the task was refused")
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
 		require.True(t, claim.Landed, "the re-run's claim found the confirm")
@@ -862,13 +851,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// protected it): the re-run's Claim found the roll back.
 	"switch-rerun-rolled-back": func(t testing.TB, h *historypb.History) {
 		checkMove(t, h, "", wfapi.OutcomeRolledBack, "Protect", "Claim", "RecordEvent")
-		refused := 0
-		for _, e := range h.GetEvents() {
-			if e.GetWorkflowTaskFailedEventAttributes() != nil {
-				refused++
-			}
-		}
-		require.Equal(t, 1, refused, "the first run of the task was refused")
+		require.Len(t, failedWorkflowTasks(h), 1, "the first run of the task was refused")
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
 		require.NotNil(t, claim.RolledBack, "the re-run's claim found the roll back")
@@ -935,4 +918,16 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		}
 		require.GreaterOrEqual(t, waits, len(ls)-1, "it waited (signal or fallback timer) between looks")
 	},
+}
+
+// failedWorkflowTasks are the causes of the history's failed workflow
+// tasks, in order: a task whose completion the server refused, run again.
+func failedWorkflowTasks(h *historypb.History) []enumspb.WorkflowTaskFailedCause {
+	var causes []enumspb.WorkflowTaskFailedCause
+	for _, e := range h.GetEvents() {
+		if a := e.GetWorkflowTaskFailedEventAttributes(); a != nil {
+			causes = append(causes, a.GetCause())
+		}
+	}
+	return causes
 }
