@@ -41,8 +41,9 @@ type Activities struct {
 	Clientset kubernetes.Interface
 	// Temporal wakes release workflows.
 	Temporal client.Client
-	// TaskQueue is where release workflows started here run.
-	TaskQueue string
+	// Scope is the worker's cluster and task queue: where the release and
+	// switch workflows started here run.
+	Scope wfapi.Scope
 	// Instance names this worker in the events it records.
 	Instance string
 	// OperatorStartsPerSecond paces the signal-with-starts of an operator's

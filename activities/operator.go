@@ -58,7 +58,7 @@ func (a *Activities) OperatorReresolve(ctx context.Context, req wfapi.OperatorRe
 		}
 	}
 	limit := a.operatorLimiter()
-	payload := fmt.Sprintf("%s request #%d", wfapi.OperatorWorkflowID(a.TaskQueue), req.Seq)
+	payload := fmt.Sprintf("%s request #%d", a.Scope.Cluster.OperatorWorkflowID(), req.Seq)
 	for _, key := range keys {
 		if key.String() <= p.Last {
 			continue
@@ -66,13 +66,13 @@ func (a *Activities) OperatorReresolve(ctx context.Context, req wfapi.OperatorRe
 		if err := limit.Wait(ctx); err != nil {
 			return wfapi.OperatorResult{}, fmt.Errorf("pacing the re-resolution of %s: %w", key, err)
 		}
-		if err := wfapi.Reresolve(ctx, a.Temporal, a.TaskQueue, key.Namespace, key.Name, payload); err != nil {
+		if err := wfapi.Reresolve(ctx, a.Temporal, a.Scope, key.Namespace, key.Name, payload); err != nil {
 			return wfapi.OperatorResult{}, err
 		}
 		p.Last = key.String()
 		p.Result.Signalled++
 		if len(p.Result.Workflows) < wfapi.MaxRecordedWorkflows {
-			p.Result.Workflows = append(p.Result.Workflows, wfapi.SwitchWorkflowID(key.Namespace, key.Name))
+			p.Result.Workflows = append(p.Result.Workflows, a.Scope.Cluster.SwitchWorkflowID(key.Namespace, key.Name))
 		}
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, p)
@@ -168,10 +168,10 @@ func (a *Activities) OperatorRecheck(ctx context.Context, req wfapi.OperatorRequ
 	if err := a.operatorLimiter().Wait(ctx); err != nil {
 		return wfapi.OperatorResult{}, err
 	}
-	if err := wfapi.SignalRelease(ctx, a.Temporal, a.TaskQueue, req.Config); err != nil {
+	if err := wfapi.SignalRelease(ctx, a.Temporal, a.Scope, req.Config); err != nil {
 		return wfapi.OperatorResult{}, err
 	}
-	return wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{wfapi.ReleaseWorkflowID(req.Config)}}, nil
+	return wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{a.Scope.Cluster.ReleaseWorkflowID(req.Config)}}, nil
 }
 
 // operatorLimiter is the token bucket one request's starts wait on. The

@@ -54,14 +54,14 @@ func operatorActivities(t *testing.T) (*Activities, *recordingTemporal) {
 	return &Activities{
 		Live:                    fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).Build(),
 		Temporal:                tc,
-		TaskQueue:               "tq",
+		Scope:                   wfapi.Scope{Cluster: "c1", TaskQueue: "tq"},
 		OperatorStartsPerSecond: 1000,
 	}, tc
 }
 
 func TestOperatorReresolve(t *testing.T) {
 	sw := func(key string) string {
-		return "workerpool/" + key + "/switch reresolve SandboxConfigSwitch on tq"
+		return "c1/workerpool/" + key + "/switch reresolve SandboxConfigSwitch on tq"
 	}
 	for _, tc := range []struct {
 		name   string
@@ -71,22 +71,22 @@ func TestOperatorReresolve(t *testing.T) {
 		result wfapi.OperatorResult
 	}{
 		{name: "one pool", req: wfapi.OperatorRequest{Pool: "ns1/b"},
-			want: []string{sw("ns1/b")}, result: wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{"workerpool/ns1/b/switch"}}},
+			want: []string{sw("ns1/b")}, result: wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{"c1/workerpool/ns1/b/switch"}}},
 		{name: "an unknown pool", req: wfapi.OperatorRequest{Pool: "ns1/nope"},
 			result: wfapi.OperatorResult{Unknown: "no WorkerPool ns1/nope"}},
 		{name: "a namespace, in key order", req: wfapi.OperatorRequest{Namespace: "ns1"},
 			want:   []string{sw("ns1/a"), sw("ns1/b"), sw("ns1/c")},
-			result: wfapi.OperatorResult{Matched: 3, Signalled: 3, Workflows: []string{"workerpool/ns1/a/switch", "workerpool/ns1/b/switch", "workerpool/ns1/c/switch"}}},
+			result: wfapi.OperatorResult{Matched: 3, Signalled: 3, Workflows: []string{"c1/workerpool/ns1/a/switch", "c1/workerpool/ns1/b/switch", "c1/workerpool/ns1/c/switch"}}},
 		{name: "a class", req: wfapi.OperatorRequest{Class: "microvm"},
 			want:   []string{sw("ns1/b"), sw("ns2/a")},
-			result: wfapi.OperatorResult{Matched: 2, Signalled: 2, Workflows: []string{"workerpool/ns1/b/switch", "workerpool/ns2/a/switch"}}},
+			result: wfapi.OperatorResult{Matched: 2, Signalled: 2, Workflows: []string{"c1/workerpool/ns1/b/switch", "c1/workerpool/ns2/a/switch"}}},
 		{name: "a class in a namespace", req: wfapi.OperatorRequest{Namespace: "ns1", Class: "gvisor"},
 			want:   []string{sw("ns1/a"), sw("ns1/c")},
-			result: wfapi.OperatorResult{Matched: 2, Signalled: 2, Workflows: []string{"workerpool/ns1/a/switch", "workerpool/ns1/c/switch"}}},
+			result: wfapi.OperatorResult{Matched: 2, Signalled: 2, Workflows: []string{"c1/workerpool/ns1/a/switch", "c1/workerpool/ns1/c/switch"}}},
 		{name: "a retried attempt resumes after its last heartbeat", req: wfapi.OperatorRequest{Namespace: "ns1"},
-			resume: &OperatorProgress{Last: "ns1/a", Result: wfapi.OperatorResult{Signalled: 1, Workflows: []string{"workerpool/ns1/a/switch"}}},
+			resume: &OperatorProgress{Last: "ns1/a", Result: wfapi.OperatorResult{Signalled: 1, Workflows: []string{"c1/workerpool/ns1/a/switch"}}},
 			want:   []string{sw("ns1/b"), sw("ns1/c")},
-			result: wfapi.OperatorResult{Matched: 3, Signalled: 3, Workflows: []string{"workerpool/ns1/a/switch", "workerpool/ns1/b/switch", "workerpool/ns1/c/switch"}}},
+			result: wfapi.OperatorResult{Matched: 3, Signalled: 3, Workflows: []string{"c1/workerpool/ns1/a/switch", "c1/workerpool/ns1/b/switch", "c1/workerpool/ns1/c/switch"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, temporal := operatorActivities(t)
@@ -135,8 +135,8 @@ func TestOperatorRecheck(t *testing.T) {
 	a, temporal := operatorActivities(t)
 	got, err := a.OperatorRecheck(context.Background(), wfapi.OperatorRequest{Signal: wfapi.SignalRecheck, Config: "cfg"})
 	require.NoError(t, err)
-	require.Equal(t, wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{"sandboxconfig/cfg/release"}}, got)
-	require.Equal(t, []string{"sandboxconfig/cfg/release recheck SandboxConfigRelease on tq"}, temporal.sent)
+	require.Equal(t, wfapi.OperatorResult{Matched: 1, Signalled: 1, Workflows: []string{"c1/sandboxconfig/cfg/release"}}, got)
+	require.Equal(t, []string{"c1/sandboxconfig/cfg/release recheck SandboxConfigRelease on tq"}, temporal.sent)
 
 	got, err = a.OperatorRecheck(context.Background(), wfapi.OperatorRequest{Signal: wfapi.SignalRecheck, Config: "gone"})
 	require.NoError(t, err)

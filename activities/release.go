@@ -287,7 +287,7 @@ func (a *Activities) WakeReleases(ctx context.Context, configs []string) error {
 		if c == nil || !c.Deleting || !c.Protected {
 			continue
 		}
-		if err := wfapi.SignalRelease(ctx, a.Temporal, a.TaskQueue, name); err != nil {
+		if err := wfapi.SignalRelease(ctx, a.Temporal, a.Scope, name); err != nil {
 			return err
 		}
 	}

@@ -100,19 +100,21 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 
 func TestCallerNamesPool(t *testing.T) {
 	ref := wfapi.PoolRef{Namespace: "ns", Name: "pool"}
+	c := wfapi.Cluster("c1")
 	tests := []struct {
 		id   string
 		want bool
 	}{
-		{wfapi.SwitchWorkflowID("ns", "pool"), true},
-		{"workerpool/ns/pool/switch/3", false},
-		{"workerpool/ns/pool", false},
-		{"workerpool/ns/pool/attack", false},
-		{wfapi.SwitchWorkflowID("ns", "other"), false},
-		{wfapi.SwitchWorkflowID("other", "pool"), false},
-		{wfapi.SwitchWorkflowID("ns", "pool-2"), false},
-		{"workerpool/ns/poo/switch", false},
-		{wfapi.ReleaseWorkflowID("pool"), false},
+		{c.SwitchWorkflowID("ns", "pool"), true},
+		{"workerpool/ns/pool/switch", false},
+		{"c1/workerpool/ns/pool/switch/3", false},
+		{"c1/workerpool/ns/pool", false},
+		{"c1/workerpool/ns/pool/attack", false},
+		{c.SwitchWorkflowID("ns", "other"), false},
+		{c.SwitchWorkflowID("other", "pool"), false},
+		{c.SwitchWorkflowID("ns", "pool-2"), false},
+		{"c1/workerpool/ns/poo/switch", false},
+		{c.ReleaseWorkflowID("pool"), false},
 		{"my-switch", false},
 	}
 	for _, tt := range tests {

@@ -29,11 +29,11 @@ import (
 // what the cache said: its claim is written only while the class still
 // names the config the move was decided from.
 type switchStarter struct {
-	cache     ctrlclient.Reader
-	temporal  client.Client
-	taskQueue string
-	metrics   *Metrics
-	inFlight  *claims
+	cache    ctrlclient.Reader
+	temporal client.Client
+	scope    wfapi.Scope
+	metrics  *Metrics
+	inFlight *claims
 }
 
 func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -50,7 +50,7 @@ func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	switch err := startMove(ctx, r.temporal, r.taskQueue, pool, move); {
+	switch err := startMove(ctx, r.temporal, r.scope, pool, move); {
 	case errors.Is(err, wfapi.ErrSwitchRunning):
 		r.metrics.signalled("switch-running")
 		again, ask := r.inFlight.refused(req.NamespacedName, move)
@@ -59,7 +59,7 @@ func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (r
 			// needs (or one this starter does not know): ask it to re-plan.
 			// Before its claim it yields at once; after it, it looks again
 			// once it has ended. Once per distinct move, not per retry.
-			if err := wfapi.SignalSwitch(ctx, r.temporal, pool.Namespace, pool.Name); err != nil {
+			if err := wfapi.SignalSwitch(ctx, r.temporal, r.scope.Cluster, pool.Namespace, pool.Name); err != nil {
 				log.Error(err, "could not ask the running switch to re-plan", "class", move.Class, "to", move.To)
 			} else {
 				r.inFlight.signalled(req.NamespacedName, move)
@@ -105,21 +105,21 @@ func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*
 	return &pool, move, nil
 }
 
-func startMove(ctx context.Context, tc client.Client, taskQueue string, pool *v1alpha1.WorkerPool, move resolve.Move) error {
+func startMove(ctx context.Context, tc client.Client, scope wfapi.Scope, pool *v1alpha1.WorkerPool, move resolve.Move) error {
 	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
-	return wfapi.StartSwitch(ctx, tc, taskQueue, wfapi.MoveInput(ref, move, pool.Generation, pool.ResourceVersion))
+	return wfapi.StartSwitch(ctx, tc, scope, wfapi.MoveInput(ref, move, pool.Generation, pool.ResourceVersion))
 }
 
 // StartNext does once what the starter does for one pool: it plans the
 // pool's next move from r and starts its switch. It reports whether it
 // started one; wfapi.ErrSwitchRunning when the pool's switch is running.
 // Tests that stand in for the starter use it with a live client.
-func StartNext(ctx context.Context, r ctrlclient.Reader, tc client.Client, taskQueue string, key types.NamespacedName) (bool, error) {
+func StartNext(ctx context.Context, r ctrlclient.Reader, tc client.Client, scope wfapi.Scope, key types.NamespacedName) (bool, error) {
 	pool, move, err := plan(ctx, r, key)
 	if err != nil || pool == nil {
 		return false, err
 	}
-	if err := startMove(ctx, tc, taskQueue, pool, move); err != nil {
+	if err := startMove(ctx, tc, scope, pool, move); err != nil {
 		return false, err
 	}
 	return true, nil

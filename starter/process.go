@@ -32,5 +32,5 @@ func Main(ctx context.Context, opts options.Options, leader options.LeaderElecti
 	}
 	defer c.Close()
 	endpoints.Connected(c)
-	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, TaskQueue: opts.TaskQueue, LeaderElection: leader})
+	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, LeaderElection: leader})
 }

@@ -27,10 +27,10 @@ import (
 // through the initial list, so a config whose last user went away while the
 // product was down is released then.
 type releaseStarter struct {
-	cache     ctrlclient.Reader
-	temporal  client.Client
-	taskQueue string
-	metrics   *Metrics
+	cache    ctrlclient.Reader
+	temporal client.Client
+	scope    wfapi.Scope
+	metrics  *Metrics
 }
 
 func (r *releaseStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -41,7 +41,7 @@ func (r *releaseStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 	if !c.IsDeleting() || !c.IsProtected() {
 		return reconcile.Result{}, nil
 	}
-	if err := wfapi.SignalRelease(ctx, r.temporal, r.taskQueue, c.Name); err != nil {
+	if err := wfapi.SignalRelease(ctx, r.temporal, r.scope, c.Name); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.metrics.signalled("release")

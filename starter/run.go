@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 )
@@ -28,6 +29,7 @@ import (
 // only (a Role), and the reviews below. It does not watch Deployments.
 //
 // +kubebuilder:rbac:groups=ate.dev,resources=workerpools;sandboxconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system
 //
@@ -44,9 +46,12 @@ type workqueueRL = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Config is what the starter needs.
 type Config struct {
-	Rest      *rest.Config
-	Temporal  client.Client
-	TaskQueue string
+	Rest     *rest.Config
+	Temporal client.Client
+	// ClusterName names the cluster (empty: its kube-system namespace's
+	// UID) and TaskQueue its workflows' task queue (empty: the cluster's
+	// own); see wfapi.Cluster.
+	ClusterName, TaskQueue string
 	// Concurrency is the number of starts and signals in flight per
 	// controller.
 	Concurrency int
@@ -70,19 +75,24 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := poolwatch.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	scope, err := kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("starting workflows", "cluster", scope.Cluster, "taskQueue", scope.TaskQueue)
 	metrics := newMetrics()
 	defer releasesWaiting.add(mgr.GetClient())()
-	pools := &switchStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics, inFlight: newClaims()}
+	pools := &switchStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, scope: scope, metrics: metrics, inFlight: newClaims()}
 	if err := pools.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the switch starter: %w", err)
 	}
-	releases := &releaseStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, taskQueue: cfg.TaskQueue, metrics: metrics}
+	releases := &releaseStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, scope: scope, metrics: metrics}
 	if err := releases.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the release starter: %w", err)
 	}
 	// Leader only: the operator workflow operators signal (operator.go).
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return keepOperatorRunning(ctx, cfg.Temporal, cfg.TaskQueue)
+		return keepOperatorRunning(ctx, cfg.Temporal, scope)
 	})); err != nil {
 		return err
 	}

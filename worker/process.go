@@ -46,7 +46,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	// retries, and the Temporal worker starts once it answers: a worker
 	// (re)started during a Temporal outage keeps Deployments scaled and
 	// statuses mirrored, and is not ready until Temporal is reachable.
-	return Run(ctx, Config{Rest: proc.Rest, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
+	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		Dial:        func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
 		OnConnected: endpoints.Connected})

@@ -11,6 +11,11 @@ package worker
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=ate-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=ate-system
 
+// The cluster's identity, when --cluster-name is not set, is the UID of the
+// kube-system namespace (kube.ClusterIdentity); the starter reads it too.
+//
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get,resourceNames=kube-system
+
 // The HTTPS metrics endpoint (internal/probes.ServeMetrics, METRICS_SECURE)
 // asks the API server who a scraper is and whether it may get /metrics.
 //

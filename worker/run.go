@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -46,7 +47,10 @@ type Config struct {
 	// OnConnected, if set, learns the client once Dial has made it (the
 	// readiness probe: the worker is not ready before).
 	OnConnected func(client.Client)
-	TaskQueue   string
+	// ClusterName names the cluster (empty: its kube-system namespace's
+	// UID) and TaskQueue its workflows' task queue (empty: the cluster's
+	// own); see wfapi.Cluster.
+	ClusterName, TaskQueue string
 	// Instance names this worker in events; the host name by default.
 	Instance string
 	// Worker tunes the Temporal worker; zero values take the SDK defaults.
@@ -117,21 +121,30 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Temporal = c
 	}
 	acts.Temporal = cfg.Temporal
+	// Named once the caches have synced: the API server answers by then.
+	if acts.Scope, err = kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue); err != nil {
+		cancel()
+		<-mgrDone
+		return err
+	}
+	// The cluster guard goes first: a step of another cluster's workflow is
+	// refused before any other interceptor or the step itself runs.
+	cfg.Worker.Interceptors = append([]interceptor.WorkerInterceptor{activities.ClusterGuard(acts.Scope.Cluster)}, cfg.Worker.Interceptors...)
 
 	if cfg.Worker.WorkerStopTimeout == 0 {
 		// Let activities in flight report their completion on a graceful
 		// stop (SIGTERM), rather than have them retried after their timeout.
 		cfg.Worker.WorkerStopTimeout = StopTimeout
 	}
-	w := worker.New(cfg.Temporal, cfg.TaskQueue, cfg.Worker)
+	w := worker.New(cfg.Temporal, acts.Scope.TaskQueue, cfg.Worker)
 	workflows.RegisterWorkflows(w)
 	workflows.RegisterActivities(w, acts)
 	if err := w.Start(); err != nil {
 		cancel()
 		<-mgrDone
-		return fmt.Errorf("starting the Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
+		return fmt.Errorf("starting the Temporal worker of cluster %q on task queue %q: %w", acts.Scope.Cluster, acts.Scope.TaskQueue, err)
 	}
-	cfg.Log.Info("worker running", "taskQueue", cfg.TaskQueue, "instance", cfg.Instance)
+	cfg.Log.Info("worker running", "cluster", acts.Scope.Cluster, "taskQueue", acts.Scope.TaskQueue, "instance", cfg.Instance)
 	var mgrErr error
 	select {
 	case <-ctx.Done():
@@ -233,7 +246,6 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 		Cache:     mgr.GetCache(),
 		Clientset: clientset,
 		Temporal:  cfg.Temporal,
-		TaskQueue: cfg.TaskQueue,
 		Instance:  cfg.Instance,
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),

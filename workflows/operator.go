@@ -40,6 +40,11 @@ const operatorRequestTimeout = time.Hour
 // recorded in the `state` query and ignored: it never fails a task.
 func Operator(ctx workflow.Context, in wfapi.OperatorInput) error {
 	log := workflow.GetLogger(ctx)
+	c, err := cluster(ctx)
+	if err != nil {
+		return err
+	}
+	recordCluster(ctx, c)
 	state := wfapi.OperatorState{Received: in.Received, Pending: in.Pending, Recent: in.Recent}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.OperatorState, error) {
 		return state, nil

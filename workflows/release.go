@@ -39,6 +39,10 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		return "", temporal.NewNonRetryableApplicationError("a release workflow needs the SandboxConfig's name",
 			activities.ErrInvalidInput, nil)
 	}
+	if err := wfapi.CheckReleaseID(workflow.GetInfo(ctx).WorkflowExecution.ID, in.Config); err != nil {
+		return "", temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidInput, nil)
+	}
+	recordCluster(ctx, clusterOf(ctx))
 	ctx = withActivities(ctx)
 	log := workflow.GetLogger(ctx)
 	if in.Since == 0 {
@@ -68,7 +72,7 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		if done != "" {
 			setOutcome(ctx, &state.Outcome, done)
 			workflow.SetCurrentDetails(ctx, state.Details())
-			m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": done})
+			m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": done, metricsClusterLabel: string(clusterOf(ctx))})
 			m.Counter("ate_releases").Inc(1)
 			m.Timer("ate_release_wait").Record(workflow.Now(ctx).Sub(time.Unix(in.Since, 0)))
 			log.Info("release finished", "config", in.Config, "outcome", done)

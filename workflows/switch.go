@@ -50,11 +50,15 @@ import (
 // type and result are, in a marker), and a step runs inside a workflow
 // task, so the worker needs enough workflow task pollers.
 func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
-	// The ID names the pool: a switch acts on that pool only, whoever
-	// started it with whatever input.
+	// The ID names the cluster and the pool: a switch acts on that pool
+	// of that cluster only, whoever started it with whatever input.
 	pool, err := wfapi.SwitchPool(workflow.GetInfo(ctx).WorkflowExecution.ID, in.Pool)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidInput, nil)
+	}
+	cluster, err := cluster(ctx)
+	if err != nil {
+		return nil, err
 	}
 	in.Pool = pool
 	if problem := in.Problem(); problem != "" && refusesInvalidInput(ctx) {
@@ -91,7 +95,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		// A run continued as new for a fresh look carries the previous
 		// run's search attributes (the SDK copies them into the new run):
 		// its move and outcome are not this run's.
-		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(pool.String())}
+		attrs := append(clusterAttribute(ctx, cluster), searchattr.WorkerPoolKey.ValueSet(pool.String()))
 		if carried := carriedMove(ctx); len(carried) > 0 && dropsCarriedMove(ctx) {
 			attrs = append(attrs, carried...)
 		}
@@ -113,9 +117,11 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 			return finish(ctx, in, res, reresolve)
 		}
 		in = planned
-		if err := workflow.UpsertTypedSearchAttributes(ctx, wfapi.SwitchAttributes(in)...); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, wfapi.SwitchAttributes(cluster, in)...); err != nil {
 			log.Warn("could not record the move as search attributes", "error", err)
 		}
+	} else {
+		recordCluster(ctx, cluster)
 	}
 	state.Class, state.From, state.To, state.Abandon = string(in.Class), in.From, in.To, in.Abandon
 	log.Info("switching", "pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.To, "abandon", in.Abandon)
@@ -429,7 +435,8 @@ func recordOutcome(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.Switch
 		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
 	}
 	// Metrics go through the SDK's handler, which drops them while replaying.
-	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": res.Outcome, "sandbox_class": string(in.Class)})
+	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": res.Outcome, "sandbox_class": string(in.Class),
+		metricsClusterLabel: string(clusterOf(ctx))})
 	m.Counter("ate_switches").Inc(1)
 	m.Timer("ate_switch_duration").Record(workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime))
 	summary := wfapi.SwitchSummary(in) + ": " + res.Outcome

@@ -47,6 +47,7 @@ type config struct {
 	apiServerPort int
 	namespace     string
 	taskQueue     string
+	clusterName   string
 	temporalStack string
 	crds, samples string
 	cluster       bool
@@ -63,7 +64,8 @@ func main() {
 	fs.IntVar(&cfg.uiPort, "ui-port", 8233, "Temporal Web UI port on 127.0.0.1")
 	fs.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
 	fs.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
-	fs.StringVar(&cfg.taskQueue, "task-queue", options.DefaultTaskQueue, "Temporal task queue of the worker and starter")
+	fs.StringVar(&cfg.clusterName, "cluster-name", "local", "name of the local cluster in workflow IDs, the task queue and the Web UI (the worker's and starter's --cluster-name); empty: its kube-system namespace's UID, as in a cluster where none is set")
+	fs.StringVar(&cfg.taskQueue, "task-queue", "", "Temporal task queue of the worker and starter; empty: the cluster's own, ate-orchestrator-<cluster>")
 	fs.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server with the Web UI) or "postgres" (temporal-server on PostgreSQL, as production runs it)`)
 	fs.BoolVar(&cfg.cluster, "cluster", true, "run kube-controller-manager, kube-scheduler and kwok with a simulated fleet of nodes, so that worker Deployments get pods (docs/local-cluster.md); -cluster=false runs the bare API server")
 	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
@@ -190,6 +192,7 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 			"TEMPORAL_ADDRESS=" + s.servers.Temporal.Address(),
 			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
 			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
+			"ATE_CLUSTER_NAME=" + s.cfg.clusterName,
 			// Plain HTTP on loopback: nothing else reaches it.
 			"METRICS_BIND_ADDRESS=" + metrics,
 			"METRICS_SECURE=false",

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"ate.dev/orchestrator/internal/tracing"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Options holds the settings. The zero value is not useful: bind it with
@@ -39,7 +40,13 @@ type Options struct {
 	TemporalProfile    string
 	TemporalAddress    string
 	TemporalNamespace  string
-	TaskQueue          string
+	// ClusterName names the Kubernetes cluster in every workflow ID, task
+	// queue and search attribute; empty: the kube-system namespace's UID
+	// (kube.ClusterIdentity).
+	ClusterName string
+	// TaskQueue is the task queue of the cluster's workflows; empty: the
+	// cluster's own, ate-orchestrator-<cluster> (wfapi.ScopeOf).
+	TaskQueue string
 
 	TLSCAFile     string
 	TLSCertFile   string
@@ -77,9 +84,6 @@ type Options struct {
 const (
 	DefaultTemporalAddress   = "127.0.0.1:7233"
 	DefaultTemporalNamespace = "default"
-	// DefaultTaskQueue is the task queue the worker polls and the starter
-	// starts on.
-	DefaultTaskQueue = "ate-orchestrator"
 	// DefaultMetricsBindAddress serves HTTPS (DefaultMetricsSecure).
 	DefaultMetricsBindAddress     = ":8443"
 	DefaultMetricsSecure          = true
@@ -119,8 +123,12 @@ var settings = []setting{
 	{flag: "temporal-namespace", env: "TEMPORAL_NAMESPACE", temporal: true,
 		usage: "Temporal namespace; default: the profile's, then " + DefaultTemporalNamespace,
 		dst:   func(o *Options) *string { return &o.TemporalNamespace }},
-	{flag: "task-queue", env: "TEMPORAL_TASK_QUEUE", def: DefaultTaskQueue, usage: "Temporal task queue of the orchestrator's workflows and activities",
-		dst: func(o *Options) *string { return &o.TaskQueue }},
+	{flag: "cluster-name", env: "ATE_CLUSTER_NAME",
+		usage: "name of this Kubernetes cluster (a DNS label) in every workflow ID, task queue and search attribute, unique among the clusters that share the Temporal namespace; default: the UID of the kube-system namespace",
+		dst:   func(o *Options) *string { return &o.ClusterName }},
+	{flag: "task-queue", env: "TEMPORAL_TASK_QUEUE",
+		usage: "Temporal task queue of the orchestrator's workflows and activities, never shared with another cluster; default: ate-orchestrator-<cluster>",
+		dst:   func(o *Options) *string { return &o.TaskQueue }},
 	{flag: "temporal-tls-server-ca-cert-path", env: "TEMPORAL_TLS_SERVER_CA_CERT_PATH", temporal: true,
 		usage: "PEM file of the CA that signed the Temporal server's certificate; enables TLS",
 		dst:   func(o *Options) *string { return &o.TLSCAFile }},
@@ -214,8 +222,8 @@ func LooksLikeKeyMaterial(v string) bool {
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
-		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
+	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
+		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.ClusterName, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
 		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress,
 		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
@@ -258,8 +266,10 @@ func (t teeValue) Set(s string) error {
 // may complete, is checked when it is resolved (TemporalConnection).
 func (o *Options) Validate() error {
 	errs := []error{o.envErr}
-	if o.TaskQueue == "" {
-		errs = append(errs, errors.New("--task-queue (TEMPORAL_TASK_QUEUE) must not be empty"))
+	if o.ClusterName != "" {
+		if err := wfapi.Cluster(o.ClusterName).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-name (ATE_CLUSTER_NAME): %w", err))
+		}
 	}
 	if LooksLikeKeyMaterial(o.TLSKeyFile) {
 		errs = append(errs, errors.New("--temporal-tls-client-key-path holds key material, not a path: mount the key as a file and give its path"))

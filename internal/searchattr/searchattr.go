@@ -14,6 +14,10 @@ import (
 
 // Names of the custom search attributes.
 const (
+	// KubernetesCluster is the cluster a workflow acts for (wfapi.Cluster):
+	// every workflow of the product has it, so that one query lists one
+	// cluster's workflows, or a fleet's (ToConfig = "x" without it).
+	KubernetesCluster = "KubernetesCluster"
 	// WorkerPool is the pool a workflow acts for, as "namespace/name".
 	WorkerPool = "WorkerPool"
 	// SandboxClass is the sandbox class a switch moves, e.g. "gvisor".
@@ -31,12 +35,13 @@ const (
 
 // Typed keys for workflow code (workflow.UpsertTypedSearchAttributes).
 var (
-	WorkerPoolKey    = temporal.NewSearchAttributeKeyKeyword(WorkerPool)
-	SandboxClassKey  = temporal.NewSearchAttributeKeyKeyword(SandboxClass)
-	FromConfigKey    = temporal.NewSearchAttributeKeyKeyword(FromConfig)
-	ToConfigKey      = temporal.NewSearchAttributeKeyKeyword(ToConfig)
-	SandboxConfigKey = temporal.NewSearchAttributeKeyKeyword(SandboxConfig)
-	OutcomeKey       = temporal.NewSearchAttributeKeyKeyword(Outcome)
+	KubernetesClusterKey = temporal.NewSearchAttributeKeyKeyword(KubernetesCluster)
+	WorkerPoolKey        = temporal.NewSearchAttributeKeyKeyword(WorkerPool)
+	SandboxClassKey      = temporal.NewSearchAttributeKeyKeyword(SandboxClass)
+	FromConfigKey        = temporal.NewSearchAttributeKeyKeyword(FromConfig)
+	ToConfigKey          = temporal.NewSearchAttributeKeyKeyword(ToConfig)
+	SandboxConfigKey     = temporal.NewSearchAttributeKeyKeyword(SandboxConfig)
+	OutcomeKey           = temporal.NewSearchAttributeKeyKeyword(Outcome)
 )
 
 // Definition is one custom search attribute and its type.
@@ -47,6 +52,7 @@ type Definition struct {
 
 // Definitions lists every custom search attribute, to register on a server.
 var Definitions = []Definition{
+	{Name: KubernetesCluster, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	{Name: WorkerPool, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	{Name: SandboxClass, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	{Name: FromConfig, Type: enumspb.INDEXED_VALUE_TYPE_KEYWORD},

@@ -13,17 +13,19 @@ import (
 
 // SwitchStaticSummary is the one line the Web UI shows for a switch, in
 // its list and on its page, e.g.
-// `ate-demo/counter: gvisor "gvisor-default" → "gvisor-default-v2"`.
-func SwitchStaticSummary(in SwitchInput) string {
+// `[prod-eu-1] ate-demo/counter: gvisor "gvisor-default" → "gvisor-default-v2"`:
+// the cluster first, so that a fleet's switches on one Temporal namespace
+// read apart.
+func SwitchStaticSummary(cluster Cluster, in SwitchInput) string {
 	switch {
 	case !in.IsMove():
-		return fmt.Sprintf("%s: re-resolve on request", in.Pool)
+		return fmt.Sprintf("[%s] %s: re-resolve on request", cluster, in.Pool)
 	case in.To == "":
-		return fmt.Sprintf("%s: %s: clear the stale claim on %q", in.Pool, in.Class, in.Abandon)
+		return fmt.Sprintf("[%s] %s: %s: clear the stale claim on %q", cluster, in.Pool, in.Class, in.Abandon)
 	case in.From == "":
-		return fmt.Sprintf("%s: %s → %q", in.Pool, in.Class, in.To)
+		return fmt.Sprintf("[%s] %s: %s → %q", cluster, in.Pool, in.Class, in.To)
 	}
-	return fmt.Sprintf("%s: %s %q → %q", in.Pool, in.Class, in.From, in.To)
+	return fmt.Sprintf("[%s] %s: %s %q → %q", cluster, in.Pool, in.Class, in.From, in.To)
 }
 
 // SwitchStaticDetails are the fixed details of a switch's start: what the
@@ -56,8 +58,8 @@ func SwitchStaticDetails(in SwitchInput) string {
 }
 
 // ReleaseStaticSummary is the one line the Web UI shows for a release.
-func ReleaseStaticSummary(config string) string {
-	return fmt.Sprintf("%s: release once no WorkerPool uses it", config)
+func ReleaseStaticSummary(cluster Cluster, config string) string {
+	return fmt.Sprintf("[%s] %s: release once no WorkerPool uses it", cluster, config)
 }
 
 // details formats pairs of names and values as a Markdown list, leaving

@@ -14,17 +14,17 @@ func TestSwitchStaticSummary(t *testing.T) {
 		want string
 	}{
 		{"a move", SwitchInput{Pool: pool, Class: "gvisor", From: "gvisor-default", To: "gvisor-default-v2"},
-			`ate-demo/counter: gvisor "gvisor-default" → "gvisor-default-v2"`},
+			`[c1] ate-demo/counter: gvisor "gvisor-default" → "gvisor-default-v2"`},
 		{"a first resolution", SwitchInput{Pool: pool, Class: "gvisor", To: "gvisor-default"},
-			`ate-demo/counter: gvisor → "gvisor-default"`},
+			`[c1] ate-demo/counter: gvisor → "gvisor-default"`},
 		{"a stale claim", SwitchInput{Pool: pool, Class: "microvm", From: "a", Abandon: "b"},
-			`ate-demo/counter: microvm: clear the stale claim on "b"`},
-		{"an operator's re-resolution", SwitchInput{Pool: pool}, `ate-demo/counter: re-resolve on request`},
+			`[c1] ate-demo/counter: microvm: clear the stale claim on "b"`},
+		{"an operator's re-resolution", SwitchInput{Pool: pool}, `[c1] ate-demo/counter: re-resolve on request`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, SwitchStaticSummary(tt.in))
-			require.NotContains(t, SwitchStaticSummary(tt.in), "\n", "one line")
+			require.Equal(t, tt.want, SwitchStaticSummary("c1", tt.in))
+			require.NotContains(t, SwitchStaticSummary("c1", tt.in), "\n", "one line")
 		})
 	}
 }

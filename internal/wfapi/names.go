@@ -27,22 +27,9 @@ const (
 	QueryState = "state"
 )
 
-// ReleaseWorkflowID is the ID of the release workflow of a SandboxConfig.
-func ReleaseWorkflowID(config string) string {
-	return fmt.Sprintf("sandboxconfig/%s/release", config)
-}
-
 // PoolKey is how a pool is named in search attributes and logs: "namespace/name".
 func PoolKey(namespace, name string) string {
 	return namespace + "/" + name
-}
-
-// SwitchWorkflowID is the ID of the switch workflow of a WorkerPool: one
-// top-level execution at a time per pool, started by the starter (or by an
-// operator's signal-with-start), each run one switch. Runs follow one
-// another under the same ID; the Web UI lists them all.
-func SwitchWorkflowID(namespace, name string) string {
-	return fmt.Sprintf("workerpool/%s/%s/switch", namespace, name)
 }
 
 // SwitchPool is the pool a switch acts on, derived from its workflow ID and
@@ -53,10 +40,10 @@ func SwitchWorkflowID(namespace, name string) string {
 // any, is kept. The switch workflow and the activities' caller check both
 // ask this, so they agree on what a switch may touch.
 func SwitchPool(id string, named PoolRef) (PoolRef, error) {
-	ns, name, ok := poolFromSwitchWorkflowID(id)
+	_, ns, name, ok := poolFromSwitchWorkflowID(id)
 	if !ok {
-		return PoolRef{}, fmt.Errorf("a switch's workflow ID names its pool, as %s does; got %q",
-			SwitchWorkflowID("<namespace>", "<name>"), id)
+		return PoolRef{}, fmt.Errorf("a switch's workflow ID names its cluster and pool, as %s does; got %q",
+			Cluster("<cluster>").SwitchWorkflowID("<namespace>", "<name>"), id)
 	}
 	if named.Namespace != "" && (named.Namespace != ns || named.Name != name) {
 		return PoolRef{}, fmt.Errorf("switch workflow of WorkerPool %s was given WorkerPool %s",
@@ -66,20 +53,37 @@ func SwitchPool(id string, named PoolRef) (PoolRef, error) {
 	return named, nil
 }
 
-// poolFromSwitchWorkflowID returns the pool a switch workflow ID names, and
-// false for any other ID (a release's, one made up by hand).
-func poolFromSwitchWorkflowID(id string) (namespace, name string, ok bool) {
-	rest, found := strings.CutPrefix(id, "workerpool/")
+// poolFromSwitchWorkflowID returns the cluster and pool a switch workflow
+// ID names, and false for any other ID (a release's, one with no cluster,
+// one made up by hand).
+func poolFromSwitchWorkflowID(id string) (cluster Cluster, namespace, name string, ok bool) {
+	cluster, found := ClusterOf(id)
 	if !found {
-		return "", "", false
+		return "", "", "", false
+	}
+	rest, found := strings.CutPrefix(id, string(cluster)+"/workerpool/")
+	if !found {
+		return "", "", "", false
 	}
 	rest, found = strings.CutSuffix(rest, "/switch")
 	if !found {
-		return "", "", false
+		return "", "", "", false
 	}
 	namespace, name, found = strings.Cut(rest, "/")
 	if !found || namespace == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", false
+		return "", "", "", false
 	}
-	return namespace, name, true
+	return cluster, namespace, name, true
+}
+
+// CheckReleaseID reports an error unless id is the release workflow ID of
+// config in the cluster it names: a release acts on the config its ID
+// names only, whoever started it with whatever input.
+func CheckReleaseID(id, config string) error {
+	cluster, ok := ClusterOf(id)
+	if !ok || id != cluster.ReleaseWorkflowID(config) {
+		return fmt.Errorf("the release workflow of SandboxConfig %q has the ID %s; got %q",
+			config, Cluster("<cluster>").ReleaseWorkflowID(config), id)
+	}
+	return nil
 }

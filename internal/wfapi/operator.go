@@ -13,17 +13,11 @@ import (
 )
 
 // OperatorWorkflow is the type of the operator workflow: one long-running
-// execution per task queue that an operator signals (with any CLI, tctl
+// execution per cluster (Cluster.OperatorWorkflowID) that an operator signals (with any CLI, tctl
 // included, which cannot signal-with-start) to re-resolve pools or recheck a
 // config. It turns each request into the signal-with-starts the starter and
 // the direct CLI forms send, paced.
 const OperatorWorkflow = "Operator"
-
-// OperatorWorkflowID is the ID of the operator workflow of a task queue:
-// "ate-orchestrator/operator" for the default one.
-func OperatorWorkflowID(taskQueue string) string {
-	return taskQueue + "/operator"
-}
 
 // OperatorInput starts (or continues) the operator workflow.
 type OperatorInput struct {

@@ -75,5 +75,5 @@ func TestParseRecheck(t *testing.T) {
 }
 
 func TestOperatorWorkflowID(t *testing.T) {
-	require.Equal(t, "ate-orchestrator/operator", OperatorWorkflowID("ate-orchestrator"))
+	require.Equal(t, "c1/operator", testCluster.OperatorWorkflowID())
 }

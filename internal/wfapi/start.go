@@ -15,15 +15,16 @@ import (
 
 // SignalRelease wakes the release workflow of a SandboxConfig in deletion,
 // starting it if it is not running.
-func SignalRelease(ctx context.Context, c client.Client, taskQueue, config string) error {
-	id := ReleaseWorkflowID(config)
+func SignalRelease(ctx context.Context, c client.Client, scope Scope, config string) error {
+	id := scope.Cluster.ReleaseWorkflowID(config)
 	_, err := c.SignalWithStartWorkflow(ctx, id, SignalRecheck, nil, client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             taskQueue,
+		TaskQueue:             scope.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.SandboxConfigKey.ValueSet(config)),
-		Memo:                  map[string]any{"summary": fmt.Sprintf("releases SandboxConfig %s once no WorkerPool uses it", config)},
-		StaticSummary:         ReleaseStaticSummary(config),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			searchattr.KubernetesClusterKey.ValueSet(string(scope.Cluster)), searchattr.SandboxConfigKey.ValueSet(config)),
+		Memo:          map[string]any{"summary": fmt.Sprintf("releases SandboxConfig %s once no WorkerPool uses it", config)},
+		StaticSummary: ReleaseStaticSummary(scope.Cluster, config),
 	}, ReleaseWorkflow, ReleaseInput{Config: config})
 	if err != nil {
 		return fmt.Errorf("signalling release workflow %s: %w", id, err)
@@ -39,8 +40,8 @@ var ErrSwitchRunning = errors.New("a switch of the pool is running")
 // execution with the search attributes an operator traces it by. One runs
 // at a time per pool: while one runs, it starts nothing and returns
 // ErrSwitchRunning.
-func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in SwitchInput) error {
-	opts := SwitchStartOptions(taskQueue, in)
+func StartSwitch(ctx context.Context, c client.Client, scope Scope, in SwitchInput) error {
+	opts := SwitchStartOptions(scope, in)
 	_, err := c.ExecuteWorkflow(ctx, opts, SwitchWorkflow, in)
 	var running *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
@@ -54,17 +55,17 @@ func StartSwitch(ctx context.Context, c client.Client, taskQueue string, in Swit
 
 // SwitchStartOptions are the options StartSwitch starts the switch of in
 // with.
-func SwitchStartOptions(taskQueue string, in SwitchInput) client.StartWorkflowOptions {
+func SwitchStartOptions(scope Scope, in SwitchInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:        SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name),
-		TaskQueue: taskQueue,
+		ID:        scope.Cluster.SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name),
+		TaskQueue: scope.TaskQueue,
 		// Each switch of a pool is a new run under the pool's switch ID.
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes:                    temporal.NewSearchAttributes(SwitchAttributes(in)...),
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(SwitchAttributes(scope.Cluster, in)...),
 		Memo:                                     map[string]any{"summary": SwitchSummary(in)},
-		StaticSummary:                            SwitchStaticSummary(in),
+		StaticSummary:                            SwitchStaticSummary(scope.Cluster, in),
 		StaticDetails:                            SwitchStaticDetails(in),
 	}
 }
@@ -74,17 +75,18 @@ func SwitchStartOptions(taskQueue string, in SwitchInput) client.StartWorkflowOp
 // again once it is done (or at once, if it has not claimed yet), or starts a
 // switch with no move, which decides on a live read (and ends "up to date" when there is nothing to do). payload is
 // ignored by the workflow; the operator's `--input` lands there.
-func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name string, payload any) error {
-	id := SwitchWorkflowID(namespace, name)
+func Reresolve(ctx context.Context, c client.Client, scope Scope, namespace, name string, payload any) error {
+	id := scope.Cluster.SwitchWorkflowID(namespace, name)
 	none := SwitchInput{Pool: PoolRef{Namespace: namespace, Name: name}} // no move: the run decides
 	_, err := c.SignalWithStartWorkflow(ctx, id, SignalReresolve, payload, client.StartWorkflowOptions{
 		ID:                    id,
-		TaskQueue:             taskQueue,
+		TaskQueue:             scope.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.WorkerPoolKey.ValueSet(PoolKey(namespace, name))),
-		Memo:                  map[string]any{"summary": fmt.Sprintf("%s: re-resolve on request", PoolKey(namespace, name))},
-		StaticSummary:         SwitchStaticSummary(none),
-		StaticDetails:         SwitchStaticDetails(none),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			searchattr.KubernetesClusterKey.ValueSet(string(scope.Cluster)), searchattr.WorkerPoolKey.ValueSet(PoolKey(namespace, name))),
+		Memo:          map[string]any{"summary": fmt.Sprintf("%s: re-resolve on request", PoolKey(namespace, name))},
+		StaticSummary: SwitchStaticSummary(scope.Cluster, none),
+		StaticDetails: SwitchStaticDetails(none),
 	}, SwitchWorkflow, SwitchInput{})
 	if err != nil {
 		return fmt.Errorf("signalling switch workflow %s: %w", id, err)
@@ -98,10 +100,30 @@ func Reresolve(ctx context.Context, c client.Client, taskQueue, namespace, name 
 // and plans what the pool then asks for), after it the switch looks again
 // once it has ended. It starts nothing: a switch that has ended since is
 // reported as an error, and the starter's next try starts the move.
-func SignalSwitch(ctx context.Context, c client.Client, namespace, name string) error {
-	id := SwitchWorkflowID(namespace, name)
+func SignalSwitch(ctx context.Context, c client.Client, cluster Cluster, namespace, name string) error {
+	id := cluster.SwitchWorkflowID(namespace, name)
 	if err := c.SignalWorkflow(ctx, id, "", SignalReresolve, nil); err != nil {
 		return fmt.Errorf("signalling %s to switch workflow %s: %w", SignalReresolve, id, err)
+	}
+	return nil
+}
+
+// StartOperator starts the cluster's operator workflow unless it runs: with
+// USE_EXISTING, a start while it runs returns the running execution and
+// changes nothing.
+func StartOperator(ctx context.Context, c client.Client, scope Scope) error {
+	id := scope.Cluster.OperatorWorkflowID()
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                scope.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.KubernetesClusterKey.ValueSet(string(scope.Cluster))),
+		Memo:                     map[string]any{"summary": "takes operators' reresolve and recheck signals (docs/operating-with-the-cli.md)"},
+		StaticSummary:            fmt.Sprintf("[%s] operators' reresolve and recheck requests", scope.Cluster),
+	}, OperatorWorkflow, OperatorInput{})
+	if err != nil {
+		return fmt.Errorf("starting the operator workflow %s: %w", id, err)
 	}
 	return nil
 }

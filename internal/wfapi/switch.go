@@ -112,12 +112,13 @@ func MoveInput(pool PoolRef, m resolve.Move, generation int64, resourceVersion s
 
 // SwitchAttributes are the search attributes an operator finds a switch by:
 // set at its start, or upserted by one that decides its move itself.
-func SwitchAttributes(in SwitchInput) []temporal.SearchAttributeUpdate {
+func SwitchAttributes(cluster Cluster, in SwitchInput) []temporal.SearchAttributeUpdate {
 	to := in.To
 	if to == "" {
 		to = in.Abandon
 	}
 	attrs := []temporal.SearchAttributeUpdate{
+		searchattr.KubernetesClusterKey.ValueSet(string(cluster)),
 		searchattr.WorkerPoolKey.ValueSet(in.Pool.String()),
 		searchattr.SandboxClassKey.ValueSet(string(in.Class)),
 		searchattr.ToConfigKey.ValueSet(to),

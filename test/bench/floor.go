@@ -125,9 +125,9 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	if err := parallel(ctx, n, floorStarters, func(ctx context.Context, i int) error {
 		in := floorMove(prefix, i)
 		if shape == wfapi.SwitchWorkflow {
-			return wfapi.StartSwitch(ctx, tc, run.TaskQueue, in)
+			return wfapi.StartSwitch(ctx, tc, wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, in)
 		}
-		_, err := tc.ExecuteWorkflow(ctx, wfapi.SwitchStartOptions(run.TaskQueue, in), shape, in)
+		_, err := tc.ExecuteWorkflow(ctx, wfapi.SwitchStartOptions(wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, in), shape, in)
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("starting the floor's switches: %w", err)

@@ -57,7 +57,7 @@ func TestFloorSwitchConfirms(t *testing.T) {
 	acts.events.Store(events)
 	env.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	in := floorMove("floor1-", 3)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: benchCluster.SwitchWorkflowID(in.Pool.Namespace, in.Pool.Name)})
 	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -15,12 +14,17 @@ import (
 // on the old default, and measures into r: the switch to a new default,
 // the release of the old one, and a restart of the starter. It stops them
 // before it returns.
+// benchCluster is the name the bench gives its one cluster.
+const benchCluster = wfapi.Cluster("bench")
+
 func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
 	env := []string{
 		"KUBECONFIG=" + s.kubeconfig,
 		"TEMPORAL_ADDRESS=" + s.temporal.Address(),
 		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
-		"TEMPORAL_TASK_QUEUE=" + options.DefaultTaskQueue,
+		// The product's defaults but a readable cluster name: the task
+		// queue is the cluster's own, ate-orchestrator-bench.
+		"ATE_CLUSTER_NAME=" + string(benchCluster),
 		"ATE_BENCH_WORKER_OPTIONS=" + cfg.workerOptions,
 		"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR=" + cfg.pollerBehavior,
 	}
@@ -71,7 +75,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		return err
 	}
 	sampler := sampleConcurrency(ctx, wp)
-	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), options.DefaultTaskQueue, wp)
+	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), benchCluster.DefaultTaskQueue(), wp)
 	start := time.Now()
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)

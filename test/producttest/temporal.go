@@ -10,11 +10,21 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
+// Cluster is the cluster the product names itself after: the test API
+// server's default identity (its kube-system namespace's UID).
+func (p *Product) Cluster() wfapi.Cluster { return p.Env.ClusterName }
+
+// Scope is where the product's workflows run: its cluster and this test's
+// task queue.
+func (p *Product) Scope() wfapi.Scope {
+	return wfapi.Scope{Cluster: p.Cluster(), TaskQueue: p.TaskQueue}
+}
+
 // WaitForRelease polls the visibility store until the release workflow of a
 // config reports an outcome.
 func (p *Product) WaitForRelease(t testing.TB, config, outcome string) {
 	t.Helper()
-	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome)
+	query := fmt.Sprintf("WorkflowId = %q AND Outcome = %q", p.Cluster().ReleaseWorkflowID(config), outcome)
 	Eventually(t, "release workflow of "+config+" "+outcome, func() (bool, string) {
 		resp, err := p.TemporalClient().ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {

@@ -15,9 +15,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/cluster"
 	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Options configures Start. The zero value starts both servers with
@@ -73,6 +75,11 @@ type Env struct {
 	// Cluster is the controller manager, scheduler, kwok and nodes around
 	// the API server with Options.Cluster; nil without.
 	Cluster *cluster.Cluster
+	// ClusterName is the API server's cluster as the worker and the starter
+	// name it by default: its kube-system namespace's UID
+	// (kube.ClusterIdentity). Every workflow ID of a product run on the
+	// default settings begins with it.
+	ClusterName wfapi.Cluster
 
 	// TemporalAddress is the Temporal frontend's host:port.
 	TemporalAddress string
@@ -142,6 +149,13 @@ func Start(opts Options) (_ *Env, err error) {
 		if e.Kube, err = client.New(e.RestConfig, client.Options{Scheme: e.Scheme}); err != nil {
 			return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		scope, err := kube.Scope(ctx, e.RestConfig, "", "")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		e.ClusterName = scope.Cluster
 	}
 	if t := e.stack.Temporal; t != nil {
 		e.TemporalStack, e.TemporalCLI = flavour, e.stack.TemporalCLI
