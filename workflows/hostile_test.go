@@ -43,13 +43,13 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "Old" is not a DNS subdomain`},
 		{name: "a claim to clear that is no object name", change: func(in *wfapi.SwitchInput) { in.To, in.Abandon = "", "x y" },
 			want: `switch of WorkerPool ns/pool refused: SandboxConfig name "x y" is not a DNS subdomain`},
-		{name: "a namespace that is no namespace name", id: wfapi.SwitchWorkflowID("Bad.NS", "pool"),
+		{name: "a namespace that is no namespace name", id: testCluster.SwitchWorkflowID("Bad.NS", "pool"),
 			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool Bad.NS/pool refused: namespace "Bad.NS" is not a DNS label`},
-		{name: "a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
+		{name: "a pool name that is no object name", id: testCluster.SwitchWorkflowID("ns", "Pool_1"),
 			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace, in.Pool.Name = "", "" },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
-		{name: "an operator's look at a pool name that is no object name", id: wfapi.SwitchWorkflowID("ns", "Pool_1"),
+		{name: "an operator's look at a pool name that is no object name", id: testCluster.SwitchWorkflowID("ns", "Pool_1"),
 			change: func(in *wfapi.SwitchInput) { *in = wfapi.SwitchInput{} },
 			want:   `switch of WorkerPool ns/Pool_1 refused: WorkerPool name "Pool_1" is not a DNS subdomain`},
 	}
@@ -65,7 +65,7 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 			tt.change(&in)
 			id := tt.id
 			if id == "" {
-				id = wfapi.SwitchWorkflowID("ns", "pool")
+				id = testCluster.SwitchWorkflowID("ns", "pool")
 			}
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 			env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
@@ -174,7 +174,7 @@ func carriedAttributes(ctx workflow.Context, in wfapi.SwitchInput) (map[string]s
 func TestAContinuedSwitchDropsThePreviousMove(t *testing.T) {
 	env, _ := newSwitchEnv(t)
 	env.RegisterWorkflowWithOptions(carriedAttributes, workflow.RegisterOptions{Name: "carriedAttributes"})
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.SwitchWorkflowID("ns", "pool")})
 	env.SetContinuedExecutionRunID("previous-run")
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
 		searchattr.WorkerPoolKey.ValueSet("ns/pool"), searchattr.SandboxClassKey.ValueSet("gvisor"),
@@ -226,7 +226,7 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
-			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.SwitchWorkflowID("ns", "pool")})
 			env.ExecuteWorkflow(wfapi.SwitchWorkflow, switchIn)
 			require.True(t, env.IsWorkflowCompleted())
 			steps := *order

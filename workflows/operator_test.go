@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"go.temporal.io/sdk/client"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func runOperator(t *testing.T, perRun int, in wfapi.OperatorInput, signals func(
 	env.OnActivity(act.OperatorReresolve, mock.Anything, mock.Anything).Return(done)
 	env.OnActivity(act.OperatorRecheck, mock.Anything, mock.Anything).Return(done)
 	env.RegisterDelayedCallback(func() { signals(env) }, time.Minute)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.OperatorWorkflowID()})
 	env.ExecuteWorkflow(Operator, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError

@@ -1,8 +1,12 @@
 package workflows
 
 import (
+	"ate.dev/orchestrator/internal/searchattr"
 	"context"
 	"errors"
+	"fmt"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -180,6 +184,51 @@ func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
 			var next wfapi.ReleaseInput
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 			require.Equal(t, wfapi.ReleaseInput{Config: "cfg", Checks: 4}, next, "a fresh look, its wait measured anew")
+		})
+	}
+}
+
+// A release started by hand under an ID that is not its config's release
+// ID, or names no cluster, does nothing at all.
+func TestReleaseActsOnlyUnderItsConfigsID(t *testing.T) {
+	for _, id := range []string{testCluster.ReleaseWorkflowID("other"), "sandboxconfig/cfg/release", "my-release", testCluster.SwitchWorkflowID("ns", "cfg")} {
+		t.Run(id, func(t *testing.T) {
+			env, order := newEnv(t)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
+			require.True(t, env.IsWorkflowCompleted())
+			require.ErrorContains(t, env.GetWorkflowError(), `the release workflow of SandboxConfig "cfg" has the ID <cluster>/sandboxconfig/cfg/release`)
+			require.Empty(t, *order, "no step")
+		})
+	}
+}
+
+// Every workflow is listed under its cluster: one started by hand, without
+// the KubernetesCluster search attribute, records it from its ID; one whose
+// start set it upserts nothing for it.
+func TestWorkflowsRecordTheirCluster(t *testing.T) {
+	for _, setAtStart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("set at start: %t", setAtStart), func(t *testing.T) {
+			env, _ := newEnv(t)
+			if setAtStart {
+				require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+					searchattr.KubernetesClusterKey.ValueSet(string(testCluster)))))
+			}
+			var upserted []string
+			env.OnUpsertTypedSearchAttributes(mock.MatchedBy(func(sa temporal.SearchAttributes) bool {
+				if v, ok := sa.GetKeyword(searchattr.KubernetesClusterKey); ok {
+					upserted = append(upserted, v)
+				}
+				return true
+			})).Return(nil).Maybe()
+			env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(nil, nil)
+			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
+			require.True(t, env.IsWorkflowCompleted())
+			if setAtStart {
+				require.Empty(t, upserted)
+			} else {
+				require.Equal(t, []string{string(testCluster)}, upserted)
+			}
 		})
 	}
 }

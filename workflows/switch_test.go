@@ -27,6 +27,9 @@ import (
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	t.Helper()
 	env, regular, _ := newTestEnv(t)
+	// Under the release ID of "cfg", which the release tests release;
+	// a switch runs under its own (executeSwitch).
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.ReleaseWorkflowID("cfg")})
 	return env, regular
 }
 
@@ -74,7 +77,7 @@ var switchIn = wfapi.SwitchInput{
 
 // executeSwitch runs a switch under its pool's switch ID.
 func executeSwitch(env *testsuite.TestWorkflowEnvironment, in wfapi.SwitchInput) {
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.SwitchWorkflowID("ns", "pool")})
 	env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
 }
 

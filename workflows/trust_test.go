@@ -51,11 +51,12 @@ func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 // does nothing at all: the ID names the pool a switch acts on.
 func TestSwitchActsOnlyUnderItsPoolsID(t *testing.T) {
 	tests := []struct{ id, err string }{
-		{id: wfapi.SwitchWorkflowID("ns", "other"), err: "was given WorkerPool ns/pool"},
-		{id: wfapi.SwitchWorkflowID("other-ns", "pool"), err: "was given WorkerPool ns/pool"},
-		{id: "workerpool/ns/pool/switch/1", err: "a switch's workflow ID names its pool"},
-		{id: "workerpool/ns/pool", err: "a switch's workflow ID names its pool"},
-		{id: "my-own-switch", err: "a switch's workflow ID names its pool"},
+		{id: testCluster.SwitchWorkflowID("ns", "other"), err: "was given WorkerPool ns/pool"},
+		{id: testCluster.SwitchWorkflowID("other-ns", "pool"), err: "was given WorkerPool ns/pool"},
+		{id: "workerpool/ns/pool/switch/1", err: "a switch's workflow ID names its cluster and pool"},
+		{id: "workerpool/ns/pool", err: "a switch's workflow ID names its cluster and pool"},
+		{id: "my-own-switch", err: "a switch's workflow ID names its cluster and pool"},
+		{id: "workerpool/ns/pool/switch", err: "a switch's workflow ID names its cluster and pool"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -70,3 +71,6 @@ func TestSwitchActsOnlyUnderItsPoolsID(t *testing.T) {
 		})
 	}
 }
+
+// testCluster is the cluster the unit tests' workflow IDs name.
+const testCluster = wfapi.Cluster("c1")

@@ -91,8 +91,8 @@ func TestBadInput(t *testing.T) {
 	waitRelease(t, cfg("held"), wfapi.OutcomeWaiting)
 
 	t.Run("a pool that does not exist, re-resolved as an operator does", func(t *testing.T) {
-		require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "never-created", nil))
-		expectClosed(t, tc.GetWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
+		require.NoError(t, wfapi.Reresolve(ctx, tc, wfapi.ScopeOf(testenv.Current().ClusterName, tq), ns, "never-created", nil))
+		expectClosed(t, tc.GetWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "never-created"), ""), enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
 	})
 
 	t.Run("release workflows started by hand", func(t *testing.T) {
@@ -116,27 +116,27 @@ func TestBadInput(t *testing.T) {
 			Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare"),
 		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
 		// A pool's switch acts on the pool its ID names, whatever its input.
-		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
+		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: testenv.Current().ClusterName.SwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
 			wfapi.SwitchWorkflow, wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
 		require.NoError(t, err)
 		expectClosed(t, run, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("switch workflow of WorkerPool %s/ghost was given WorkerPool %s/real", ns, ns))
 	})
 
 	t.Run("signals with wrong payloads and unknown names", func(t *testing.T) {
-		switchID := wfapi.SwitchWorkflowID(ns, "real")
-		releaseID := wfapi.ReleaseWorkflowID(cfg("held"))
+		switchID := testenv.Current().ClusterName.SwitchWorkflowID(ns, "real")
+		releaseID := testenv.Current().ClusterName.ReleaseWorkflowID(cfg("held"))
 		var rBefore wfapi.ReleaseState
 		v, err := tc.QueryWorkflow(ctx, releaseID, "", wfapi.QueryState)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&rBefore))
 
 		for _, payload := range []any{map[string]string{"not": "expected"}, 42, "look again", []int{1, 2}} {
-			require.NoError(t, wfapi.Reresolve(ctx, tc, tq, ns, "real", payload))
+			require.NoError(t, wfapi.Reresolve(ctx, tc, wfapi.ScopeOf(testenv.Current().ClusterName, tq), ns, "real", payload))
 			require.NoError(t, tc.SignalWorkflow(ctx, releaseID, "", wfapi.SignalRecheck, payload))
 		}
 		require.NoError(t, tc.SignalWorkflow(ctx, releaseID, "", "no-such-signal", "x"))
 		// A signal for a workflow that does not exist is refused clearly.
-		err = tc.SignalWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
+		err = tc.SignalWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "never-created-either"), "", wfapi.SignalReresolve, nil)
 		var notFound *serviceerror.NotFound
 		require.ErrorAs(t, err, &notFound)
 

@@ -212,7 +212,7 @@ func (s starterStandIn) pool(t testing.TB, ns, name string) {
 	t.Helper()
 	env := testenv.Current()
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	_, err := starter.StartNext(context.Background(), env.Kube, env.Temporal, s.taskQueue, key)
+	_, err := starter.StartNext(context.Background(), env.Kube, env.Temporal, wfapi.ScopeOf(testenv.Current().ClusterName, s.taskQueue), key)
 	if !errors.Is(err, wfapi.ErrSwitchRunning) {
 		require.NoError(t, err)
 		return
@@ -230,7 +230,7 @@ func (s starterStandIn) pool(t testing.TB, ns, name string) {
 				return
 			case <-tick.C:
 			}
-			_, err := starter.StartNext(ctx, env.Kube, env.Temporal, s.taskQueue, key)
+			_, err := starter.StartNext(ctx, env.Kube, env.Temporal, wfapi.ScopeOf(testenv.Current().ClusterName, s.taskQueue), key)
 			if !errors.Is(err, wfapi.ErrSwitchRunning) {
 				if err != nil && ctx.Err() == nil {
 					t.Logf("standing in for the starter on WorkerPool %s: %v", key, err)
@@ -243,14 +243,14 @@ func (s starterStandIn) pool(t testing.TB, ns, name string) {
 
 func (s starterStandIn) release(t testing.TB, config string) {
 	t.Helper()
-	require.NoError(t, wfapi.SignalRelease(context.Background(), testenv.Current().Temporal, s.taskQueue, config))
+	require.NoError(t, wfapi.SignalRelease(context.Background(), testenv.Current().Temporal, wfapi.ScopeOf(testenv.Current().ClusterName, s.taskQueue), config))
 }
 
 // waitRelease polls visibility until the release workflow of a config
 // reports an outcome.
 func waitRelease(t testing.TB, config, outcome string) {
 	t.Helper()
-	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q", wfapi.ReleaseWorkflowID(config), outcome))
+	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q", testenv.Current().ClusterName.ReleaseWorkflowID(config), outcome))
 }
 
 // waitQuery polls until a visibility query matches a workflow.
@@ -271,7 +271,7 @@ func waitQuery(t testing.TB, query string) {
 // activity's start-to-close timeout.
 func waitSwitchesDone(t testing.TB, ns, name string) {
 	t.Helper()
-	id := wfapi.SwitchWorkflowID(ns, name)
+	id := testenv.Current().ClusterName.SwitchWorkflowID(ns, name)
 	eventually(t, stepBound, "the switches of WorkerPool "+ns+"/"+name+" to be done", func() (bool, string) {
 		d, err := testenv.Current().Temporal.DescribeWorkflowExecution(context.Background(), id, "")
 		var notFound *serviceerror.NotFound
@@ -290,7 +290,7 @@ func waitSwitchesDone(t testing.TB, ns, name string) {
 // having released it.
 func waitReleased(t testing.TB, config string) {
 	t.Helper()
-	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q AND ExecutionStatus = 'Completed'", wfapi.ReleaseWorkflowID(config), wfapi.OutcomeReleased))
+	waitQuery(t, fmt.Sprintf("WorkflowId = %q AND Outcome = %q AND ExecutionStatus = 'Completed'", testenv.Current().ClusterName.ReleaseWorkflowID(config), wfapi.OutcomeReleased))
 }
 
 // startChecker starts an invariant checker for the test.

@@ -205,7 +205,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitGone(t, gvisorConfig(old, false))
 		want = []string{uses, switched}
 	case "gone":
-		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed' AND Outcome = %q", wfapi.SwitchWorkflowID(ns, name), wfapi.OutcomePoolGone))
+		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed' AND Outcome = %q", testenv.Current().ClusterName.SwitchWorkflowID(ns, name), wfapi.OutcomePoolGone))
 		want = []string{uses, switched}
 	}
 	waitEvents(t, ns, name, want)

@@ -153,7 +153,7 @@ func TestAPIServerOutageMidSwitch(t *testing.T) {
 	down := time.Now()
 	t.Cleanup(func() { _ = env.StartKubeAPIServer() }) // a no-op once it runs
 	for i := range pools {
-		require.NoError(t, wfapi.Reresolve(ctx, env.Temporal, p.taskQueue, ns, fmt.Sprintf("p%d", i), nil))
+		require.NoError(t, wfapi.Reresolve(ctx, env.Temporal, wfapi.ScopeOf(testenv.Current().ClusterName, p.taskQueue), ns, fmt.Sprintf("p%d", i), nil))
 	}
 	// The outage lasts until an activity has failed five times in a row,
 	// its retries backing off (0.2s, 0.4s, 0.8s, 1.6s between attempts).

@@ -94,7 +94,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 			return true, "gone"
 		}
 		resp, err := env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf(
-			"WorkflowId = %q AND Outcome = %q AND ExecutionStatus = 'Running'", wfapi.ReleaseWorkflowID(old), wfapi.OutcomeWaiting)})
+			"WorkflowId = %q AND Outcome = %q AND ExecutionStatus = 'Running'", testenv.Current().ClusterName.ReleaseWorkflowID(old), wfapi.OutcomeWaiting)})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -16,6 +16,7 @@ import (
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // cliDoc is the document whose CLI lines TestCLILines runs.
@@ -149,7 +150,7 @@ func TestCLILines(t *testing.T) {
 	kube := p.Env.Kube
 	ns := p.Env.Namespace(t)
 	tc := p.TemporalClient()
-	operatorID := wfapi.OperatorWorkflowID(p.TaskQueue)
+	operatorID := p.Cluster().OperatorWorkflowID()
 
 	// Two pools following the gvisor default; a third holds a config in
 	// deletion, whose release waits.
@@ -198,7 +199,7 @@ func TestCLILines(t *testing.T) {
 	switchesClosed := func(names ...string) {
 		for _, name := range names {
 			producttest.Eventually(t, "the switch of "+name+" to end", func() (bool, string) {
-				d, err := tc.DescribeWorkflowExecution(ctx, wfapi.SwitchWorkflowID(ns, name), "")
+				d, err := tc.DescribeWorkflowExecution(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, name), "")
 				if err != nil {
 					return false, err.Error()
 				}
@@ -215,7 +216,7 @@ func TestCLILines(t *testing.T) {
 		return s
 	}
 	releaseChecks := func() int {
-		v, err := tc.QueryWorkflow(ctx, wfapi.ReleaseWorkflowID(held), "", wfapi.QueryState)
+		v, err := tc.QueryWorkflow(ctx, testenv.Current().ClusterName.ReleaseWorkflowID(held), "", wfapi.QueryState)
 		require.NoError(t, err)
 		var s wfapi.ReleaseState
 		require.NoError(t, v.Get(&s))
@@ -246,7 +247,7 @@ func TestCLILines(t *testing.T) {
 			p.WaitForConfig(t, ns, "counter", target, metav1.ConditionTrue)
 			// Not a documented line: bring the other pool along, so the
 			// next tool starts from every pool on one config.
-			require.NoError(t, wfapi.Reresolve(ctx, tc, p.TaskQueue, ns, "other", nil))
+			require.NoError(t, wfapi.Reresolve(ctx, tc, wfapi.ScopeOf(testenv.Current().ClusterName, p.TaskQueue), ns, "other", nil))
 			p.WaitForConfig(t, ns, "other", target, metav1.ConditionTrue)
 		},
 		"switch query": func(t *testing.T, sh *cliShell, line string) {

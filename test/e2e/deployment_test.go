@@ -19,8 +19,8 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
-	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // TestDeploymentFollowsThePool: a resolved pool gets its Deployment, owned
@@ -154,7 +154,7 @@ func TestScalingCostsTemporalNothing(t *testing.T) {
 	activities := started.total()
 	runs := func() int {
 		resp, err := p.TemporalClient().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowId = %q", wfapi.SwitchWorkflowID(ns, "idle"))})
+			Query: fmt.Sprintf("WorkflowId = %q", testenv.Current().ClusterName.SwitchWorkflowID(ns, "idle"))})
 		require.NoError(t, err)
 		return len(resp.Executions)
 	}

@@ -17,6 +17,7 @@ import (
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // TestAReresolveLandingBeforeAMovesFirstTask: an operator's `reresolve`
@@ -43,12 +44,12 @@ func TestAReresolveLandingBeforeAMovesFirstTask(t *testing.T) {
 	// worker takes the run's first task.
 	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
 	move := resolve.Move{Class: v1alpha1.SandboxClassGVisor, From: "first", To: "second"}
-	require.NoError(t, wfapi.StartSwitch(ctx, tc, p.TaskQueue, wfapi.MoveInput(ref, move, wp.Generation, wp.ResourceVersion)))
-	require.NoError(t, wfapi.Reresolve(ctx, tc, p.TaskQueue, ns, "pool", nil))
+	require.NoError(t, wfapi.StartSwitch(ctx, tc, p.Scope(), wfapi.MoveInput(ref, move, wp.Generation, wp.ResourceVersion)))
+	require.NoError(t, wfapi.Reresolve(ctx, tc, wfapi.ScopeOf(testenv.Current().ClusterName, p.TaskQueue), ns, "pool", nil))
 	p.Start(t)
 	p.WaitForConfig(t, ns, "pool", "second", metav1.ConditionTrue)
 
-	id := wfapi.SwitchWorkflowID(ns, "pool")
+	id := testenv.Current().ClusterName.SwitchWorkflowID(ns, "pool")
 	query := fmt.Sprintf(`WorkflowId = %q`, id)
 	var got []string
 	producttest.Eventually(t, "the move's run, then the look it continued as", func() (bool, string) {

@@ -90,7 +90,7 @@ func TestActivitiesHoldTheirOwnInvariants(t *testing.T) {
 
 	ref := wfapi.PoolRef{Namespace: ns, Name: "pool", UID: string(wp.UID)}
 	run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: wfapi.SwitchWorkflowID(ns, "pool"), TaskQueue: queue,
+		ID: testenv.Current().ClusterName.SwitchWorkflowID(ns, "pool"), TaskQueue: queue,
 	}, "Attacker", attackInput{
 		TaskQueue: p.TaskQueue,
 		Claim:     activities.ClaimInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare"},
@@ -159,7 +159,7 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 			want: `SandboxConfig name "second/x" is not a DNS subdomain`},
 		{name: "an unknown class", change: func(in *wfapi.SwitchInput) { in.Class = "nope" },
 			want: `unknown sandbox class "nope"`},
-		{name: "a namespace that is no namespace name", id: wfapi.SwitchWorkflowID("Bad.NS", "pool"),
+		{name: "a namespace that is no namespace name", id: testenv.Current().ClusterName.SwitchWorkflowID("Bad.NS", "pool"),
 			change: func(in *wfapi.SwitchInput) { in.Pool.Namespace = "" },
 			want:   `namespace "Bad.NS" is not a DNS label`},
 	}
@@ -170,7 +170,7 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 			tt.change(&in)
 			id := tt.id
 			if id == "" {
-				id = wfapi.SwitchWorkflowID(ns, "pool")
+				id = testenv.Current().ClusterName.SwitchWorkflowID(ns, "pool")
 			}
 			run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, in)
 			require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // temporalCLI runs the temporal binary as an operator types it.
@@ -33,7 +34,7 @@ func temporalCLI(t *testing.T, p *producttest.Product, args ...string) (string, 
 // operator does from the CLI.
 func querySwitch(t *testing.T, p *producttest.Product, ns, name string) wfapi.SwitchState {
 	t.Helper()
-	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.SwitchWorkflowID(ns, name),
+	out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", testenv.Current().ClusterName.SwitchWorkflowID(ns, name),
 		"--name", wfapi.QueryState, "--output", "json")
 	require.NoError(t, err, out)
 	var resp struct {
@@ -71,7 +72,7 @@ func TestOperatorSurface(t *testing.T) {
 	p.WaitForConfig(t, ns, "traced", "gvisor-default-v2", metav1.ConditionTrue)
 
 	// The README's query.
-	id := wfapi.SwitchWorkflowID(ns, "traced")
+	id := testenv.Current().ClusterName.SwitchWorkflowID(ns, "traced")
 	switches := func(want int) []string {
 		query := fmt.Sprintf(`WorkerPool = %q AND WorkflowType = %q`, ns+"/traced", wfapi.SwitchWorkflow)
 		var got []string
@@ -150,7 +151,7 @@ func TestOperatorSurface(t *testing.T) {
 	require.NoError(t, kube.Delete(ctx, held))
 	p.WaitForRelease(t, "held-for-cli", wfapi.OutcomeWaiting)
 	release := func() wfapi.ReleaseState {
-		out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.QueryState, "--output", "json")
+		out, err := temporalCLI(t, p, "workflow", "query", "--workflow-id", testenv.Current().ClusterName.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.QueryState, "--output", "json")
 		require.NoError(t, err, out)
 		var resp struct {
 			QueryResult []wfapi.ReleaseState `json:"queryResult"`
@@ -160,7 +161,7 @@ func TestOperatorSurface(t *testing.T) {
 	}
 	before := release()
 	require.Equal(t, []string{ns + "/holder"}, before.Users)
-	out, err = temporalCLI(t, p, "workflow", "signal", "--workflow-id", wfapi.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.SignalRecheck)
+	out, err = temporalCLI(t, p, "workflow", "signal", "--workflow-id", testenv.Current().ClusterName.ReleaseWorkflowID("held-for-cli"), "--name", wfapi.SignalRecheck)
 	require.NoError(t, err, out)
 	producttest.Eventually(t, "another look", func() (bool, string) {
 		got := release()

@@ -94,7 +94,7 @@ func TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds(t *testing.T) {
 		if kube.Get(ctx, client.ObjectKey{Name: name}, &c) == nil && controllerutil.RemoveFinalizer(&c, v1alpha1.ProtectionFinalizer) {
 			require.NoError(t, kube.Update(ctx, &c))
 		}
-		_ = env.Temporal.TerminateWorkflow(ctx, wfapi.ReleaseWorkflowID(name), "", "test finished")
+		_ = env.Temporal.TerminateWorkflow(ctx, testenv.Current().ClusterName.ReleaseWorkflowID(name), "", "test finished")
 	})
 	require.NoError(t, kube.Delete(ctx, cfg))
 
@@ -121,6 +121,6 @@ func TestAConfigDeletedDuringALongOutageIsSignalledWithinSeconds(t *testing.T) {
 	require.Greater(t, tries, 5, "the signal was retried through the outage")
 	require.LessOrEqual(t, after, 10*time.Second+2*time.Second,
 		"signalled %s after the outage ended, after %d tries", after.Round(time.Millisecond), tries)
-	_, err := env.Temporal.DescribeWorkflowExecution(ctx, wfapi.ReleaseWorkflowID(name), "")
+	_, err := env.Temporal.DescribeWorkflowExecution(ctx, testenv.Current().ClusterName.ReleaseWorkflowID(name), "")
 	require.NoError(t, err, "the release workflow runs")
 }

@@ -71,7 +71,7 @@ func TestReleaseOfAConfigUnderManyPools(t *testing.T) {
 	go func() { _ = informers.Start(ctx) }()
 	require.True(t, informers.WaitForCacheSync(ctx))
 	lag := &laggingCache{Reader: informers}
-	acts := &activities.Activities{Live: live, Cache: lag, Temporal: env.Temporal, TaskQueue: tq}
+	acts := &activities.Activities{Live: live, Cache: lag, Temporal: env.Temporal, Scope: wfapi.ScopeOf(env.ClusterName, tq)}
 	w := worker.New(env.Temporal, tq, worker.Options{})
 	workflows.RegisterWorkflows(w)
 	workflows.RegisterActivities(w, acts)
@@ -141,8 +141,8 @@ func TestReleaseOfAConfigUnderManyPools(t *testing.T) {
 	})
 
 	require.NoError(t, live.Delete(ctx, crowded))
-	require.NoError(t, wfapi.SignalRelease(ctx, env.Temporal, tq, "crowded"))
-	id := wfapi.ReleaseWorkflowID("crowded")
+	require.NoError(t, wfapi.SignalRelease(ctx, env.Temporal, wfapi.ScopeOf(testenv.Current().ClusterName, tq), "crowded"))
+	id := testenv.Current().ClusterName.ReleaseWorkflowID("crowded")
 	state := func() wfapi.ReleaseState {
 		var s wfapi.ReleaseState
 		v, err := env.Temporal.QueryWorkflow(ctx, id, "", wfapi.QueryState)

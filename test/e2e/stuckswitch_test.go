@@ -113,7 +113,7 @@ func stuckOnProtect(t *testing.T, p *producttest.Product, ns, pool, refusedConfi
 func switchClosed(t *testing.T, p *producttest.Product, ns, pool string) {
 	t.Helper()
 	producttest.Eventually(t, "the pool's switch to end", func() (bool, string) {
-		d, err := p.TemporalClient().DescribeWorkflowExecution(context.Background(), wfapi.SwitchWorkflowID(ns, pool), "")
+		d, err := p.TemporalClient().DescribeWorkflowExecution(context.Background(), testenv.Current().ClusterName.SwitchWorkflowID(ns, pool), "")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -185,7 +185,7 @@ func TestASwitchTerminatedBeforeItsClaimIsPlannedAgain(t *testing.T) {
 	ctx := context.Background()
 	ns := p.Env.Namespace(t)
 	cond := stuckOnProtect(t, p, ns, "held", "gvisor-guarded")
-	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "held"), "", "operator: stuck switch"))
+	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "held"), "", "operator: stuck switch"))
 	liftRefusal(t, p.Env.Kube)
 	p.WaitForConfig(t, ns, "held", "gvisor-guarded", metav1.ConditionTrue)
 	p.WaitForEvents(t, ns, "held", []string{

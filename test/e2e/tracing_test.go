@@ -125,7 +125,7 @@ func TestTraceOfASwitch(t *testing.T) {
 
 	// The user metadata the Web UI shows: the summary and details given at
 	// start, the outcome as the current details.
-	d, err := p.TemporalClient().DescribeWorkflowExecution(ctx, wfapi.SwitchWorkflowID(ns, "counter"), "")
+	d, err := p.TemporalClient().DescribeWorkflowExecution(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "counter"), "")
 	require.NoError(t, err)
 	var summary, details string
 	md := d.GetExecutionConfig().GetUserMetadata()
@@ -133,7 +133,7 @@ func TestTraceOfASwitch(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md.GetDetails(), &details))
 	require.Equal(t, pool+`: gvisor "trace-a" → "trace-b"`, summary)
 	require.Contains(t, details, `- **from**: "trace-a"`)
-	v, err := p.TemporalClient().QueryWorkflow(ctx, wfapi.SwitchWorkflowID(ns, "counter"), "", "__temporal_workflow_metadata")
+	v, err := p.TemporalClient().QueryWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "counter"), "", "__temporal_workflow_metadata")
 	require.NoError(t, err)
 	var meta sdkpb.WorkflowMetadata
 	require.NoError(t, v.Get(&meta))

@@ -99,7 +99,7 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 		id string
 		in wfapi.SwitchInput
 	}{
-		{wfapi.SwitchWorkflowID(ns, "watched"), wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassMicroVM, From: "next", To: "next"}},
+		{testenv.Current().ClusterName.SwitchWorkflowID(ns, "watched"), wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassMicroVM, From: "next", To: "next"}},
 		{"not-a-switch-id", wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: "next"}},
 	} {
 		run, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: tc.id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, tc.in)

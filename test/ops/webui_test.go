@@ -20,8 +20,8 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/localstack/servers"
-	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // pageBound bounds each wait for a page to show what it should.
@@ -95,7 +95,7 @@ func TestWebUIShowsASwitch(t *testing.T) {
 
 	// The README's query, for this test's pool.
 	query := strings.ReplaceAll(readmeQuery(t), `"ate-demo/counter"`, fmt.Sprintf("%q", ns+"/counter"))
-	id := wfapi.SwitchWorkflowID(ns, "counter")
+	id := testenv.Current().ClusterName.SwitchWorkflowID(ns, "counter")
 	// Visibility is eventually consistent: wait until the server lists the
 	// switch, so that the page is loaded once it can show it.
 	producttest.Eventually(t, "the switch listed by the README's query", func() (bool, string) {
