@@ -215,9 +215,13 @@ type ClaimInput struct {
 
 // Claim records the config a class is moving to in pendingConfigRef, with
 // configRef unchanged, and stamps the class with the switch's run. From this
-// write on, the release workflow sees the pool as a user of the config, so
-// the live read that follows can trust what it sees (see the README's
-// "Switching configs").
+// write on, the release workflow sees the pool as a user of the config, so a
+// live read of the config after it sees any deletion that raced the claim
+// (docs/switch-protocol.md, "Why the live read follows the claim"). It
+// writes only while the class is as the move was planned (on From, and on
+// the spec's config and the last switch run when asked: else Superseded)
+// and the config is protected (P1: else Refused, read live when the
+// worker's cache does not say so); with OnlyOwn it only looks (Unclaimed).
 //
 // The claim runs in the same workflow task as the confirm, so a crash can
 // run it again after any of the switch's writes: it first looks for its
@@ -354,7 +358,9 @@ type SettleInput struct {
 }
 
 // Confirm moves the class to the claimed config: configRef = the config,
-// pendingConfigRef cleared, Resolved True, in one write.
+// pendingConfigRef cleared, Resolved True, in one write, made only while the
+// claim stands (else Superseded) and the target, read live, is there,
+// protected and usable (else Refused: the switch rolls back).
 func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite, err error) {
 	defer a.reportStepFailure(ctx, StepConfirm, in.Pool, in.Class, &err)
 	if in.Config == "" {
@@ -365,8 +371,8 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	var refused *TargetCheck
 	// The target is read live once the pool read shows the claim standing:
 	// a release that could still take its finalizer off must list the
-	// pools after this read, and sees the claim (see the README's
-	// "Switching configs"). Whoever scheduled this confirm, with whatever
+	// pools after this read, and sees the claim (docs/switch-protocol.md,
+	// "Why the live read follows the claim"). Whoever scheduled this confirm, with whatever
 	// claim, the class is never moved to a config that is not there,
 	// protected and usable (P1, P3).
 	target := func(pool *v1alpha1.WorkerPool) error {

@@ -1,5 +1,8 @@
-// Package worker runs the Temporal worker: it hosts the workflows and the
-// activities, the only code that writes to the API server.
+// Package worker runs the worker process: the Temporal worker, which hosts
+// the workflows and the activities (every write of a switch or a release),
+// and the pool reconciler (worker/poolkeeper), which, on the leader, keeps
+// the pools' Deployments scaled and their plain status mirrored, and does
+// not wait for Temporal.
 package worker
 
 import (

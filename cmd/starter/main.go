@@ -1,6 +1,9 @@
-// Command starter is the watch bridge: it watches WorkerPools,
-// SandboxConfigs and the pools' Deployments and starts the switch and release
-// workflows. Its shape is the worker's: flags, then starter.Main.
+// Command starter is the watch bridge: it watches WorkerPools and
+// SandboxConfigs (not Deployments), starts the switch a pool's next move
+// needs, wakes (or starts) the release workflow of a config in deletion,
+// and, on its leader, keeps the operator workflow running. Its shape is
+// the worker's: flags and environment, then starter.Main until SIGINT or
+// SIGTERM.
 package main
 
 import (
