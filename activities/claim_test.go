@@ -47,7 +47,7 @@ func TestClaimExpectingFrom(t *testing.T) {
 // the run's own stamp.
 func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	f := newStatusFixture(t)
-	run := &v1alpha1.SwitchRunReference{WorkflowID: "workerpool/ns/pool/switch", RunID: "run-1"}
+	run := &v1alpha1.SwitchRunReference{WorkflowID: "c1/workerpool/ns/pool/switch", RunID: "run-1"}
 	ctx := withSwitchRun(context.Background(), run)
 	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 // case sets the class as some run's writes left it, then runs the claim of
 // this run's move old -> new, planned when the class showed run-0.
 func TestAClaimRunAgainDecidesFromTheStamp(t *testing.T) {
-	const switchID = "workerpool/ns/pool/switch"
+	const switchID = "c1/workerpool/ns/pool/switch"
 	this := &v1alpha1.SwitchRunReference{WorkflowID: switchID, RunID: "run-1"}
 	other := &v1alpha1.SwitchRunReference{WorkflowID: switchID, RunID: "run-2"}
 	planned := &v1alpha1.SwitchRunReference{WorkflowID: switchID, RunID: "run-0"}
@@ -105,7 +105,7 @@ func TestAClaimRunAgainDecidesFromTheStamp(t *testing.T) {
 // Every write of a switch that moves a class stamps its run: the confirm,
 // the roll back, the clearing of a stale claim.
 func TestSwitchWritesStampTheirRun(t *testing.T) {
-	run := &v1alpha1.SwitchRunReference{WorkflowID: "workerpool/ns/pool/switch", RunID: "run-1"}
+	run := &v1alpha1.SwitchRunReference{WorkflowID: "c1/workerpool/ns/pool/switch", RunID: "run-1"}
 	ctx := withSwitchRun(context.Background(), run)
 	tests := []struct {
 		name  string

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"k8s.io/client-go/kubernetes"
 
+	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -29,13 +30,17 @@ type product struct{ *producttest.Product }
 // kube-apiserver and the given Temporal server until the test ends, then
 // empties the cluster: SandboxConfigs are cluster-scoped, and one
 // scenario's class default would move another's pools.
+// recordedCluster is the cluster the recorded histories' workflows belong
+// to: a name, so that the fixtures' IDs read the same on every recording.
+const recordedCluster = wfapi.Cluster("recorded")
+
 func startProduct(t *testing.T, temporal tclient.Client, interceptors ...interceptor.WorkerInterceptor) *product {
 	t.Helper()
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
 	return &product{(&producttest.Product{
-		Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: temporal, Interceptors: interceptors,
+		Env: env, ClusterName: recordedCluster, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: temporal, Interceptors: interceptors,
 	}).Run(t)}
 }
 

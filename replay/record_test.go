@@ -247,7 +247,7 @@ func recordWalk(t *testing.T, rec *recording) {
 	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	id := wfapi.SwitchWorkflowID(ns, "counter")
+	id := recordedCluster.SwitchWorkflowID(ns, "counter")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "counter", "")))
@@ -308,11 +308,11 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, next := racerByHand(t, p, held, "racer") // protected and claimed, not yet read
-	id := wfapi.SwitchWorkflowID(ns, "racer")
+	id := recordedCluster.SwitchWorkflowID(ns, "racer")
 	running, _ := p.describe(t, id, "")
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))
-	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.Scope(), "gvisor-next"))
 	p.WaitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
 	held.Release()
 	p.WaitForConfig(t, ns, "racer", "gvisor-now", metav1.ConditionFalse)
@@ -321,9 +321,9 @@ func recordClaimRace(t *testing.T, rec *recording) {
 	rec.save("switch-rolled-back", rolled, run)
 
 	// The starter's wake-up of the release once the claim is gone.
-	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.Scope(), "gvisor-next"))
 	p.WaitGone(t, next)
-	release, releaseRun := p.closedRun(t, wfapi.ReleaseWorkflowID("gvisor-next"), "")
+	release, releaseRun := p.closedRun(t, recordedCluster.ReleaseWorkflowID("gvisor-next"), "")
 	rec.save("release-waited-for-claim", release, releaseRun)
 }
 
@@ -344,11 +344,11 @@ func recordRecreatedTarget(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, next := racerByHand(t, p, held, "racer") // protected, not yet claimed
-	id := wfapi.SwitchWorkflowID(ns, "racer")
+	id := recordedCluster.SwitchWorkflowID(ns, "racer")
 	running, _ := p.describe(t, id, "")
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))
-	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.Scope(), "gvisor-next"))
 	p.WaitGone(t, next)
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-next", false)))
 	held.Release()
@@ -366,7 +366,7 @@ func startWorkerAlone(t *testing.T, temporal tclient.Client, interceptors ...int
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
 	return &product{(&producttest.Product{
-		Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: temporal, Interceptors: interceptors, NoStarter: true,
+		Env: env, ClusterName: recordedCluster, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: temporal, Interceptors: interceptors, NoStarter: true,
 	}).Run(t)}
 }
 
@@ -377,7 +377,7 @@ func startByHand(t *testing.T, p *product, ns, name string) {
 	t.Helper()
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	producttest.Eventually(t, "a switch of "+name+" to start", func() (bool, string) {
-		started, err := starter.StartNext(context.Background(), p.Env.Kube, p.TemporalClient(), p.TaskQueue, key)
+		started, err := starter.StartNext(context.Background(), p.Env.Kube, p.TemporalClient(), p.Scope(), key)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -415,7 +415,7 @@ func recordAbandonedClaim(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, _ := racer(t, p, held, "stray") // claimed, not yet read
-	id := wfapi.SwitchWorkflowID(ns, "stray")
+	id := recordedCluster.SwitchWorkflowID(ns, "stray")
 
 	stopped, _ := p.describe(t, id, "")
 	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, id, stopped, "stopped by hand (replay recorder)"))
@@ -448,7 +448,7 @@ func recordReleaseAtOnce(t *testing.T, rec *recording) {
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, retired))
 	p.WaitGone(t, retired)
-	h, run := p.closedRun(t, wfapi.ReleaseWorkflowID("retired"), "")
+	h, run := p.closedRun(t, recordedCluster.ReleaseWorkflowID("retired"), "")
 	rec.save("release-at-once", h, run)
 }
 
@@ -503,15 +503,15 @@ func recordReleaseWaited(t *testing.T, rec *recording) {
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, held))
 	p.WaitForRelease(t, "held", wfapi.OutcomeWaiting)
-	waiting, _ := p.describe(t, wfapi.ReleaseWorkflowID("held"), "")
+	waiting, _ := p.describe(t, recordedCluster.ReleaseWorkflowID("held"), "")
 	p.WaitForConfig(t, ns, "holder", "held", metav1.ConditionFalse)
 	producttest.Repin(t, p.Env.Kube, ns, "holder", "heir")
 	p.WaitForConfig(t, ns, "holder", "heir", metav1.ConditionTrue)
 	p.WaitGone(t, held)
 
-	release, releaseRun := p.closedRun(t, wfapi.ReleaseWorkflowID("held"), waiting)
+	release, releaseRun := p.closedRun(t, recordedCluster.ReleaseWorkflowID("held"), waiting)
 	rec.save("release-waited", release, releaseRun)
-	sw, swRun := p.closedRun(t, wfapi.SwitchWorkflowID(ns, "holder"), "")
+	sw, swRun := p.closedRun(t, recordedCluster.SwitchWorkflowID(ns, "holder"), "")
 	requireMove(t, sw, "held", "heir")
 	rec.save("switch-confirmed-from-deleting", sw, swRun)
 }
@@ -527,14 +527,14 @@ func recordReresolve(t *testing.T, rec *recording) {
 	p := startProduct(t, env.Temporal)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	id := wfapi.SwitchWorkflowID(ns, "traced")
+	id := recordedCluster.SwitchWorkflowID(ns, "traced")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "traced", "")))
 	p.WaitForConfig(t, ns, "traced", "gvisor-default", metav1.ConditionTrue)
 	_, first := p.closedRun(t, id, "")
 
-	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "traced", nil))
+	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.Scope(), ns, "traced", nil))
 	upToDate, upToDateRun := p.closedRun(t, id, p.nextRun(t, id, first.RunID))
 	rec.save("switch-reresolve-up-to-date", upToDate, upToDateRun)
 
@@ -575,10 +575,10 @@ func recordReresolveWhileRunning(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, _ := racer(t, p, held, "busy") // claimed, not yet read
-	id := wfapi.SwitchWorkflowID(ns, "busy")
+	id := recordedCluster.SwitchWorkflowID(ns, "busy")
 
 	running, _ := p.describe(t, id, "")
-	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "busy", nil))
+	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.Scope(), ns, "busy", nil))
 	held.Release()
 	p.WaitForConfig(t, ns, "busy", "gvisor-next", metav1.ConditionTrue)
 
@@ -602,14 +602,14 @@ func recordObserveHeld(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	id := wfapi.SwitchWorkflowID(ns, "looked-at")
+	id := recordedCluster.SwitchWorkflowID(ns, "looked-at")
 
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.Pool(ns, "looked-at", "")))
 	p.WaitForConfig(t, ns, "looked-at", "gvisor-default", metav1.ConditionTrue)
 	_, first := p.closedRun(t, id, "")
 
-	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.TaskQueue, ns, "looked-at", nil))
+	require.NoError(t, wfapi.Reresolve(ctx, p.TemporalClient(), p.Scope(), ns, "looked-at", nil))
 	held.WaitReached(t)
 	open, run := p.openRun(t, id)
 	require.NotEqual(t, first.RunID, run.RunID, "the operator's run, not the first switch")
@@ -639,7 +639,7 @@ func recordRerunLanded(t *testing.T, rec *recording) {
 	t.Cleanup(held.Release)
 	ctx := context.Background()
 	ns, _ := racer(t, p, held, "again") // confirmed, the completion held
-	id := wfapi.SwitchWorkflowID(ns, "again")
+	id := recordedCluster.SwitchWorkflowID(ns, "again")
 	running, _ := p.describe(t, id, "")
 
 	require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, running, nudgeSignal, nil))
@@ -670,17 +670,17 @@ func recordRerunRolledBack(t *testing.T, rec *recording) {
 	t.Cleanup(rolledBack.Release)
 	ctx := context.Background()
 	ns, next := racerByHand(t, p, claimed, "twice") // protected and claimed, not yet read
-	id := wfapi.SwitchWorkflowID(ns, "twice")
+	id := recordedCluster.SwitchWorkflowID(ns, "twice")
 	running, _ := p.describe(t, id, "")
 
 	require.NoError(t, p.Env.Kube.Delete(ctx, next))
-	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.Scope(), "gvisor-next"))
 	p.WaitForRelease(t, "gvisor-next", wfapi.OutcomeWaiting)
 	claimed.Release()
 	rolledBack.WaitReached(t) // rolled back, the completion held
 
 	require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, id, running, nudgeSignal, nil))
-	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.TaskQueue, "gvisor-next"))
+	require.NoError(t, wfapi.SignalRelease(ctx, p.TemporalClient(), p.Scope(), "gvisor-next"))
 	p.WaitGone(t, next)
 	require.NoError(t, p.Env.Kube.Create(ctx, producttest.GVisorConfig("gvisor-next", false)))
 	rolledBack.Release()

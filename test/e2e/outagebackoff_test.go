@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"

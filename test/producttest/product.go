@@ -35,6 +35,7 @@ import (
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/tracing"
+	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/testenv"
 	ateworker "ate.dev/orchestrator/worker"
@@ -45,6 +46,9 @@ import (
 type Product struct {
 	Env          *testenv.Env
 	TaskQueue    string
+	// ClusterName, when set, is the worker's and the starter's
+	// --cluster-name (default: none, the API server's identity).
+	ClusterName wfapi.Cluster
 	Clientset    kubernetes.Interface
 	Interceptors []interceptor.WorkerInterceptor
 	halt         func() // stops the processes; nil while stopped
@@ -173,7 +177,7 @@ func (p *Product) Start(t testing.TB) {
 	elect := options.LeaderElection{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
 	go func() {
 		defer wg.Done()
-		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
+		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
 			Worker:         wopts,
 			LeaderElection: elect})
 	}()
@@ -183,7 +187,7 @@ func (p *Product) Start(t testing.TB) {
 			<-ctx.Done()
 			return
 		}
-		errs <- starter.Run(ctx, starter.Config{Rest: starterRest, Temporal: p.TemporalClient(), TaskQueue: p.TaskQueue,
+		errs <- starter.Run(ctx, starter.Config{Rest: starterRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue,
 			SkipNameValidation: true,
 			LeaderElection:     elect})
 	}()

@@ -10,9 +10,15 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// Cluster is the cluster the product names itself after: the test API
-// server's default identity (its kube-system namespace's UID).
-func (p *Product) Cluster() wfapi.Cluster { return p.Env.ClusterName }
+// Cluster is the cluster the product names itself after: ClusterName if
+// set, else the test API server's default identity (its kube-system
+// namespace's UID).
+func (p *Product) Cluster() wfapi.Cluster {
+	if p.ClusterName != "" {
+		return p.ClusterName
+	}
+	return p.Env.ClusterName
+}
 
 // Scope is where the product's workflows run: its cluster and this test's
 // task queue.
