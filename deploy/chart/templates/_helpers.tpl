@@ -37,6 +37,7 @@ The ConfigMap's data: deploy/manager/config.env's settings, then extraConfig.
   "TEMPORAL_ADDRESS" (toString .Values.temporal.address)
   "TEMPORAL_NAMESPACE" (toString .Values.temporal.namespace)
   "TEMPORAL_TASK_QUEUE" (toString .Values.temporal.taskQueue)
+  "ATE_CLUSTER_NAME" (toString .Values.clusterName)
   "METRICS_BIND_ADDRESS" (printf ":%v" .Values.metrics.port)
   "METRICS_SECURE" (toString .Values.metrics.secure)
   "HEALTH_PROBE_BIND_ADDRESS" (printf ":%v" .Values.healthProbe.port)
