@@ -43,3 +43,14 @@ func TestCheckCluster(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckCluster is the guard's cost per step (decisions/0010).
+func BenchmarkCheckCluster(b *testing.B) {
+	c := wfapi.Cluster("5f1b0c2e-8a7d-4c9b-9e3f-0123456789ab")
+	id := c.SwitchWorkflowID("ate-demo", "counter")
+	for b.Loop() {
+		if err := CheckCluster(c, id, "Claim"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -59,7 +59,7 @@ type SandboxConfigReference struct {
 // SwitchRunReference names one run of a SandboxConfigSwitch workflow.
 type SwitchRunReference struct {
 	// workflowID is the switch's Temporal workflow ID:
-	// workerpool/<namespace>/<name>/switch for the pool's switches.
+	// <cluster>/workerpool/<namespace>/<name>/switch for the pool's switches.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1000
 	// +required

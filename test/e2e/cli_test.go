@@ -87,14 +87,15 @@ func (s *cliShell) addTctl(t *testing.T, bin string) {
 }
 
 // run runs line with the documented names replaced by the test's: the
-// namespace ate-demo, the task queue ate-orchestrator (and so the operator
-// workflow's ID).
+// namespace ate-demo and the cluster's default task queue
+// ate-orchestrator-$CLUSTER; $CLUSTER is the product's cluster, in the
+// shell's environment as the document has the operator set it.
 func (s *cliShell) run(t *testing.T, line string) string {
 	t.Helper()
-	line = strings.ReplaceAll(line, "ate-orchestrator", s.p.TaskQueue)
+	line = strings.ReplaceAll(line, "ate-orchestrator-$CLUSTER", s.p.TaskQueue)
 	line = strings.ReplaceAll(line, "ate-demo", s.ns)
 	cmd := exec.Command("sh", "-c", line)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), "CLUSTER="+string(s.p.Cluster()),
 		"PATH="+s.pathDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"TEMPORAL_CLI_ADDRESS="+s.p.Env.TemporalAddress, "TEMPORAL_CLI_NAMESPACE="+s.p.Env.TemporalNamespace,
 		"TEMPORAL_ADDRESS="+s.p.Env.TemporalAddress, "TEMPORAL_NAMESPACE="+s.p.Env.TemporalNamespace,
@@ -107,11 +108,15 @@ func (s *cliShell) run(t *testing.T, line string) string {
 
 // The kinds of documented lines, in the order TestCLILines runs them: each
 // starts from the state the one before left.
-var cliKinds = []string{"pool", "namespace", "class", "direct", "switch query", "recheck", "operator query", "operator history"}
+var cliKinds = []string{"pool", "namespace", "class", "direct", "switch query", "recheck", "operator query", "operator history", "pool history", "fleet"}
 
 func cliKind(t *testing.T, line string) string {
 	t.Helper()
 	switch {
+	case strings.Contains(line, " list ") && strings.Contains(line, "ToConfig"):
+		return "fleet"
+	case strings.Contains(line, " list ") && strings.Contains(line, "WorkerPool"):
+		return "pool history"
 	case strings.Contains(line, "/operator") && strings.Contains(line, "reresolve"):
 		switch {
 		case strings.Contains(line, `"class"`):
@@ -267,6 +272,22 @@ func TestCLILines(t *testing.T) {
 			out := sh.run(t, line)
 			require.Contains(t, out, ns+"/counter", out)
 			require.Contains(t, out, `"signalled"`, out)
+		},
+		"pool history": func(t *testing.T, sh *cliShell, line string) {
+			// Visibility is eventually consistent: look until the pool's
+			// switches are listed.
+			counterID, otherID := p.Cluster().SwitchWorkflowID(ns, "counter"), p.Cluster().SwitchWorkflowID(ns, "other")
+			producttest.Eventually(t, "the pool's switches listed", func() (bool, string) {
+				out := sh.run(t, line)
+				return strings.Contains(out, counterID) && !strings.Contains(out, otherID), out
+			})
+		},
+		"fleet": func(t *testing.T, sh *cliShell, line string) {
+			holderID := p.Cluster().SwitchWorkflowID(ns, "holder")
+			producttest.Eventually(t, "the switches to "+held+" listed", func() (bool, string) {
+				out := sh.run(t, line)
+				return strings.Contains(out, holderID) && !strings.Contains(out, p.Cluster().SwitchWorkflowID(ns, "counter")), out
+			})
 		},
 		"operator history": func(t *testing.T, sh *cliShell, line string) {
 			out := sh.run(t, line)

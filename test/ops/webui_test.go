@@ -95,6 +95,8 @@ func TestWebUIShowsASwitch(t *testing.T) {
 
 	// The README's query, for this test's pool.
 	query := strings.ReplaceAll(readmeQuery(t), `"ate-demo/counter"`, fmt.Sprintf("%q", ns+"/counter"))
+	require.Contains(t, query, `KubernetesCluster = "local"`, "the README's query names the cluster")
+	query = strings.ReplaceAll(query, `KubernetesCluster = "local"`, fmt.Sprintf("KubernetesCluster = %q", testenv.Current().ClusterName))
 	id := testenv.Current().ClusterName.SwitchWorkflowID(ns, "counter")
 	// Visibility is eventually consistent: wait until the server lists the
 	// switch, so that the page is loaded once it can show it.
