@@ -12,6 +12,12 @@
 # The default (last) stage is the production image. The `compose` stage adds
 # a tiny HTTP probe for docker-compose.yaml's healthchecks, as the distroless
 # image has no shell, curl or wget.
+#
+# The release image (`make release`, hack/release: built without docker) is
+# the one recipe; this file is its docker build for `make image` and compose,
+# with the release's facts: base, go build flags, binaries, user, command and
+# labels (hack/release/pkg/release; deploy/dockerfile_test.go fails when
+# they differ, docs/decisions/0009-tooling-layout.md).
 
 ARG GO_VERSION=1.26
 
@@ -26,7 +32,7 @@ ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false \
         -ldflags="-s -w -X ate.dev/orchestrator/internal/version.Version=${VERSION}" -o /out/ \
         ./cmd/worker ./cmd/starter ./cmd/teardown ./hack/compose/httpprobe
 
@@ -35,6 +41,10 @@ COPY --from=build /out/worker /out/starter /out/teardown /usr/local/bin/
 # distroless' nonroot user; Kubernetes' runAsNonRoot needs it numeric.
 USER 65532:65532
 CMD ["/usr/local/bin/worker"]
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="ate-orchestrator" \
+      org.opencontainers.image.description="WorkerPool SandboxConfig orchestration on Temporal: worker, starter and teardown" \
+      org.opencontainers.image.version="${VERSION}"
 
 FROM runtime AS compose
 COPY --from=build /out/httpprobe /usr/local/bin/httpprobe

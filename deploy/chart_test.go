@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"ate.dev/orchestrator/internal/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
 )
 
 // helmLabels are the labels the chart adds to every object's metadata, by

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"ate.dev/orchestrator/internal/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
 	"ate.dev/orchestrator/test/testenv"
 )
 

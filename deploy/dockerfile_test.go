@@ -1,6 +1,8 @@
 package deploy_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"ate.dev/orchestrator/hack/release/pkg/release"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -35,10 +39,15 @@ func parseDockerfile(t testing.TB) *dockerfile {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseDockerfileText(t, string(b))
+}
+
+func parseDockerfileText(t testing.TB, text string) *dockerfile {
+	t.Helper()
 	df := &dockerfile{globalArgs: map[string]string{}}
 	var cur *stage
 	var line string
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		trimmed := strings.TrimSpace(l)
 		if line == "" && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
 			continue
@@ -211,10 +220,8 @@ func TestDockerfile(t *testing.T) {
 	}
 	// The binaries print the version the build argument VERSION names
 	// (`make image` passes git describe), declared in the builder's stage
-	// where the go build reads it.
-	if !regexp.MustCompile(`-X ate\.dev/orchestrator/internal/version\.Version=\$\{?VERSION\}?`).MatchString(env) {
-		t.Error("the Dockerfile's go build does not set internal/version.Version from the VERSION build argument (-ldflags -X)")
-	}
+	// where the go build reads it (the flags themselves are the release's:
+	// TestDockerfileIsTheReleaseImage).
 	if !slices.ContainsFunc(builder.instrs, func(in instruction) bool { return in.cmd == "ARG" && strings.HasPrefix(in.args, "VERSION") }) {
 		t.Error("the Dockerfile's builder stage declares no ARG VERSION")
 	}
@@ -222,21 +229,10 @@ func TestDockerfile(t *testing.T) {
 		t.Error("the Dockerfile does not build with CGO_ENABLED=0: the binaries would not run on distroless/static")
 	}
 
-	// The production image: distroless, non-root, the three commands.
-	final := df.stages[len(df.stages)-1]
-	if base := df.base(final); base != "gcr.io/distroless/static:nonroot" {
-		t.Errorf("the production image is based on %s, want gcr.io/distroless/static:nonroot", base)
-	}
-	if u := df.user(final); u != "65532" && !strings.HasPrefix(u, "65532:") {
-		t.Errorf("the production image runs as USER %q, want 65532 (numeric, for runAsNonRoot)", u)
-	}
-	bins := df.binaries(final)
-	for _, want := range []string{"/usr/local/bin/worker", "/usr/local/bin/starter", "/usr/local/bin/teardown"} {
-		if !slices.Contains(bins, want) {
-			t.Errorf("the production image has %v, not %s", bins, want)
-		}
-	}
-	if slices.Contains(bins, "/usr/local/bin/httpprobe") {
+	// The production image's base, user, command and commands are the
+	// release's (TestDockerfileIsTheReleaseImage); the compose stage's probe
+	// stays out of it.
+	if slices.Contains(df.binaries(df.stages[len(df.stages)-1]), "/usr/local/bin/httpprobe") {
 		t.Error("the production image has the compose healthcheck's httpprobe; only the compose target should")
 	}
 
@@ -252,5 +248,135 @@ func TestDockerfile(t *testing.T) {
 				t.Errorf(".dockerignore excludes %s, which the build needs", l)
 			}
 		}
+	}
+}
+
+// cmd is the CMD of a stage (exec form), through the stages it is built on.
+func (df *dockerfile) cmd(s *stage) ([]string, error) {
+	for _, st := range df.chain(s) {
+		for i := len(st.instrs) - 1; i >= 0; i-- {
+			if st.instrs[i].cmd == "CMD" {
+				var c []string
+				if err := json.Unmarshal([]byte(st.instrs[i].args), &c); err != nil {
+					return nil, fmt.Errorf("CMD %s is not in exec form: %w", st.instrs[i].args, err)
+				}
+				return c, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+var labelPair = regexp.MustCompile(`([\w./-]+)=(?:"([^"]*)"|(\S+))`)
+
+// labels are the LABELs of a stage and the stages it is built on.
+func (df *dockerfile) labels(s *stage) map[string]string {
+	out := map[string]string{}
+	c := df.chain(s)
+	for i := len(c) - 1; i >= 0; i-- { // the base first, so that a later LABEL wins
+		for _, in := range c[i].instrs {
+			if in.cmd != "LABEL" {
+				continue
+			}
+			for _, m := range labelPair.FindAllStringSubmatch(in.args, -1) {
+				out[m[1]] = m[2] + m[3]
+			}
+		}
+	}
+	return out
+}
+
+// goBuildRun is the text of the RUN instruction that runs go build.
+func (df *dockerfile) goBuildRun() string {
+	for _, s := range df.stages {
+		for _, in := range s.instrs {
+			if in.cmd == "RUN" && strings.Contains(in.args, "go build") {
+				return in.args
+			}
+		}
+	}
+	return ""
+}
+
+// releaseDivergences lists how the Dockerfile's production image (the
+// default, last, target) differs from the release image, whose facts
+// hack/release/pkg/release holds: the one recipe of the image, which the
+// Dockerfile repeats for docker (docs/decisions/0009-tooling-layout.md).
+func releaseDivergences(df *dockerfile) []string {
+	var out []string
+	final := df.stages[len(df.stages)-1]
+	if base := df.base(final); base != release.Base {
+		out = append(out, fmt.Sprintf("the image is FROM %s; the release's rootfs reproduces %s", base, release.Base))
+	}
+	if u := df.user(final); u != release.User {
+		out = append(out, fmt.Sprintf("USER %q; the release image's user is %q", u, release.User))
+	}
+	if c, err := df.cmd(final); err != nil || !slices.Equal(c, release.DefaultCmd) {
+		out = append(out, fmt.Sprintf("CMD %q (%v); the release image's is %q", c, err, release.DefaultCmd))
+	}
+	var want []string
+	for _, p := range release.Programs {
+		want = append(want, path.Join(release.BinDir, p))
+	}
+	if got := df.binaries(final); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		out = append(out, fmt.Sprintf("the image has %v; the release image has %v", got, want))
+	}
+	// The go build: the release's packages, flags and linker flags, with
+	// the version from the build argument.
+	run := df.goBuildRun()
+	args := release.BuildArgs("${VERSION}", "/out")
+	for i, a := range args {
+		switch {
+		case a == "build", a == "-o", i > 0 && args[i-1] == "-o":
+		case strings.HasPrefix(a, "-ldflags="):
+			if ld := strings.TrimPrefix(a, "-ldflags="); !strings.Contains(run, `-ldflags="`+ld+`"`) {
+				out = append(out, fmt.Sprintf(`the go build has no -ldflags="%s" (the release's)`, ld))
+			}
+		case !slices.Contains(strings.Fields(run), a):
+			out = append(out, fmt.Sprintf("the go build has no %s (the release's build has)", a))
+		}
+	}
+	l := df.labels(final)
+	for k, v := range map[string]string{
+		release.AnnotationTitle:       release.Title,
+		release.AnnotationDescription: release.Description,
+		release.AnnotationVersion:     "${VERSION}",
+	} {
+		if l[k] != v {
+			out = append(out, fmt.Sprintf("LABEL %s=%q; the release image's is %q", k, l[k], v))
+		}
+	}
+	return out
+}
+
+// TestDockerfileIsTheReleaseImage checks the Dockerfile against the release
+// image's facts, and that the check sees a Dockerfile drift from them.
+func TestDockerfileIsTheReleaseImage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if d := releaseDivergences(parseDockerfileText(t, text)); len(d) > 0 {
+		t.Errorf("the Dockerfile's image is not the release image:\n%s", strings.Join(d, "\n"))
+	}
+	for _, tc := range []struct{ name, old, new string }{
+		{"another base", "FROM gcr.io/distroless/static:nonroot AS runtime", "FROM gcr.io/distroless/base:nonroot AS runtime"},
+		{"another user", "USER 65532:65532", "USER 65532"},
+		{"another command", `CMD ["/usr/local/bin/worker"]`, `CMD ["/usr/local/bin/starter"]`},
+		{"a binary less", "/out/starter /out/teardown /usr/local/bin/", "/out/starter /usr/local/bin/"},
+		{"no -trimpath", "go build -trimpath", "go build"},
+		{"symbols kept", `-ldflags="-s -w -X`, `-ldflags="-X`},
+		{"a command less built", "./cmd/teardown", ""},
+		{"another description", "org.opencontainers.image.description=", "org.opencontainers.image.summary="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(text, tc.old) {
+				t.Fatalf("the Dockerfile has no %q to change", tc.old)
+			}
+			if d := releaseDivergences(parseDockerfileText(t, strings.Replace(text, tc.old, tc.new, 1))); len(d) == 0 {
+				t.Errorf("with %q for %q, the Dockerfile still passes for the release image", tc.new, tc.old)
+			}
+		})
 	}
 }

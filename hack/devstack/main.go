@@ -14,7 +14,7 @@
 // temporary, gone when devstack stops (etcd's state still survives).
 //
 // Every process dies with devstack even if it is killed (see
-// internal/localstack/procs). Logs are in .state/logs/.
+// test/localstack/procs). Logs are in .state/logs/.
 package main
 
 import (
@@ -34,10 +34,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"ate.dev/orchestrator/internal/localstack"
-	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/version"
+	"ate.dev/orchestrator/test/localstack"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 type config struct {

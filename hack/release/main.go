@@ -1,5 +1,5 @@
 // Command release cuts a release of the orchestrator into a directory,
-// offline (`make release VERSION=v0.1.0`; internal/release says what it
+// offline (`make release VERSION=v0.1.0`; hack/release/pkg/release says what it
 // writes):
 //
 //	go run ./hack/release -version v0.1.0 -image ghcr.io/ate-dev/ate-orchestrator -out _out/release
@@ -13,8 +13,8 @@ import (
 	"os/signal"
 	"path/filepath"
 
-	"ate.dev/orchestrator/internal/helmchart"
-	"ate.dev/orchestrator/internal/release"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/release"
 )
 
 func main() {

@@ -5,6 +5,10 @@
 //	cmd (and the harnesses: replay, test, hack, bench, deploy)
 //	→ worker, starter (each process's wiring; neither imports the other)
 //	→ workflows → activities → internal → api
+//
+// and that internal/ is the product: every package under it is linked into
+// one of the binaries (commands), so tooling (the local stack, the release)
+// lives in test/ and hack/, which no product package imports.
 package arch
 
 import (
@@ -14,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +46,21 @@ var layers = []layer{
 	{name: "activities", roots: []string{"activities"}},
 	{name: "internal", roots: []string{"internal"}},
 	{name: "api", roots: []string{"api"}},
+}
+
+// product are the roots of the product's packages, what the binaries are
+// built from; tooling are the roots of the repository's tools and rigs
+// (the local stack, the release). No product package imports tooling, not
+// even a command, though the commands share its layer.
+var (
+	product = []string{"cmd", "worker", "starter", "workflows", "activities", "internal", "api"}
+	tooling = []string{"test", "hack"}
+)
+
+// under reports whether the module-relative package path rel is one of
+// roots or below one.
+func under(rel string, roots []string) bool {
+	return slices.ContainsFunc(roots, func(r string) bool { return rel == r || strings.HasPrefix(rel, r+"/") })
 }
 
 // place returns the layer index and root of a module-relative package
@@ -78,6 +98,8 @@ func violations(graph map[string][]string) []string {
 			}
 			to, toRoot := place(irel)
 			switch {
+			case under(rel, product) && under(irel, tooling):
+				out = append(out, fmt.Sprintf("%s imports %s: the product imports no tooling (test/, hack/)", rel, irel))
 			case to < 0:
 				out = append(out, fmt.Sprintf("%s imports %s, which is in no layer", rel, irel))
 			case to < from:
@@ -113,6 +135,10 @@ func TestViolations(t *testing.T) {
 		{"the worker up to a command", map[string][]string{pkg("worker/poolkeeper"): {pkg("cmd/worker")}}, 1},
 		{"the starter across to the worker", map[string][]string{pkg("starter"): {pkg("worker/poolkeeper")}}, 1},
 		{"a package in no layer", map[string][]string{pkg("misc"): {pkg("api/v1alpha1")}}, 1},
+		{"internal imports the local stack", map[string][]string{pkg("internal/kube"): {pkg("test/localstack/servers")}}, 1},
+		{"the worker imports the release", map[string][]string{pkg("worker"): {pkg("hack/release/pkg/release")}}, 1},
+		{"a command imports a test harness", map[string][]string{pkg("cmd/starter"): {pkg("test/testenv")}}, 1},
+		{"tooling imports the product", map[string][]string{pkg("hack/devstack"): {pkg("test/localstack"), pkg("internal/version")}, pkg("test/localstack"): {pkg("internal/searchattr")}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Len(t, violations(tc.graph), tc.want, "%v", violations(tc.graph))
@@ -170,4 +196,94 @@ func imports(tags string) (map[string][]string, error) {
 			}
 		}
 	}
+}
+
+// unlinked lists the packages of internal (module-relative paths under
+// internal/) that are not in linked, the import paths the binaries are
+// built from.
+func unlinked(internal []string, linked map[string]bool) []string {
+	var out []string
+	for _, rel := range internal {
+		if !linked[module+"/"+rel] {
+			out = append(out, fmt.Sprintf("%s is linked by no binary (%s): internal/ holds the product; move tooling to hack/ or test/", rel, strings.Join(binaries, ", ")))
+		}
+	}
+	return out
+}
+
+// binaries are the product's commands.
+var binaries = []string{"cmd/worker", "cmd/starter", "cmd/teardown"}
+
+func TestUnlinked(t *testing.T) {
+	linked := map[string]bool{
+		module + "/cmd/worker":        true,
+		module + "/internal/kube":     true,
+		module + "/internal/kube/sub": true,
+	}
+	for _, tc := range []struct {
+		name     string
+		internal []string
+		want     int
+	}{
+		{"every package linked", []string{"internal/kube", "internal/kube/sub"}, 0},
+		{"the local stack in internal/", []string{"internal/kube", "internal/localstack", "internal/localstack/servers"}, 2},
+		{"a parent linked, its child not", []string{"internal/kube", "internal/kube/tool"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Len(t, unlinked(tc.internal, linked), tc.want, "%v", unlinked(tc.internal, linked))
+		})
+	}
+}
+
+// TestInternalIsLinked checks that every package under internal/ is in the
+// dependency closure of at least one binary (go list -deps), and that the
+// closure holds no tooling: internal/ is the product.
+func TestInternalIsLinked(t *testing.T) {
+	root := moduleRoot(t)
+	internal := goList(t, root, "./internal/...")
+	require.NotEmpty(t, internal, "go list found no package under internal/")
+	var rels []string
+	for _, p := range internal {
+		rel, ok := strings.CutPrefix(p, module+"/")
+		require.True(t, ok, "%s is outside the module", p)
+		rels = append(rels, rel)
+	}
+	deps := goList(t, root, append([]string{"-deps"}, prefixed("./", binaries)...)...)
+	linked := map[string]bool{}
+	for _, d := range deps {
+		linked[d] = true
+		if rel, ok := strings.CutPrefix(d, module+"/"); ok && under(rel, tooling) {
+			t.Errorf("a binary links %s: the product links no tooling (test/, hack/)", rel)
+		}
+	}
+	require.True(t, linked[module+"/internal/version"], "go list -deps of the binaries misses internal/version")
+	require.Empty(t, unlinked(rels, linked))
+}
+
+func prefixed(prefix string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = prefix + s
+	}
+	return out
+}
+
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	require.NoError(t, err, "finding the module's root")
+	return strings.TrimSpace(string(out))
+}
+
+// goList runs go list in dir and returns the import paths it prints.
+func goList(t *testing.T, dir string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v: %s", args, stderr.String())
+	return strings.Fields(string(out))
 }

@@ -15,10 +15,6 @@ type targets struct {
 	// Within1_5xOwnFloor: at most 1.5x the Temporal floor of the switch's
 	// own shape (its workflow code on no-op activities).
 	Within1_5xOwnFloor bool `json:"within_1_5x_own_floor"`
-	// HalfTheTwoTaskCPU: the switch's floor spends at most half the
-	// Temporal CPU per switch of the two-task shape's floor, timed beside
-	// it on the same server (decisions/0007).
-	HalfTheTwoTaskCPU bool `json:"temporal_cpu_at_most_half_the_two_task_shape"`
 	// KubeCPUAtMost40ms: kube-apiserver + etcd + worker + starter CPU per
 	// switch.
 	KubeCPUAtMost40ms bool `json:"kube_cpu_at_most_40ms_per_switch"`
@@ -50,7 +46,6 @@ func judge(r *result) targets {
 		AtMost3Transitions:     r.StateTransitionsPerSwitch > 0 && r.StateTransitionsPerSwitch <= 3,
 		Within2_5xPlain:        r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 2.5,
 		Within1_5xOwnFloor:     r.RatioTemporalFloor > 0 && r.RatioTemporalFloor <= 1.5,
-		HalfTheTwoTaskCPU:      halfTheTwoTaskCPU(r),
 		KubeCPUAtMost40ms:      r.KubeCPUMsPerSwitch <= 40,
 		AtMost3Writes:          r.Pools > 0 && r.WritesPerSwitch <= 3+1/float64(r.Pools)+1e-9 && r.EventCreatesPerSwitch <= 1,
 		NoPoolList:             r.PoolListsDuringSwitch == 0,
@@ -61,10 +56,4 @@ func judge(r *result) targets {
 		WithinTemporalFloor125: r.RatioTemporalFloor <= 1.25,
 		AtMost40Events:         r.HistoryEventsPerSwitch <= 40,
 	}
-}
-
-// halfTheTwoTaskCPU compares the two floors of one run (see runFloors).
-func halfTheTwoTaskCPU(r *result) bool {
-	one, two := r.Shapes[floorKey], r.Shapes[twoTaskKey]
-	return one != nil && two != nil && two.TemporalCPUMsPerSwitch > 0 && one.TemporalCPUMsPerSwitch <= two.TemporalCPUMsPerSwitch/2
 }

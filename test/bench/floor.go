@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
@@ -93,9 +92,8 @@ type floorRun struct {
 
 // temporalFloor times n switches of the product's workflows, started as the
 // starter starts them, on a worker in this process with opts. prefix
-// names the run's pools (see floorPool). shape is wfapi.SwitchWorkflow, the
-// product's switch, or twoTaskSwitchType, the shape it replaced.
-func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, prefix, shape string) (*floorRun, error) {
+// names the run's pools (see floorPool).
+func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, prefix string) (*floorRun, error) {
 	run := &floorRun{TaskQueue: fmt.Sprintf("bench-floor-%d", time.Now().UnixNano())}
 	acts := &noopActivities{}
 	events, passes := newTracker(n), newTracker(n)
@@ -109,7 +107,6 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	defer wc.Close()
 	w := worker.New(wc, run.TaskQueue, opts)
 	workflows.RegisterWorkflows(w)
-	w.RegisterWorkflowWithOptions(twoTaskSwitch, workflow.RegisterOptions{Name: twoTaskSwitchType})
 	// Under the method names, as workflows.RegisterActivities registers
 	// the real ones.
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
@@ -123,12 +120,7 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	cpu := takeCPU()
 	start := time.Now()
 	if err := parallel(ctx, n, floorStarters, func(ctx context.Context, i int) error {
-		in := floorMove(prefix, i)
-		if shape == wfapi.SwitchWorkflow {
-			return wfapi.StartSwitch(ctx, tc, wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, in)
-		}
-		_, err := tc.ExecuteWorkflow(ctx, wfapi.SwitchStartOptions(wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, in), shape, in)
-		return err
+		return wfapi.StartSwitch(ctx, tc, wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, floorMove(prefix, i))
 	}); err != nil {
 		return nil, fmt.Errorf("starting the floor's switches: %w", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/test/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // buildProduct builds the product's worker and starter from ./cmd/worker and

@@ -45,14 +45,10 @@ func printTable(w io.Writer, rs []*result) {
 	_ = tw.Flush()
 	last := rs[len(rs)-1]
 	t := last.Targets
-	var oneCPU, twoCPU float64
-	if one, two := last.Shapes[floorKey], last.Shapes[twoTaskKey]; one != nil && two != nil {
-		oneCPU, twoCPU = one.TemporalCPUMsPerSwitch, two.TemporalCPUMsPerSwitch
-	}
 	fmt.Fprintf(w, "targets at N=%d: at most 3 state transitions per switch: %v (%.2f); within 2.5x the plain reconciler: %v (%.2fx of %.1f s); "+
-		"within 1.5x the shape's Temporal floor: %v (%.2fx of %.1f s); Temporal CPU of the floor at most half the two-task shape's: %v (%.1f against %.1f ms per switch)\n",
+		"within 1.5x the shape's Temporal floor: %v (%.2fx of %.1f s)\n",
 		last.Pools, t.AtMost3Transitions, last.StateTransitionsPerSwitch, t.Within2_5xPlain, last.RatioPlainReconciler, last.PlainReconcilerSeconds,
-		t.Within1_5xOwnFloor, last.RatioTemporalFloor, last.TemporalFloorSeconds, t.HalfTheTwoTaskCPU, oneCPU, twoCPU)
+		t.Within1_5xOwnFloor, last.RatioTemporalFloor, last.TemporalFloorSeconds)
 	fmt.Fprintf(w, "kept at N=%d: all moved within 30 s: %v (%.1f s); Kubernetes-side CPU at most 40 ms per switch: %v (%.1f ms); "+
 		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
 		"worker+starter under 300 MiB: %v (%.0f MiB peak); release under 1 s: %v (%.2f s); "+
@@ -109,10 +105,6 @@ func rowNote(r *result, note string) string {
 	}
 	if r.TemporalCPUMsPerSwitch > 0 {
 		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))
-		if one, two := r.Shapes[floorKey], r.Shapes[twoTaskKey]; one != nil && two != nil {
-			parts = append(parts, fmt.Sprintf("floors: this shape %.1f s, %.1f ms Temporal CPU/switch; the two-task shape %.1f s, %.1f ms",
-				one.Seconds, one.TemporalCPUMsPerSwitch, two.Seconds, two.TemporalCPUMsPerSwitch))
-		}
 	}
 	if p := r.Pods; p != nil {
 		parts = append(parts, fmt.Sprintf("%d pods Ready in %.1f s after a scale-up to %d, %.2f status writes and %.1f ms kube CPU per pool; "+

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/worker"
-
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // runFloors times the Temporal floor, the best of cfg.floorTries runs, each
@@ -15,7 +13,7 @@ import (
 func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, r *result, log *slog.Logger) error {
 	var best *floorRun
 	for try := range cfg.floorTries {
-		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1), wfapi.SwitchWorkflow)
+		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1))
 		if err != nil {
 			return fmt.Errorf("Temporal floor: %w", err)
 		}
@@ -34,21 +32,6 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 	}
 	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
 	r.Shapes = map[string]*shapeFloor{floorKey: newShapeFloor(best, r.FloorHistory, n)}
-
-	// The shape the switch had before decisions/0007, once, on the same
-	// server: what the one-task shape saves is measured, not remembered.
-	old, err := temporalFloor(ctx, s.tc, n, opts, "floor-two-task-", twoTaskSwitchType)
-	if err != nil {
-		return fmt.Errorf("the two-task shape's floor: %w", err)
-	}
-	oldHistory, err := measureFloor(ctx, s, old)
-	if err != nil {
-		return fmt.Errorf("the two-task shape's floor histories: %w", err)
-	}
-	r.Shapes[twoTaskKey] = newShapeFloor(old, oldHistory, n)
-	log.Info("Temporal floor of the two-task shape", "seconds", round(old.Seconds, 2),
-		"stateTransitionsPerSwitch", oldHistory.StateTransitions, "temporalCpuMsPerSwitch", r.Shapes[twoTaskKey].TemporalCPUMsPerSwitch,
-		"productTemporalCpuMsPerSwitch", r.Shapes[floorKey].TemporalCPUMsPerSwitch)
 	return nil
 }
 
@@ -82,7 +65,7 @@ func newShapeFloor(run *floorRun, st *shapeStats, n int) *shapeFloor {
 // settings with less noise than one run gives.
 func floorReps(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, log *slog.Logger) error {
 	for rep := range cfg.reps {
-		fl, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor-rep%d-", rep+1), wfapi.SwitchWorkflow)
+		fl, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor-rep%d-", rep+1))
 		if err != nil {
 			return err
 		}

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/internal/localstack"
-	"ate.dev/orchestrator/internal/localstack/cluster"
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/test/localstack"
+	"ate.dev/orchestrator/test/localstack/cluster"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // stack is one run's servers, started by localstack as `make dev` starts
@@ -42,7 +42,7 @@ type stack struct {
 
 // serverTuning is the Temporal server's configuration for the bench: by
 // default the dev server's that `make dev` and the tests run
-// (internal/localstack/servers: DevServerPragmas, DevServerDynamicConfig;
+// (test/localstack/servers: DevServerPragmas, DevServerDynamicConfig;
 // BENCHMARKS.md tells what each value is worth).
 type serverTuning struct {
 	Stack         localstack.Flavour

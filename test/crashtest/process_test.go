@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"ate.dev/orchestrator/internal/crashhook"
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 	"ate.dev/orchestrator/test/testenv"
 )
 

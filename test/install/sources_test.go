@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"ate.dev/orchestrator/internal/helmchart"
-	"ate.dev/orchestrator/internal/localstack/servers"
-	"ate.dev/orchestrator/internal/release"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/release"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // sources are the forms the orchestrator is installed from, each rendered

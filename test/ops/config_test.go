@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/test/localstack/servers"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )

@@ -44,11 +44,11 @@ import (
 // Product is a worker and a starter on their own task queue, run in this
 // process.
 type Product struct {
-	Env          *testenv.Env
-	TaskQueue    string
+	Env       *testenv.Env
+	TaskQueue string
 	// ClusterName, when set, is the worker's and the starter's
 	// --cluster-name (default: none, the API server's identity).
-	ClusterName wfapi.Cluster
+	ClusterName  wfapi.Cluster
 	Clientset    kubernetes.Interface
 	Interceptors []interceptor.WorkerInterceptor
 	halt         func() // stops the processes; nil while stopped

@@ -34,8 +34,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"ate.dev/orchestrator/internal/helmchart"
-	"ate.dev/orchestrator/internal/release"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/release"
 )
 
 const (

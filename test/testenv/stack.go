@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/test/localstack"
 )
 
 // The Temporal stacks a test package can run on (Options.TemporalStack,

@@ -19,8 +19,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"ate.dev/orchestrator/internal/localstack/cluster"
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/test/localstack/cluster"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // Flavour is the Temporal server a stack runs.

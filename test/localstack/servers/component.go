@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // component is one process of the local cluster beside the API server (the

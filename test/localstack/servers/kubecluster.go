@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // ClusterAPIServerFlags are the API server flags of a local cluster whose

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
 	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // TemporalConfig configures a Temporal dev server.

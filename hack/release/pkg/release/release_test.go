@@ -317,11 +317,11 @@ func TestPlatformImage(t *testing.T) {
 
 func TestRenderInstall(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	before, err := os.ReadFile("../../deploy/kustomization.yaml")
+	before, err := os.ReadFile("../../../../deploy/kustomization.yaml")
 	require.NoError(t, err)
-	out, err := RenderInstall("../../deploy", "ghcr.io/ate-dev/ate-orchestrator", digest, "v0.1.0")
+	out, err := RenderInstall("../../../../deploy", "ghcr.io/ate-dev/ate-orchestrator", digest, "v0.1.0")
 	require.NoError(t, err)
-	after, err := os.ReadFile("../../deploy/kustomization.yaml")
+	after, err := os.ReadFile("../../../../deploy/kustomization.yaml")
 	require.NoError(t, err)
 	require.Equal(t, before, after, "RenderInstall changed deploy/")
 
@@ -338,12 +338,12 @@ func TestRenderInstall(t *testing.T) {
 		labels, _ := md["labels"].(map[string]any)
 		require.Equal(t, "v0.1.0", labels[VersionLabel], "%v %v", o["kind"], md["name"])
 	}
-	_, err = RenderInstall("../../deploy", "ghcr.io/x", "sha256:bad", "v0.1.0")
+	_, err = RenderInstall("../../../../deploy", "ghcr.io/x", "sha256:bad", "v0.1.0")
 	require.Error(t, err)
 }
 
 func TestRenderMonitoring(t *testing.T) {
-	out, err := RenderMonitoring("../../deploy/monitoring", "v0.1.0")
+	out, err := RenderMonitoring("../../../../deploy/monitoring", "v0.1.0")
 	require.NoError(t, err)
 	objs, err := SplitYAML(out)
 	require.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // TemporalServerBinaries finds temporal-server and temporal-sql-tool in

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
-	"ate.dev/orchestrator/internal/helmchart"
+	"ate.dev/orchestrator/hack/release/pkg/helmchart"
 )
 
 const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

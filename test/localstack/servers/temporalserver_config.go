@@ -82,7 +82,7 @@ func (t *TemporalServer) dynamicConfig() string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("# Written by ate.dev/orchestrator/internal/localstack/servers.\n")
+	b.WriteString("# Written by ate.dev/orchestrator/test/localstack/servers.\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s:\n  - value: %s\n", k, t.cfg.DynamicConfig[k])
 	}

@@ -35,10 +35,25 @@ const (
 	AnnotationImageName   = "io.containerd.image.name"
 )
 
+// The image's facts, which the Dockerfile's image shares (the release is
+// their one source: deploy/dockerfile_test.go fails when the Dockerfile's
+// differ; docs/decisions/0009-tooling-layout.md).
+
 // DefaultCmd is the image's command: the worker, as in the Dockerfile. There
 // is no entrypoint, so that `podman run IMAGE /usr/local/bin/starter` runs
 // the starter, as Kubernetes' `command:` does in deploy/.
 var DefaultCmd = []string{BinDir + "/worker"}
+
+// Title and Description are the image's title and description labels.
+const (
+	Title       = "ate-orchestrator"
+	Description = "WorkerPool SandboxConfig orchestration on Temporal: worker, starter and teardown"
+)
+
+// Base is the image whose filesystem the base layer reproduces (its users,
+// groups, CA roots and directories: rootfsEntries), with no base image
+// pulled; the Dockerfile's image starts FROM it.
+const Base = "gcr.io/distroless/static:nonroot"
 
 // Metadata says which release an image is.
 type Metadata struct {
@@ -52,8 +67,8 @@ type Metadata struct {
 // annotations.
 func (m Metadata) Labels() map[string]string {
 	return map[string]string{
-		AnnotationTitle:       "ate-orchestrator",
-		AnnotationDescription: "WorkerPool SandboxConfig orchestration on Temporal: worker, starter and teardown",
+		AnnotationTitle:       Title,
+		AnnotationDescription: Description,
 		AnnotationVersion:     m.Version,
 		AnnotationRevision:    m.Revision,
 		AnnotationSource:      m.Source,

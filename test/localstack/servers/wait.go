@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // waitServing probes a launched server every interval until probe succeeds,

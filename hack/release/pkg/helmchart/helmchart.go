@@ -40,7 +40,7 @@ func ChartDir() string {
 	if !ok {
 		panic("helmchart: no caller information")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "chart")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "deploy", "chart")
 }
 
 // Render renders deploy/chart (ChartDir) with values over its defaults, as

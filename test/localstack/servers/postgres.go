@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // PostgresConfig configures a throwaway PostgreSQL server for the
