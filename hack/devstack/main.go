@@ -91,7 +91,7 @@ func main() {
 	fs.BoolVar(&cfg.cluster, "cluster", true, "run kube-controller-manager, kube-scheduler and kwok with a simulated fleet of nodes, so that worker Deployments get pods (docs/local-cluster.md); -cluster=false runs the bare API server")
 	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
-	fs.StringVar(&cfg.temporalAddress, "temporal-address", "", "host:port of a running Temporal server to join instead of starting one (-temporal, -temporal-port and -ui-port then do not apply), e.g. the first `make dev` stack's 127.0.0.1:7233 for a second local cluster; its namespace (-temporal-namespace) must exist and have the search attributes, as `make dev` leaves it")
+	fs.StringVar(&cfg.temporalAddress, "temporal-address", "", "`host:port` of a running Temporal server to join instead of starting one (-temporal, -temporal-port and -ui-port then do not apply), e.g. the first make dev stack's 127.0.0.1:7233 for a second local cluster (make dev-cluster-2); its namespace (-temporal-namespace) must exist with the search attributes, as make dev leaves it")
 	fs.IntVar(&cfg.programPorts, "program-ports", 9090, "first of four ports on 127.0.0.1 for the worker's metrics and probes and the starter's (9090: 9090-9093); 0 picks free ones")
 	printVersion := version.Flag(fs, "devstack")
 	_ = fs.Parse(os.Args[1:])
