@@ -113,11 +113,18 @@ func TestJoinExistingTemporal(t *testing.T) {
 			fmt.Sprintf("configRef=%q condition=%+v", st.ConfigRef.NameOf(), c)
 	})
 
+	// The switch writes the pool's status before it records the event and
+	// completes.
 	id := cluster.SwitchWorkflowID("ate-demo", "counter")
-	d, err := env.Temporal.DescribeWorkflowExecution(context.Background(), id, "")
-	require.NoError(t, err, "the sample pool's switch %s", id)
-	require.Equal(t, cluster.DefaultTaskQueue(), d.WorkflowExecutionInfo.TaskQueue)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.WorkflowExecutionInfo.Status)
+	producttest.Eventually(t, "the sample pool's switch "+id+" completed on "+cluster.DefaultTaskQueue(), func() (bool, string) {
+		d, err := env.Temporal.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		info := d.WorkflowExecutionInfo
+		return info.TaskQueue == cluster.DefaultTaskQueue() && info.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+			fmt.Sprintf("task queue %s, %s", info.TaskQueue, info.Status)
+	})
 
 	stop()
 	hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
