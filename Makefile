@@ -44,7 +44,7 @@ RBAC_STARTER_DIRS := starter
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 .PHONY: tools
 tools: ## Build the missing tools into the cache and link them into bin/.
@@ -186,6 +186,17 @@ dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller man
 	@mkdir -p $(OUT)
 	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
 	$(OUT)/devstack $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(DEVSTACK_FLAGS)
+
+# Flags of `make dev-cluster-2`, e.g. DEV2_FLAGS=-cluster=false for the bare
+# API server (no controller manager, scheduler or kwok: less CPU).
+DEV2_FLAGS ?=
+
+.PHONY: dev-cluster-2
+dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal.
+	hack/tools/install.sh $(filter-out temporal,$(DEV_TOOLS))
+	@mkdir -p $(OUT)
+	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
+	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go run ./test/bench -h`. By default the runs are added to BENCHMARKS.md.

@@ -13,6 +13,13 @@
 // history shards, as production does: no Web UI, and its database is
 // temporary, gone when devstack stops (etcd's state still survives).
 //
+// With -temporal-address it starts no Temporal server and joins the one
+// there instead: `make dev-cluster-2` runs a second local cluster (its own
+// etcd, kube-apiserver, CRDs, samples, worker and starter, state in
+// .state/cluster-2, cluster name local-2) against the first stack's
+// Temporal, so that both clusters' workflows show in one Web UI
+// (docs/local-cluster.md).
+//
 // Every process dies with devstack even if it is killed (see
 // test/localstack/procs). Logs are in .state/logs/.
 package main
@@ -22,6 +29,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -51,6 +59,19 @@ type config struct {
 	temporalStack string
 	crds, samples string
 	cluster       bool
+	// temporalAddress, when set, is a Temporal server to join: none is
+	// started.
+	temporalAddress string
+	// programPorts is the first of the four ports of the worker's and the
+	// starter's metrics and probes; 0 picks free ones.
+	programPorts int
+
+	// Not flags: where etcd and the Kubernetes programs are (default
+	// <root>/bin), where the worker and the starter are built (default
+	// <root>/_out/bin), and where the programs' output and the summary go
+	// besides their logs (default stdout).
+	kubeBinDir, binDir string
+	console            io.Writer
 }
 
 func main() {
@@ -70,6 +91,8 @@ func main() {
 	fs.BoolVar(&cfg.cluster, "cluster", true, "run kube-controller-manager, kube-scheduler and kwok with a simulated fleet of nodes, so that worker Deployments get pods (docs/local-cluster.md); -cluster=false runs the bare API server")
 	fs.StringVar(&cfg.crds, "crds", "deploy/crds", "directory of the CRDs to install")
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
+	fs.StringVar(&cfg.temporalAddress, "temporal-address", "", "`host:port` of a running Temporal server to join instead of starting one (-temporal, -temporal-port and -ui-port then do not apply), e.g. the first make dev stack's 127.0.0.1:7233 for a second local cluster (make dev-cluster-2); its namespace (-temporal-namespace) must exist with the search attributes, as make dev leaves it")
+	fs.IntVar(&cfg.programPorts, "program-ports", 9090, "first of four ports on 127.0.0.1 for the worker's metrics and probes and the starter's (9090: 9090-9093); 0 picks free ones")
 	printVersion := version.Flag(fs, "devstack")
 	_ = fs.Parse(os.Args[1:])
 	if printVersion(os.Stdout) {
@@ -115,8 +138,14 @@ func (s *stack) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("-temporal: %w", err)
 	}
+	join := s.cfg.temporalAddress != ""
+	if join && flavour != localstack.TemporalDev {
+		return fmt.Errorf("-temporal %s starts a Temporal server; -temporal-address %s joins one: set one of them", flavour, s.cfg.temporalAddress)
+	}
 	opts := localstack.Options{
 		Dir: state, Root: root,
+		KubeBinDir:    s.cfg.kubeBinDir,
+		NoTemporal:    join,
 		CRDDirs:       []string{inRoot(root, s.cfg.crds)},
 		EtcdDataDir:   filepath.Join(state, "etcd"),
 		DurableEtcd:   true,
@@ -125,7 +154,7 @@ func (s *stack) run(ctx context.Context) error {
 		Temporal:      flavour,
 		TemporalPort:  s.cfg.temporalPort, TemporalNamespace: s.cfg.namespace,
 	}
-	if flavour == localstack.TemporalDev {
+	if flavour == localstack.TemporalDev && !join {
 		opts.TemporalUI, opts.TemporalUIPort = true, s.cfg.uiPort
 		opts.TemporalDBFile = filepath.Join(state, "temporal.db")
 		// WAL: the UI's reads do not block the server's writes; NORMAL sync
@@ -134,12 +163,16 @@ func (s *stack) run(ctx context.Context) error {
 		opts.SQLitePragmas = servers.DevServerPragmas
 		opts.DynamicConfig = servers.DevServerDynamicConfig()
 	}
-	s.log.Info("starting the Temporal server, etcd and kube-apiserver", "temporal", flavour, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)
+	if join {
+		s.log.Info("starting etcd and kube-apiserver; joining the Temporal server at "+s.cfg.temporalAddress, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)
+	} else {
+		s.log.Info("starting the Temporal server, etcd and kube-apiserver", "temporal", flavour, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)
+	}
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return err
 	}
 	logDir, kubeconfig := s.servers.LogDir, s.servers.KubeconfigPath
-	s.log.Info("the servers are up; CRDs installed", "temporal", s.servers.Temporal.Address(), "namespace", s.cfg.namespace,
+	s.log.Info("the servers are up; CRDs installed", "temporal", s.temporalAddress(), "namespace", s.cfg.namespace,
 		"apiserver", s.servers.Kube.RestConfig.Host, "kubeconfig", kubeconfig)
 
 	c, err := client.New(s.servers.Kube.RestConfig, client.Options{Scheme: servers.NewScheme()})
@@ -162,9 +195,35 @@ func (s *stack) run(ctx context.Context) error {
 		fmt.Fprintln(os.Stderr) // after the ^C
 		s.log.Info("stopping the stack (Ctrl-C again to kill it at once)")
 		return nil
-	case <-s.servers.Temporal.Done():
+	case <-s.temporalDone():
 		return fmt.Errorf("the Temporal server exited unexpectedly: %v (log: %s)", s.servers.Temporal.Err(), filepath.Join(logDir, "temporal.log"))
 	}
+}
+
+// temporalAddress is the Temporal server the programs use: the stack's, or
+// the one it joined.
+func (s *stack) temporalAddress() string {
+	if s.servers.Temporal == nil {
+		return s.cfg.temporalAddress
+	}
+	return s.servers.Temporal.Address()
+}
+
+// temporalDone is closed when the stack's Temporal server exits; never for
+// a server joined (its own stack watches it).
+func (s *stack) temporalDone() <-chan struct{} {
+	if s.servers.Temporal == nil {
+		return nil
+	}
+	return s.servers.Temporal.Done()
+}
+
+// console is where the programs' output and the summary go besides the logs.
+func (s *stack) console() io.Writer {
+	if s.cfg.console == nil {
+		return os.Stdout
+	}
+	return s.cfg.console
 }
 
 // inRoot resolves a path relative to the repository root.
@@ -178,18 +237,25 @@ func inRoot(root, path string) string {
 // startPrograms builds and runs the worker and the starter, each only if
 // its package exists yet.
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
-	outDir := filepath.Join(root, "_out", "bin")
+	outDir := s.cfg.binDir
+	if outDir == "" {
+		outDir = filepath.Join(root, "_out", "bin")
+	}
 	for i, name := range []string{"worker", "starter"} {
 		if !hasPackage(root, filepath.Join("cmd", name)) {
 			s.log.Warn("no ./cmd/"+name+" package yet; running the stack without it", "package", "./cmd/"+name)
 			continue
 		}
-		// Distinct ports, since both run on this host: the worker's metrics
-		// and probes on 9090 and 9091, the starter's on 9092 and 9093.
-		metrics, probes := "127.0.0.1:"+strconv.Itoa(9090+2*i), "127.0.0.1:"+strconv.Itoa(9091+2*i)
+		// Distinct ports, since both run on this host: by default the
+		// worker's metrics and probes on 9090 and 9091, the starter's on
+		// 9092 and 9093 (a second stack takes others: -program-ports).
+		metrics, probes, err := s.programAddrs(i)
+		if err != nil {
+			return err
+		}
 		p := &program{name: name, metrics: metrics, probes: probes, env: []string{
 			"KUBECONFIG=" + kubeconfig,
-			"TEMPORAL_ADDRESS=" + s.servers.Temporal.Address(),
+			"TEMPORAL_ADDRESS=" + s.temporalAddress(),
 			"TEMPORAL_NAMESPACE=" + s.cfg.namespace,
 			"TEMPORAL_TASK_QUEUE=" + s.cfg.taskQueue,
 			"ATE_CLUSTER_NAME=" + s.cfg.clusterName,
@@ -203,7 +269,7 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		if err != nil {
 			return err
 		}
-		if err := p.start(bin, logDir); err != nil {
+		if err := p.start(bin, logDir, s.console()); err != nil {
 			return err
 		}
 		s.programs = append(s.programs, p)
@@ -211,6 +277,20 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		s.log.Info("started "+name, "pid", p.proc.Pid(), "metrics", metrics, "probes", probes)
 	}
 	return nil
+}
+
+// programAddrs are the metrics and probe addresses of the i-th program:
+// ports -program-ports+2i and +2i+1, or free ones with -program-ports 0.
+func (s *stack) programAddrs(i int) (metrics, probes string, err error) {
+	if s.cfg.programPorts == 0 {
+		if metrics, err = servers.FreeAddr("127.0.0.1"); err != nil {
+			return "", "", err
+		}
+		probes, err = servers.FreeAddr("127.0.0.1")
+		return metrics, probes, err
+	}
+	base := s.cfg.programPorts + 2*i
+	return "127.0.0.1:" + strconv.Itoa(base), "127.0.0.1:" + strconv.Itoa(base+1), nil
 }
 
 func (s *stack) printSummary(kubeconfig, logDir string) {
@@ -225,7 +305,14 @@ func (s *stack) printSummary(kubeconfig, logDir string) {
 	for _, p := range s.programs {
 		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
 	}
-	fmt.Printf(`
+	ui, grpc := "", s.temporalAddress()
+	if s.servers.Temporal != nil {
+		ui = uiLine(s.servers.Temporal.UIAddress())
+	} else {
+		ui = "the joined stack's (its workflow IDs begin with " + s.clusterLine() + ")"
+		grpc += ", joined: another stack runs it"
+	}
+	fmt.Fprintf(s.console(), `
 The local stack is running. Ctrl-C stops all of it.
 
   Temporal Web UI:  %s
@@ -238,7 +325,15 @@ The local stack is running. Ctrl-C stops all of it.
   kubectl get pods -A -o wide
 
   Logs: %s
-`, uiLine(s.servers.Temporal.UIAddress()), s.servers.Temporal.Address(), s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+`, ui, grpc, s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+}
+
+// clusterLine names the stack's cluster as its workflow IDs do.
+func (s *stack) clusterLine() string {
+	if s.cfg.clusterName == "" {
+		return "the kube-system namespace's UID"
+	}
+	return s.cfg.clusterName + "/"
 }
 
 func uiLine(addr string) string {
@@ -262,7 +357,7 @@ func (s *stack) shutdown() error {
 		errs = append(errs, p.stop())
 	}
 	if s.servers != nil {
-		s.log.Info("stopping the cluster (kwok, kube-scheduler, kube-controller-manager), kube-apiserver, etcd and the Temporal server")
+		s.log.Info("stopping the cluster (kwok, kube-scheduler, kube-controller-manager), kube-apiserver, etcd and the Temporal server (unless joined)")
 		errs = append(errs, s.servers.Stop())
 	}
 	return errors.Join(errs...)

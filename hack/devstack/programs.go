@@ -56,9 +56,9 @@ func (p *program) build(ctx context.Context, root, outDir string) (string, error
 	return out, nil
 }
 
-// start runs the program with its output prefixed on the console and
+// start runs the program with its output prefixed on console and
 // appended to logDir/<name>.log.
-func (p *program) start(bin, logDir string) error {
+func (p *program) start(bin, logDir string, console io.Writer) error {
 	f, err := os.OpenFile(filepath.Join(logDir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening the log of %s: %w", p.name, err)
@@ -66,7 +66,7 @@ func (p *program) start(bin, logDir string) error {
 	p.logFile = f
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), p.env...)
-	out := &prefixWriter{prefix: fmt.Sprintf("[%s] ", p.name), w: io.MultiWriter(os.Stdout, f)}
+	out := &prefixWriter{prefix: fmt.Sprintf("[%s] ", p.name), w: io.MultiWriter(console, f)}
 	cmd.Stdout, cmd.Stderr = out, out
 	p.proc, err = procs.Start(p.name, cmd)
 	return err

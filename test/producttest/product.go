@@ -41,8 +41,8 @@ import (
 	ateworker "ate.dev/orchestrator/worker"
 )
 
-// Product is a worker and a starter on their own task queue, run in this
-// process.
+// Product is a worker and a starter on their own task queue (TaskQueue; empty:
+// the cluster's default one), run in this process.
 type Product struct {
 	Env       *testenv.Env
 	TaskQueue string
@@ -118,7 +118,7 @@ func (p *Product) Run(t testing.TB) *Product {
 func (p *Product) TerminateWorkflows(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.TaskQueue)
+	query := fmt.Sprintf("TaskQueue = %q AND ExecutionStatus = 'Running'", p.Scope().TaskQueue)
 	resp, err := p.TemporalClient().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 	require.NoError(t, err)
 	for _, e := range resp.Executions {

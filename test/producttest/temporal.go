@@ -20,10 +20,11 @@ func (p *Product) Cluster() wfapi.Cluster {
 	return p.Env.ClusterName
 }
 
-// Scope is where the product's workflows run: its cluster and this test's
-// task queue.
+// Scope is where the product's workflows run: its cluster and its task
+// queue, the cluster's default one when TaskQueue is empty (as the worker
+// and the starter default it).
 func (p *Product) Scope() wfapi.Scope {
-	return wfapi.Scope{Cluster: p.Cluster(), TaskQueue: p.TaskQueue}
+	return wfapi.ScopeOf(p.Cluster(), p.TaskQueue)
 }
 
 // WaitForRelease polls the visibility store until the release workflow of a
