@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
+	"ate.dev/orchestrator/test/localstack"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/test/localstack/servers"
 	"ate.dev/orchestrator/test/testenv"
 )
 

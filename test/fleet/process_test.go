@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"ate.dev/orchestrator/internal/crashhook"
-	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // process is a worker or a starter run as a real subprocess, configured by
