@@ -20,7 +20,7 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			name: "built-in defaults",
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
-					TaskQueue:              "ate-orchestrator",
+					TaskQueue:              "", // the cluster's own, ate-orchestrator-<cluster>
 					MetricsBindAddress:     ":8443",
 					MetricsSecure:          true,
 					HealthProbeBindAddress: ":8081",
@@ -61,7 +61,7 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			name: "flags override environment",
 			env:  map[string]string{"TEMPORAL_ADDRESS": "temporal.env:7233", "TEMPORAL_NAMESPACE": "env-ns", "KUBECONFIG": "/env/kc", "LOG_LEVEL": "error", "METRICS_SECURE": "false"},
 			args: []string{
-				"--kubeconfig=/flag/kc", "--temporal-address=temporal.flag:7233", "--temporal-namespace=flag-ns",
+				"--kubeconfig=/flag/kc", "--temporal-address=temporal.flag:7233", "--temporal-namespace=flag-ns", "--cluster-name=flag-cluster",
 				"--temporal-config-file=/flag/temporal.toml", "--temporal-profile=flag-profile",
 				"--task-queue=flag-tq", "--temporal-tls-server-ca-cert-path=/flag/ca", "--temporal-tls-client-cert-path=/flag/cert",
 				"--temporal-tls-client-key-path=/flag/key", "--temporal-tls-server-name=flag.example", "--temporal-api-key=flag-key",
@@ -75,6 +75,7 @@ func TestBindFlagsPrecedence(t *testing.T) {
 					TemporalProfile:        "flag-profile",
 					TemporalAddress:        "temporal.flag:7233",
 					TemporalNamespace:      "flag-ns",
+					ClusterName:            "flag-cluster",
 					TaskQueue:              "flag-tq",
 					TLSCAFile:              "/flag/ca",
 					TLSCertFile:            "/flag/cert",
@@ -92,9 +93,10 @@ func TestBindFlagsPrecedence(t *testing.T) {
 		},
 		{
 			name: "empty environment variable keeps the default",
-			env:  map[string]string{"TEMPORAL_TASK_QUEUE": "", "LOG_LEVEL": "", "METRICS_SECURE": ""},
+			env:  map[string]string{"TEMPORAL_TASK_QUEUE": "", "ATE_CLUSTER_NAME": "", "LOG_LEVEL": "", "METRICS_SECURE": ""},
 			check: func(t *testing.T, o Options) {
-				require.Equal(t, "ate-orchestrator", o.TaskQueue)
+				require.Empty(t, o.TaskQueue, "the cluster's own")
+				require.Empty(t, o.ClusterName, "kube-system's UID")
 				require.Equal(t, "info", o.LogLevel)
 				require.True(t, o.MetricsSecure)
 			},
@@ -152,7 +154,11 @@ func TestValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "valid", mutate: func(*Options) {}},
-		{name: "no task queue", mutate: func(o *Options) { o.TaskQueue = "" }, wantErr: "--task-queue (TEMPORAL_TASK_QUEUE) must not be empty"},
+		{name: "no task queue: the cluster's own", mutate: func(o *Options) { o.TaskQueue = "" }},
+		{name: "no cluster name: kube-system's UID", mutate: func(o *Options) { o.ClusterName = "" }},
+		{name: "a cluster name", mutate: func(o *Options) { o.ClusterName = "prod-eu-1" }},
+		{name: "a cluster name that cannot stand in a workflow ID", mutate: func(o *Options) { o.ClusterName = "prod/eu" },
+			wantErr: `--cluster-name (ATE_CLUSTER_NAME): cluster name "prod/eu" is not a DNS label`},
 		{name: "key content as the key path", mutate: func(o *Options) { o.TLSKeyFile = "-----BEGIN EC PRIVATE KEY-----\nx" }, wantErr: "holds key material"},
 		{name: "unknown log level", mutate: func(o *Options) { o.LogLevel = "verbose" }, wantErr: `--log-level (LOG_LEVEL) "verbose": want debug, info, warn or error`},
 		{name: "unknown log format", mutate: func(o *Options) { o.LogFormat = "xml" }, wantErr: `--log-format (LOG_FORMAT) "xml": want json or text`},

@@ -108,8 +108,8 @@ func TestSecretsNeverInErrors(t *testing.T) {
 			secret: apiKeySecret, wantErr: "loading the Temporal client certificate"},
 		{name: "key content given as the path", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, inlineKeySecret },
 			secret: "INLINE-KEY-SECRET", wantErr: "holds key material, not a path"},
-		{name: "API key with an invalid option", mutate: func(o *Options) { o.TaskQueue = "" },
-			secret: apiKeySecret, wantErr: "--task-queue"},
+		{name: "API key with an invalid option", mutate: func(o *Options) { o.ClusterName = "Prod" },
+			secret: apiKeySecret, wantErr: "--cluster-name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

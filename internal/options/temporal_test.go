@@ -66,7 +66,7 @@ func TestTemporalClientOptions(t *testing.T) {
 		{name: "cert without key", mutate: func(o *Options) { o.TLSCertFile = cert }, wantErr: "must be set together"},
 		{name: "unreadable key pair", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, garbage }, wantErr: "loading the Temporal client certificate"},
 		{name: "key does not match cert", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = ca, key }, wantErr: "loading the Temporal client certificate"},
-		{name: "empty task queue", mutate: func(o *Options) { o.TaskQueue = "" }, wantErr: "invalid Temporal options: --task-queue"},
+		{name: "a cluster name that is no DNS label", mutate: func(o *Options) { o.ClusterName = "Prod" }, wantErr: "invalid Temporal options: --cluster-name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

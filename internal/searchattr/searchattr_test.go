@@ -10,6 +10,7 @@ import (
 func TestDevServerFlags(t *testing.T) {
 	flags := DevServerFlags()
 	want := []string{
+		"--search-attribute", "KubernetesCluster=Keyword",
 		"--search-attribute", "WorkerPool=Keyword",
 		"--search-attribute", "SandboxClass=Keyword",
 		"--search-attribute", "FromConfig=Keyword",
@@ -26,11 +27,11 @@ func TestDevServerFlags(t *testing.T) {
 // remove then create for one of the wrong type.
 func TestProblemFix(t *testing.T) {
 	missing := Problem{Definition: Definitions[0], Namespace: "ns"}
-	if got, want := missing.Fix(), "temporal operator search-attribute create --namespace ns --name WorkerPool --type Keyword"; got != want {
+	if got, want := missing.Fix(), "temporal operator search-attribute create --namespace ns --name KubernetesCluster --type Keyword"; got != want {
 		t.Fatalf("Fix() = %q, want %q", got, want)
 	}
 	wrong := Problem{Definition: Definitions[0], Namespace: "ns", Have: "Text"}
-	if got, want := wrong.Fix(), "temporal operator search-attribute remove --namespace ns --name WorkerPool && temporal operator search-attribute create --namespace ns --name WorkerPool --type Keyword"; got != want {
+	if got, want := wrong.Fix(), "temporal operator search-attribute remove --namespace ns --name KubernetesCluster && temporal operator search-attribute create --namespace ns --name KubernetesCluster --type Keyword"; got != want {
 		t.Fatalf("Fix() = %q, want %q", got, want)
 	}
 }
