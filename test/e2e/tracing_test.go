@@ -131,7 +131,7 @@ func TestTraceOfASwitch(t *testing.T) {
 	md := d.GetExecutionConfig().GetUserMetadata()
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md.GetSummary(), &summary))
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(md.GetDetails(), &details))
-	require.Equal(t, pool+`: gvisor "trace-a" → "trace-b"`, summary)
+	require.Equal(t, "["+string(p.Cluster())+"] "+pool+`: gvisor "trace-a" → "trace-b"`, summary)
 	require.Contains(t, details, `- **from**: "trace-a"`)
 	v, err := p.TemporalClient().QueryWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "counter"), "", "__temporal_workflow_metadata")
 	require.NoError(t, err)

@@ -68,7 +68,9 @@ func TestUnprotectChecksTheUsersItself(t *testing.T) {
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	run, err := p.TemporalClient().ExecuteWorkflow(runCtx, client.StartWorkflowOptions{
-		ID: "hostile-unprotect-" + p.TaskQueue, TaskQueue: hostileTQ,
+		// An ID of this cluster, so that the worker's cluster guard lets the
+		// step through to Unprotect's own check.
+		ID: p.Cluster().ReleaseWorkflowID("not-held"), TaskQueue: hostileTQ,
 	}, "NotTheProduct", p.TaskQueue, "held")
 	require.NoError(t, err)
 	var res string

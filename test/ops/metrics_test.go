@@ -108,14 +108,15 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	}
 	// A regular activity that fails: a workflow of the test's own, on a
 	// queue of its own, schedules the product's RecordEvent for a pool its
-	// ID does not name; the activity refuses it (the caller check), so the
+	// ID (of its cluster, so that the cluster guard lets it through) does not
+	// name; the activity refuses it (the caller check), so the
 	// product's worker counts an activity execution failure.
 	queue := p.TaskQueue + "-misdirected"
 	mw := tworker.New(p.TemporalClient(), queue, tworker.Options{})
 	mw.RegisterWorkflowWithOptions(misdirectedEvent, workflow.RegisterOptions{Name: "MisdirectedEvent"})
 	require.NoError(t, mw.Start())
 	t.Cleanup(mw.Stop)
-	misdirected, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: "ops-misdirected-" + p.TaskQueue, TaskQueue: queue},
+	misdirected, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: p.Cluster().SwitchWorkflowID(ns, "misdirected"), TaskQueue: queue},
 		"MisdirectedEvent", p.TaskQueue, poolevents.Event{Pool: ref, Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 			Action: "Switch", Note: "not from a switch", Key: "misdirected"})
 	require.NoError(t, err)

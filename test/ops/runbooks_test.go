@@ -74,11 +74,13 @@ func TestRunbookCLILinesRun(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Symlink(env.TemporalCLI, filepath.Join(dir, "temporal")))
 	// The runbooks' placeholders and shipped names, replaced by the test's.
-	names := strings.NewReplacer("NS/NAME", ns+"/pool", "CONFIG", held.Name, "ate-orchestrator", p.TaskQueue)
+	// $CLUSTER is the product's cluster, in the shell's environment as the
+	// runbooks have the operator set it.
+	names := strings.NewReplacer("NS/NAME", ns+"/pool", "CONFIG", held.Name, "ate-orchestrator-$CLUSTER", p.TaskQueue)
 	for _, line := range lines {
 		cmd := exec.Command("sh", "-c", names.Replace(line))
 		cmd.Env = append(os.Environ(),
-			"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "CLUSTER="+string(p.Cluster()),
 			"TEMPORAL_ADDRESS="+env.TemporalAddress, "TEMPORAL_NAMESPACE="+env.TemporalNamespace)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "docs/runbooks.md: %s\n%s", line, out)

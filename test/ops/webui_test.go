@@ -157,7 +157,7 @@ func TestWebUIShowsASwitch(t *testing.T) {
 	// Its user metadata: the one-line summary it was started with, which
 	// the UI renders (as Markdown, in a frame of its own, with typographic
 	// quotes) under Summary.
-	summary := fmt.Sprintf(`%s/counter: gvisor → "gvisor-default"`, ns)
+	summary := fmt.Sprintf(`[%s] %s/counter: gvisor → "gvisor-default"`, p.Cluster(), ns)
 	step("3-switch-user-metadata",
 		chromedp.Click(`//*[normalize-space(text())="User Metadata"]`),
 		chromedp.WaitVisible(`//h3[normalize-space(text())="Summary"]`),
