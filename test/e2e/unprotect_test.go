@@ -81,9 +81,8 @@ func TestUnprotectChecksTheUsersItself(t *testing.T) {
 	require.NoError(t, kube.Get(ctx, ctrlclient.ObjectKey{Name: "held"}, &c), "the config a pool uses is still there")
 	require.NotNil(t, c.DeletionTimestamp)
 	require.Contains(t, c.Finalizers, v1alpha1.ProtectionFinalizer, "Unprotect refused: the pool still names the config")
-	if err == nil {
-		require.Contains(t, res, `"in use"`, "Unprotect says why it refused")
-	}
+	require.NoError(t, err, "the step ran: only Unprotect's own check refused it")
+	require.Contains(t, res, `"in use"`, "Unprotect says why it refused")
 
 	// The release still holds it; the pool's deletion lets it go.
 	require.NoError(t, kube.Delete(ctx, producttest.Pool(ns, "holder", "")))
