@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -100,21 +101,45 @@ func TestBadInput(t *testing.T) {
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a release workflow needs the SandboxConfig's name")
 		expectClosed(t, start("release-not-an-input", wfapi.ReleaseWorkflow, "a string"),
 			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "")
-		expectClosed(t, start("release-ghost", wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: cfg("no-such-config")}),
+		startAs := func(id string, in wfapi.ReleaseInput) client.WorkflowRun {
+			t.Helper()
+			run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq}, wfapi.ReleaseWorkflow, in)
+			require.NoError(t, err)
+			return run
+		}
+		cluster := testenv.Current().ClusterName
+		expectClosed(t, startAs(cluster.ReleaseWorkflowID(cfg("no-such-config")), wfapi.ReleaseInput{Config: cfg("no-such-config")}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
 		// A config not in deletion keeps its finalizer.
-		expectClosed(t, start("release-not-deleting", wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: cfg("spare")}),
+		expectClosed(t, startAs(cluster.ReleaseWorkflowID(cfg("spare")), wfapi.ReleaseInput{Config: cfg("spare")}),
 			enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, "")
+		// Under an ID that is not its config's, it does nothing at all.
+		expectClosed(t, start("release-someone-elses", wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: cfg("spare")}),
+			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf("the release workflow of SandboxConfig %q has the ID <cluster>/sandboxconfig/%s/release", cfg("spare"), cfg("spare")))
+		// Another cluster's release, on this cluster's queue: refused by
+		// the worker before its first step reads anything.
+		expectClosed(t, startAs(wfapi.Cluster("other-cluster").ReleaseWorkflowID(cfg("spare")), wfapi.ReleaseInput{Config: cfg("spare")}),
+			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fmt.Sprintf(`belongs to cluster "other-cluster": the worker of cluster %q refuses its step`, cluster))
 	})
 
 	t.Run("switch workflows started by hand", func(t *testing.T) {
 		ref := wfapi.PoolRef{Namespace: ns, Name: "real"}
 		expectClosed(t, start("switch-empty", wfapi.SwitchWorkflow, wfapi.SwitchInput{}),
-			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
+			enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its cluster and pool")
 		// Under any other ID it does nothing at all.
 		expectClosed(t, start("switch-someone-elses", wfapi.SwitchWorkflow, wfapi.SwitchInput{
 			Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare"),
-		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its pool")
+		}), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, "a switch's workflow ID names its cluster and pool")
+		// Another cluster's switch of a pool of the same name, on this
+		// cluster's queue: refused before its first step, naming both.
+		var real v1alpha1.WorkerPool
+		require.NoError(t, kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "real"}, &real))
+		foreign, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfapi.Cluster("other-cluster").SwitchWorkflowID(ns, "real"), TaskQueue: tq},
+			wfapi.SwitchWorkflow, wfapi.SwitchInput{Pool: wfapi.PoolRef{Namespace: ns, Name: "real", UID: string(real.UID)},
+				Class: v1alpha1.SandboxClassGVisor, From: cfg("held"), To: cfg("spare"), Generation: real.Generation})
+		require.NoError(t, err)
+		expectClosed(t, foreign, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED,
+			fmt.Sprintf(`workflow "other-cluster/workerpool/%s/real/switch" belongs to cluster "other-cluster": the worker of cluster %q refuses its step Protect`, ns, testenv.Current().ClusterName))
 		// A pool's switch acts on the pool its ID names, whatever its input.
 		run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: testenv.Current().ClusterName.SwitchWorkflowID(ns, "ghost"), TaskQueue: tq},
 			wfapi.SwitchWorkflow, wfapi.SwitchInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, To: cfg("spare")})
