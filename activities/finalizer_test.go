@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -170,32 +169,6 @@ func TestUnprotect(t *testing.T) {
 			require.Equal(t, tt.wantFinalizers, c.Finalizers)
 		})
 	}
-}
-
-// Histories recorded before the release's types changed hold the old JSON:
-// a plain name as Unprotect's input, a plain string as its result, a plain
-// list of keys as CachedUsers' and LiveUsers' result. They still decode.
-func TestReleaseTypesReadTheirOldJSON(t *testing.T) {
-	var in UnprotectInput
-	require.NoError(t, json.Unmarshal([]byte(`"c"`), &in))
-	require.Equal(t, UnprotectInput{Config: "c"}, in)
-	require.NoError(t, json.Unmarshal([]byte(`{"config":"c","uid":"u","resourceVersion":"7"}`), &in))
-	require.Equal(t, UnprotectInput{Config: "c", UID: "u", ResourceVersion: "7"}, in)
-
-	var res UnprotectResult
-	require.NoError(t, json.Unmarshal([]byte(`"removed"`), &res))
-	require.Equal(t, UnprotectResult{Result: ReleaseRemoved}, res)
-	require.NoError(t, json.Unmarshal([]byte(`{"result":"in use","users":{"count":3,"sample":["ns/a"]}}`), &res))
-	require.Equal(t, UnprotectResult{Result: ReleaseInUse, Users: Users{Count: 3, Sample: []string{"ns/a"}}}, res)
-
-	var u Users
-	require.NoError(t, json.Unmarshal([]byte(`["ns/a","ns/b"]`), &u))
-	require.Equal(t, Users{Count: 2, Sample: []string{"ns/a", "ns/b"}}, u)
-	u = Users{}
-	require.NoError(t, json.Unmarshal([]byte(`null`), &u))
-	require.Equal(t, Users{}, u)
-	require.NoError(t, json.Unmarshal([]byte(`{"count":5000,"sample":["ns/a"]}`), &u))
-	require.Equal(t, Users{Count: 5000, Sample: []string{"ns/a"}}, u)
 }
 
 // A users result counts every user and names at most UserSampleSize of

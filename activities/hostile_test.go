@@ -74,7 +74,7 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 			require.NoError(t, f.store.Status().Update(ctx, p))
 			before := f.pool(t)
 
-			in := SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
+			in := SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true}
 			res, err := f.acts.Confirm(ctx, in)
 			require.NoError(t, err)
 			st := f.pool(t).Status.ClassStatus(gvisor)
@@ -156,7 +156,7 @@ func TestStatusWritesRefuseAClassTheSpecLacks(t *testing.T) {
 // spec.configRef (or its following the default) is written only while the
 // spec still says the same: a re-pin since the plan supersedes it, a scale
 // (another generation, the same class entry) does not. A claim whose input
-// recorded no spec (started before the field) claims as before.
+// names no spec (a switch started by hand) expects nothing of it.
 func TestClaimOfAPlanTheSpecNoLongerAsks(t *testing.T) {
 	tests := []struct {
 		name           string

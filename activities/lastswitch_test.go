@@ -115,7 +115,7 @@ func TestSwitchWritesStampTheirRun(t *testing.T) {
 			if _, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"}); err != nil {
 				return err
 			}
-			_, err := f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+			_, err := f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true})
 			return err
 		}},
 		{"RollBack", func(f *statusFixture) error {
@@ -123,7 +123,7 @@ func TestSwitchWritesStampTheirRun(t *testing.T) {
 				return err
 			}
 			_, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "m", Local: true, Claimed: true})
+				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "m", Claimed: true})
 			return err
 		}},
 		{"AbandonClaim", func(f *statusFixture) error {
@@ -154,7 +154,7 @@ func TestAConfirmOfAnotherRunsClaimIsSuperseded(t *testing.T) {
 	require.NoError(t, err)
 
 	late := withSwitchRun(context.Background(), &v1alpha1.SwitchRunReference{WorkflowID: "w", RunID: "run-1"})
-	res, err := f.acts.Confirm(late, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+	res, err := f.acts.Confirm(late, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true})
 	require.NoError(t, err)
 	require.True(t, res.Superseded)
 	require.False(t, res.Wrote)

@@ -1,9 +1,7 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -32,31 +30,6 @@ const UserSampleSize = 10
 type Users struct {
 	Count  int      `json:"count"`
 	Sample []string `json:"sample,omitempty"`
-}
-
-// UnmarshalJSON also reads the plain list of keys CachedUsers and
-// LiveUsers returned before Users (recorded histories replay with it).
-func (u *Users) UnmarshalJSON(b []byte) error {
-	type plain Users
-	*u = Users{}
-	var keys []string
-	legacy, err := decodeOlder(b, '[', &keys, (*plain)(u))
-	if legacy {
-		*u = Users{Count: len(keys), Sample: keys}
-	}
-	return err
-}
-
-// decodeOlder decodes b, the JSON of a type that replaced an older
-// encoding of one value (a plain string or list), into older when b opens
-// with start ('"', '['), else into current (a plain copy of the type, so
-// its own UnmarshalJSON is not called again). It reports whether b was of
-// the older encoding.
-func decodeOlder(b []byte, start byte, older, current any) (bool, error) {
-	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == start {
-		return true, json.Unmarshal(b, older)
-	}
-	return false, json.Unmarshal(b, current)
 }
 
 // add counts keys and keeps the sample's smallest keys.
@@ -176,26 +149,12 @@ const (
 
 // UnprotectInput names the incarnation of a config a release looked at:
 // its name, and the UID and resourceVersion its live read (ReadConfig)
-// returned. An input without UID (scheduled by a history recorded before
-// the field) releases whatever the name holds, after the same checks.
+// returned. An input without them (scheduled by anything but a release)
+// releases whatever the name holds, after the same checks.
 type UnprotectInput struct {
 	Config          string    `json:"config"`
 	UID             types.UID `json:"uid,omitempty"`
 	ResourceVersion string    `json:"resourceVersion,omitempty"`
-}
-
-// UnmarshalJSON also reads the plain name Unprotect took before
-// UnprotectInput, so an activity scheduled by an older history still
-// decodes.
-func (in *UnprotectInput) UnmarshalJSON(b []byte) error {
-	type plain UnprotectInput
-	*in = UnprotectInput{}
-	var config string
-	legacy, err := decodeOlder(b, '"', &config, (*plain)(in))
-	if legacy {
-		*in = UnprotectInput{Config: config}
-	}
-	return err
 }
 
 // UnprotectResult is what Unprotect did (Release*), and, when it refused
@@ -203,19 +162,6 @@ func (in *UnprotectInput) UnmarshalJSON(b []byte) error {
 type UnprotectResult struct {
 	Result string `json:"result"`
 	Users  Users  `json:"users,omitempty"`
-}
-
-// UnmarshalJSON also reads the plain result string Unprotect returned
-// before UnprotectResult.
-func (r *UnprotectResult) UnmarshalJSON(b []byte) error {
-	type plain UnprotectResult
-	*r = UnprotectResult{}
-	var result string
-	legacy, err := decodeOlder(b, '"', &result, (*plain)(r))
-	if legacy {
-		*r = UnprotectResult{Result: result}
-	}
-	return err
 }
 
 // Unprotect removes only the protection finalizer from a config in

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,9 +72,6 @@ type EarlierRollBack struct {
 	Message      string       `json:"message,omitempty"`
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 }
-
-// confirmLanded is the heartbeat detail of a Confirm whose write landed.
-const confirmLanded = "landed"
 
 // updateStatus reads the pool, lets mutate change its status, and writes the
 // status back if anything changed. The write carries the resourceVersion the
@@ -184,8 +180,8 @@ type ClaimInput struct {
 	Pool   wfapi.PoolRef         `json:"pool"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	Config string                `json:"config"`
-	// ResourceVersion is the pool's as the pass observed it, or "" (claims
-	// recorded before it existed): see updateStatus.
+	// ResourceVersion is the pool's as the move's plan observed it, or ""
+	// (none known: the claim reads the pool): see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// ExpectFrom makes the claim conditional: it is written only while the
 	// class's status still names From (none when From is ""), the config
@@ -323,7 +319,7 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 		// target with this run's stamp (landed.go). A first run finds no
 		// such state.
 		res.Landed = a.landedBeforeGone(ctx, SettleInput{Pool: in.Pool, Class: in.Class, Config: in.Config,
-			ResourceVersion: in.ResourceVersion, Local: true})
+			ResourceVersion: in.ResourceVersion})
 	}
 	return res, err
 }
@@ -342,10 +338,6 @@ type SettleInput struct {
 	// ResourceVersion is the pool's as the switch's claim left it, or "":
 	// see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Local says the step runs as a local activity of a switch: a
-	// crash re-runs the whole workflow task, so an earlier run of this very
-	// step may have written whatever the attempt number says.
-	Local bool `json:"local,omitempty"`
 	// Claimed says the switch's claim stands (a roll back after the claim,
 	// not after a refused protection). Between its claim and its end only
 	// the switch writes the class's configRef, so a roll back that finds
@@ -412,12 +404,6 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 		res.Superseded = true
 		return res, nil
 	}
-	// If this attempt's completion is lost (the worker dies now) and the
-	// pool is gone by the retry, the retry cannot read the write back: it
-	// learns from this heartbeat that the class did move.
-	if res.Wrote && activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, confirmLanded)
-	}
 	if res.PoolGone {
 		res.Landed = a.landedBeforeGone(ctx, in)
 	}
@@ -468,13 +454,11 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 		res.Superseded = true
 		return res, nil
 	}
-	if in.Local {
-		res.FailingSince = since
-	}
+	res.FailingSince = since
 	switch {
 	case confirmed:
 		res.Landed = true
-	case res.PoolGone && in.Local && in.Claimed:
+	case res.PoolGone && in.Claimed:
 		res.Landed = a.landedBeforeGone(ctx, in)
 	}
 	return res, nil

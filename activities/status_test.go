@@ -132,7 +132,7 @@ func TestClaimAndConfirmWriteWithoutReading(t *testing.T) {
 			wantCalls: apiCalls{Gets: 1, StatusWrites: 2},
 		},
 		{
-			name:          "a switch recorded before there were versions: both read",
+			name:          "no version known to either step: both read",
 			observed:      func(string) string { return "" },
 			claimedBefore: true,
 			wantCalls:     apiCalls{Gets: 2, StatusWrites: 2},

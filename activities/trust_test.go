@@ -23,8 +23,8 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
-	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Local: true, Claimed: true}
+	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Claimed: true}
+	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Claimed: true}
 	tests := []struct {
 		name       string
 		before     []func(t *testing.T, f *statusFixture)

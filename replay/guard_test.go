@@ -174,18 +174,15 @@ func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.Swi
 		return nil, err
 	}
 	in.Pool = pool
-	if in.Problem() != "" && guardVersionOf(ctx, "refuse-invalid-input") >= 1 {
+	if in.Problem() != "" {
 		return nil, fmt.Errorf("switch refused: %s", in.Problem())
 	}
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
-	if !in.IsMove() || reresolve.Len() == 0 || guardVersionOf(ctx, "keep-early-reresolve") < 1 {
+	if !in.IsMove() {
 		drainSignals(reresolve)
 	}
 	if !in.IsMove() {
-		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(in.Pool.String())}
-		if carried := guardCarriedMove(ctx); len(carried) > 0 && guardVersionOf(ctx, "drop-carried-move") >= 1 {
-			attrs = append(attrs, carried...)
-		}
+		attrs := append([]temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(in.Pool.String())}, guardCarriedMove(ctx)...)
 		_ = workflow.UpsertTypedSearchAttributes(ctx, attrs...)
 		observe := workflow.ExecuteActivity(guardOptions(ctx), act.Observe, in.Pool)
 		if g.localObserve {
@@ -211,10 +208,6 @@ func (g guardSwitch) run(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.Swi
 		return nil, err
 	}
 	return guardFinish(ctx, in, res, reresolve)
-}
-
-func guardVersionOf(ctx workflow.Context, change string) workflow.Version {
-	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
 }
 
 // guardCarriedMove is workflows.carriedMove: the unsetting of the move's
@@ -254,7 +247,7 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
 	sel.Select(ctx)
-	yielding := signalled && guardVersionOf(ctx, yieldBeforeClaim) >= 1
+	yielding := signalled
 	if yielding {
 		cancel()
 	} else if err := f.Get(ctx, &check); err != nil {
@@ -352,11 +345,11 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 func guardConfirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
 	var w activities.PoolWrite
 	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Confirm, activities.SettleInput{
-		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Local: true, Claimed: true,
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Claimed: true,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Refused != nil && guardVersionOf(ctx, "confirm-refused") >= 1 {
+	if w.Refused != nil {
 		return guardRollBack(ctx, in, *w.Refused, claimed)
 	}
 	return guardSwitched(ctx, in, &w)
@@ -367,7 +360,7 @@ func guardRollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.
 	var w activities.PoolWrite
 	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message, ResourceVersion: claimed, Local: true, Claimed: claimed != "",
+		Reason: check.Reason, Message: message, ResourceVersion: claimed, Claimed: claimed != "",
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
@@ -377,21 +370,20 @@ func guardRollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.
 	if w.PoolGone {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
-	if w.Superseded && guardVersionOf(ctx, "settle-superseded") >= 1 {
+	if w.Superseded {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 	}
-	ev := activities.WarningEvent(in.Pool, in.Class, check.Reason, message, in.Generation)
 	if w.FailingSince != nil {
-		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
-	}
-	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
-		return nil, err
+		ev := poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+			return nil, err
+		}
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
 }
 
 func guardSwitched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
-	if w.Superseded && guardVersionOf(ctx, "settle-superseded") >= 1 {
+	if w.Superseded {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 	}
 	if w.PoolGone && !w.Landed {

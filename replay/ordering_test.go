@@ -620,7 +620,6 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			require.Equal(t, in.Pool, p.Pool)
 			require.Equal(t, in.Class, p.Class)
 			require.Equal(t, in.To, p.Config)
-			require.True(t, p.Local, "%s runs as a local step", c.Type)
 			require.Equal(t, claimed, p.Claimed, "%s knows whether the claim stands", c.Type)
 			wantRV := ""
 			if claimed {

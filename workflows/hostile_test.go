@@ -94,7 +94,7 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
-	})).Return(&activities.PoolWrite{Wrote: true}, nil)
+	})).Return(rolledBackNow(), nil)
 	var event poolevents.Event
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 		event = in
@@ -110,7 +110,8 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 
 // TestSwitchClaimsOnThePlannedSpec: the claim carries the spec the move
 // was planned from, so that it is written only while the spec still asks
-// for it; an input from before the field expects nothing of the spec.
+// for it; an input without it (a switch started by hand) expects nothing
+// of the spec.
 func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	pinned := "new"
 	tests := []struct {
@@ -121,7 +122,7 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	}{
 		{name: "planned on a pin", spec: &pinned, wantExpect: true, wantSpec: "new"},
 		{name: "planned on the default", spec: new(string), wantExpect: true},
-		{name: "an input from before the field", spec: nil},
+		{name: "an input without it", spec: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,7 +262,7 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
-	})).Return(&activities.PoolWrite{Wrote: true}, nil)
+	})).Return(rolledBackNow(), nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)

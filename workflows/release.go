@@ -76,11 +76,8 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			// another incarnation of the config, created again under the
 			// same name after the one this look checked was released: a
 			// new run looks at whatever the name holds now (it ends at once
-			// if nothing). Asked only when a wake-up is pending, so
-			// histories recorded before replay as they ran, when such a
-			// wake-up was dropped here.
-			if drain(recheck) > 0 &&
-				workflow.GetVersion(ctx, "release-look-again-after-late-recheck", workflow.DefaultVersion, 1) >= 1 {
+			// if nothing).
+			if drain(recheck) > 0 {
 				log.Info("a wake-up came during the release's last look; looking again in a new run", "config", in.Config)
 				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: in.Config, Checks: in.Checks})
 			}
@@ -88,12 +85,9 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		}
 		if users == nil {
 			// The finalizer patch met a newer config: look again at once,
-			// in a new run once this one has looked often enough. Asked
-			// only here, so a release that never conflicts records no
-			// marker, and histories recorded before it replay as they ran.
+			// in a new run once this one has looked often enough.
 			conflicts++
-			if workflow.GetVersion(ctx, "release-continue-after-conflicts", workflow.DefaultVersion, 1) >= 1 &&
-				(conflicts >= maxConflictLooks || shouldContinueAsNew(ctx)) {
+			if conflicts >= maxConflictLooks || shouldContinueAsNew(ctx) {
 				log.Info("SandboxConfig changed under every release patch; continuing as new", "config", in.Config, "conflicts", conflicts)
 				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, in)
 			}

@@ -19,28 +19,22 @@ import (
 // patch conflicts on every look is looked at again at once, and after
 // maxConflictLooks looks the run continues as new with its count of checks,
 // so its history stays bounded however long the conflicts last. A release
-// whose patch lands after a few conflicts ends released in the same run;
-// histories recorded before the change (DefaultVersion) keep looking in one
-// run, as they did.
+// whose patch lands after a few conflicts ends released in the same run.
 func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 	tests := []struct {
 		name          string
-		version       workflow.Version
 		conflicts     int // before the patch lands; -1: never
 		wantUnprotect int
 		wantContinued bool
 	}{
-		{name: "conflicts without end: continued as new", version: 1, conflicts: -1,
+		{name: "conflicts without end: continued as new", conflicts: -1,
 			wantUnprotect: maxConflictLooks, wantContinued: true},
-		{name: "a few conflicts, then released in the same run", version: 1, conflicts: 3,
+		{name: "a few conflicts, then released in the same run", conflicts: 3,
 			wantUnprotect: 4},
-		{name: "recorded before the change: one run keeps looking", version: workflow.DefaultVersion, conflicts: 2 * maxConflictLooks,
-			wantUnprotect: 2*maxConflictLooks + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, _ := newEnv(t)
-			env.OnGetVersion("release-continue-after-conflicts", workflow.DefaultVersion, 1).Return(tt.version)
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
@@ -133,26 +127,19 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 // TestReleaseLooksAgainAfterALateRecheck: a recheck that arrives while the
 // look that released the config runs may be the deletion of a config
 // created again under the name: the run continues as new (a fresh look)
-// instead of ending. Histories recorded before the change
-// (DefaultVersion) end as they did; without a pending recheck the release
-// ends released, and records no marker.
+// instead of ending; without a pending recheck the release ends released.
 func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
 	tests := []struct {
 		name          string
-		version       workflow.Version
 		signal        bool
 		wantContinued bool
 	}{
-		{name: "a recheck during the last look: a new run", version: 1, signal: true, wantContinued: true},
-		{name: "recorded before the change: the recheck is dropped", version: workflow.DefaultVersion, signal: true},
-		{name: "no recheck: released", version: 1},
+		{name: "a recheck during the last look: a new run", signal: true, wantContinued: true},
+		{name: "no recheck: released"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, _ := newEnv(t)
-			asked := false
-			env.OnGetVersion("release-look-again-after-late-recheck", workflow.DefaultVersion, 1).
-				Return(func(string, workflow.Version, workflow.Version) workflow.Version { asked = true; return tt.version })
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1"}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
@@ -166,7 +153,6 @@ func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
 
 			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 3, Since: 1})
 			require.True(t, env.IsWorkflowCompleted())
-			require.Equal(t, tt.signal, asked, "the version is asked only when a recheck is pending")
 			err := env.GetWorkflowError()
 			if !tt.wantContinued {
 				require.NoError(t, err)

@@ -39,7 +39,7 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
 			onClaimed := mock.MatchedBy(func(s activities.SettleInput) bool { return s.ResourceVersion == tt.claimed })
 			env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
-			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
+			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(rolledBackNow(), nil).Maybe()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 
 			executeSwitch(env, in)

@@ -57,7 +57,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidInput, nil)
 	}
 	in.Pool = pool
-	if problem := in.Problem(); problem != "" && refusesInvalidInput(ctx) {
+	if problem := in.Problem(); problem != "" {
 		// A switch started by hand with what no step could carry out:
 		// fail now, before any step, rather than retry a step forever
 		// while holding the pool's switch ID.
@@ -78,7 +78,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 	// for while it runs calls for another look. A run with a move (the
 	// starter's) was planned before the signal came: it keeps it, makes
 	// its move, and continues as new for the look (see finish).
-	if !in.IsMove() || reresolve.Len() == 0 || !keepsEarlyReresolve(ctx) {
+	if !in.IsMove() {
 		drain(reresolve)
 	}
 	ctx = withActivities(ctx)
@@ -91,10 +91,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		// A run continued as new for a fresh look carries the previous
 		// run's search attributes (the SDK copies them into the new run):
 		// its move and outcome are not this run's.
-		attrs := []temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(pool.String())}
-		if carried := carriedMove(ctx); len(carried) > 0 && dropsCarriedMove(ctx) {
-			attrs = append(attrs, carried...)
-		}
+		attrs := append([]temporal.SearchAttributeUpdate{searchattr.WorkerPoolKey.ValueSet(pool.String())}, carriedMove(ctx)...)
 		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 			log.Warn("could not record the pool as a search attribute", "error", err)
 		}
@@ -262,11 +259,6 @@ func ended(ctx workflow.Context, state *wfapi.SwitchState, outcome string) {
 	workflow.SetCurrentDetails(ctx, state.Details())
 }
 
-// yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
-// received before its claim. Asked only when such a signal interrupts the
-// first Protect, so a history without one carries no marker.
-const yieldBeforeClaim = "yield-before-claim"
-
 // protectBeforeClaim runs the first Protect, and lets a `reresolve` that
 // arrives before it is done interrupt it: the step may be failing for as
 // long as its cause lasts (an admission policy refusing the finalizer), and
@@ -290,7 +282,7 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (chec
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
 	sel.Select(ctx)
-	if signalled && workflow.GetVersion(ctx, yieldBeforeClaim, workflow.DefaultVersion, 1) >= 1 {
+	if signalled {
 		cancel()
 		return check, true, nil
 	}
@@ -306,11 +298,11 @@ func confirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi
 	var w activities.PoolWrite
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Confirm, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
-		Local: true, Claimed: true,
+		Claimed: true,
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if refusedEnds(ctx, &w) {
+	if w.Refused != nil {
 		return rollBack(ctx, in, *w.Refused, claimed)
 	}
 	return switched(ctx, in, &w)
@@ -325,7 +317,7 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
 		Reason: check.Reason, Message: message, ResourceVersion: claimed,
-		Local: true, Claimed: claimed != "",
+		Claimed: claimed != "",
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
@@ -335,19 +327,18 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	if w.PoolGone {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
-	if supersededEnds(ctx, &w) {
+	if w.Superseded {
 		// Another writer took the class since the claim: its state is not
 		// this switch's to report.
 		return superseded(), nil
 	}
-	// The Warning of this appearance of the failure: the pool reconciler
+	// The Warning of this appearance of the failure: the pool keeper
 	// reports the same one under the same name, so it is recorded once.
-	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
 	if w.FailingSince != nil {
-		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
-	}
-	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
-		return nil, err
+		ev := poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+			return nil, err
+		}
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
 }
@@ -387,8 +378,8 @@ func finish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult,
 // switched reports a confirmed move: its event, then its outcome.
 func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
 	// A confirm whose claim another writer took wrote nothing: no move to
-	// report (see supersededEnds).
-	if supersededEnds(ctx, w) {
+	// report.
+	if w.Superseded {
 		return superseded(), nil
 	}
 	// A confirm that found the pool gone ends the switch, unless an earlier
@@ -414,12 +405,6 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: resolve.ResolvedMessage(in.To)}, nil
-}
-
-// warning is the Warning event of a failed resolution (see
-// activities.WarningEvent).
-func warning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) poolevents.Event {
-	return activities.WarningEvent(pool, class, reason, message, generation)
 }
 
 // recordOutcome records the outcome where an operator looks: the Outcome

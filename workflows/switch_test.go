@@ -55,6 +55,12 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 	return env, regular, all
 }
 
+// rolledBackNow is what a RollBack that rolled back answers: the
+// appearance of the failure its Warning is keyed by.
+func rolledBackNow() *activities.PoolWrite {
+	return &activities.PoolWrite{Wrote: true, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}
+}
+
 func local(activity string) string { return activity + " (local)" }
 
 // moveSteps says how a switch runs the given steps: every one as a local
@@ -156,7 +162,7 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Message == tt.note && in.Config == "new"
-			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+			})).Return(rolledBackNow(), nil)
 			var event poolevents.Event
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 				event = in
@@ -316,7 +322,7 @@ func TestSwitch(t *testing.T) {
 			name:    "deleted between claim and read: rolled back",
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
-			rolled:  activities.PoolWrite{Wrote: true},
+			rolled:  *rolledBackNow(),
 			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
@@ -363,10 +369,10 @@ func TestSwitch(t *testing.T) {
 			})).Return(&tt.claim, nil)
 			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-				return in.Local && in.Claimed && in.ResourceVersion == "8"
+				return in.Claimed && in.ResourceVersion == "8"
 			})).Return(&activities.PoolWrite{Wrote: true}, nil)
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-				return in.Local && in.Claimed
+				return in.Claimed
 			})).Return(&tt.rolled, nil)
 			var event poolevents.Event
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {

@@ -47,7 +47,7 @@ func twoTaskSwitch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchRes
 	}
 	var w activities.PoolWrite
 	if err := workflow.ExecuteLocalActivity(local, a.Confirm, activities.SettleInput{Pool: in.Pool, Class: in.Class, Config: in.To,
-		Generation: in.Generation, ResourceVersion: claim.ResourceVersion, Local: true, Claimed: true}).Get(ctx, &w); err != nil {
+		Generation: in.Generation, ResourceVersion: claim.ResourceVersion, Claimed: true}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
 	if err := workflow.ExecuteLocalActivity(local, a.RecordEvent, poolevents.Event{Pool: in.Pool, Reason: "SandboxConfigSwitched",
