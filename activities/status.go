@@ -212,8 +212,8 @@ type ClaimInput struct {
 // Claim records the config a class is moving to in pendingConfigRef, with
 // configRef unchanged, and stamps the class with the switch's run. From this
 // write on, the release workflow sees the pool as a user of the config, so
-// the live read that follows can trust what it sees (see the README's
-// "Switching configs").
+// Confirm's live read of the target can trust what it sees
+// (docs/switch-protocol.md, "Why the live read follows the claim").
 //
 // The claim runs in the same workflow task as the confirm, so a crash can
 // run it again after any of the switch's writes: it first looks for its
@@ -357,10 +357,11 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	var refused *TargetCheck
 	// The target is read live once the pool read shows the claim standing:
 	// a release that could still take its finalizer off must list the
-	// pools after this read, and sees the claim (see the README's
-	// "Switching configs"). Whoever scheduled this confirm, with whatever
-	// claim, the class is never moved to a config that is not there,
-	// protected and usable (P1, P3).
+	// pools after this read, and sees the claim. This read is the switch's
+	// one check of its target after the claim (docs/switch-protocol.md,
+	// "Why the live read follows the claim"): whoever scheduled this
+	// confirm, with whatever claim, the class is never moved to a config
+	// that is not there, protected and usable (P1, P3).
 	target := func(pool *v1alpha1.WorkerPool) error {
 		refused = nil
 		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config, run); landed || superseded {

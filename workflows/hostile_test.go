@@ -83,12 +83,13 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 
 // TestSwitchRollsBackARefusedConfirm: a Confirm whose live read finds
 // the target unfit writes nothing; the switch rolls back with the reason it
-// gave, and records no SandboxConfigSwitched.
+// gave, and records no SandboxConfigSwitched. A target found unprotected is
+// protected again and confirmed once more: one that is still unprotected
+// then (its finalizer taken off by hand again) rolls back.
 func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "8",
 		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
@@ -102,7 +103,7 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	})
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
-	require.Equal(t, []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
+	require.Equal(t, []string{local("Protect"), local("Claim"), local("Confirm"), local("Protect"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, res.Reason)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, event.Reason)
@@ -217,13 +218,12 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		{name: "a move", look: activities.PoolWrite{Unclaimed: true, ResourceVersion: "7"},
 			wantSteps: []string{local("Claim")}},
 		{name: "a move its earlier run claimed", look: activities.PoolWrite{ResourceVersion: "8"},
-			wantSteps: []string{local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}},
+			wantSteps: []string{local("Claim"), local("Confirm"), local("RecordEvent")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).Return(&tt.look, nil).Once()
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
@@ -264,7 +264,6 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
 	})).Return(rolledBackNow(), nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)

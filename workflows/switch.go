@@ -29,11 +29,12 @@ import (
 //     deletion), then Claim it in pendingConfigRef, which the release
 //     workflow honours: written only while the class still names From and
 //     shows the run that last wrote it when the move was planned.
-//  2. ReadConfig live, after the claim, so a deletion that raced the claim
-//     is seen (and Protect again if it is a new config under the same
-//     name); Confirm (configRef = target) or RollBack (configRef
-//     unchanged); RecordEvent, once the write has landed; WakeReleases of a
-//     config the class left in deletion; and the Outcome.
+//  2. Confirm (configRef = target), which reads the target live once the
+//     pool shows the claim, so a deletion that raced the claim is seen
+//     (and Protect again, then Confirm, if it is a new config under the
+//     same name), or RollBack (configRef unchanged); RecordEvent, once the
+//     write has landed; WakeReleases of a config the class left in
+//     deletion; and the Outcome.
 //
 // Every step is a local activity, so a crash runs the whole task again, and
 // nothing in the history says which writes landed. The class's status does:
@@ -206,29 +207,11 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
 		}
-		// The pool now names the target, so a release that lists the pools
-		// sees it: what the live read finds can be trusted.
-		atStep(ctx, state, "ReadConfig")
-		var live *resolve.Config
-		if err := workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
-			return nil, err
-		}
-		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
-		if check.OK && !live.Protected {
-			// Deleted, released and created again under the same name
-			// between the protection and the claim: protect it again.
-			atStep(ctx, state, "Protect")
-			if err := workflow.ExecuteLocalActivity(local, act.Protect,
-				activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
-				return nil, err
-			}
-		}
 	}
 
 	var res *wfapi.SwitchResult
 	if check.OK {
-		atStep(ctx, state, "Confirm")
-		res, err = confirm(ctx, in, claimed)
+		res, err = confirm(ctx, state, in, claimed)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
@@ -290,17 +273,41 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (chec
 	return check, false, err
 }
 
-// confirm names the target in configRef and drops the claim; a Confirm that
-// finds the target refused since (missing, of another class, in deletion,
-// unprotected) rolls back instead. Being local, it may follow an earlier
-// run of itself whatever its attempt number.
-func confirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
+// confirm names the target in configRef and drops the claim. Confirm
+// reads the target live once the pool shows the claim standing: that read,
+// after the claim, is the switch's one check of its target (see "Why the
+// live read follows the claim" in docs/switch-protocol.md). A target it
+// finds unprotected is a config deleted, released and created again under
+// the name between the Protect and the claim (the Claim trusted a cache
+// that still showed the old one): the claim now holds its release, so it
+// is protected again and confirmed. Any other refusal (missing, of another
+// class, in deletion) rolls back. Being local, Confirm may follow an
+// earlier run of itself whatever its attempt number.
+func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
+	local := withLocalActivities(ctx)
+	settle := activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Claimed: true,
+	}
+	atStep(ctx, state, "Confirm")
 	var w activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Confirm, activities.SettleInput{
-		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
-		Claimed: true,
-	}).Get(ctx, &w); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
+	}
+	if w.Refused != nil && w.Refused.Reason == activities.ReasonSandboxConfigNotProtected {
+		atStep(ctx, state, "Protect")
+		var check activities.TargetCheck
+		if err := workflow.ExecuteLocalActivity(local, act.Protect,
+			activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
+			return nil, err
+		}
+		if !check.OK {
+			return rollBack(ctx, in, check, claimed)
+		}
+		atStep(ctx, state, "Confirm")
+		w = activities.PoolWrite{}
+		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
+			return nil, err
+		}
 	}
 	if w.Refused != nil {
 		return rollBack(ctx, in, *w.Refused, claimed)

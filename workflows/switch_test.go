@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,6 +103,26 @@ func liveConfig(name string, deleting bool) *resolve.Config {
 	return &resolve.Config{Name: name, Class: v1alpha1.SandboxClassGVisor, Deleting: deleting, Protected: true}
 }
 
+// confirmAgainst answers as Confirm does when its live read of the target
+// finds the configs given, one a call (the last one again after that): it
+// refuses a target that is missing, of another class, in deletion or
+// unprotected, with nothing written, and writes otherwise.
+func confirmAgainst(live ...*resolve.Config) func(context.Context, activities.SettleInput) (*activities.PoolWrite, error) {
+	calls := 0
+	return func(_ context.Context, in activities.SettleInput) (*activities.PoolWrite, error) {
+		c := live[min(calls, len(live)-1)]
+		calls++
+		ok, reason, message := resolve.CheckTarget(in.Config, c, in.Class)
+		if ok && !c.Protected {
+			ok, reason, message = false, activities.ReasonSandboxConfigNotProtected, fmt.Sprintf("SandboxConfig %q does not carry the finalizer", in.Config)
+		}
+		if !ok {
+			return &activities.PoolWrite{Refused: &activities.TargetCheck{Reason: reason, Message: message}}, nil
+		}
+		return &activities.PoolWrite{Wrote: true}, nil
+	}
+}
+
 func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -116,31 +137,31 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			name:    "confirmed",
 			protect: activities.TargetCheck{OK: true},
 			live:    liveConfig("new", false),
-			want:    []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RecordEvent"},
 			outcome: wfapi.OutcomeConfirmed, eventType: "Normal",
 			note: `sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
 		},
 		{
-			name:    "deleted between claim and read: rolled back",
+			name:    "deleted between claim and confirm: rolled back",
 			protect: activities.TargetCheck{OK: true},
 			live:    liveConfig("new", true),
-			want:    []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent"},
 			outcome: wfapi.OutcomeRolledBack, eventType: "Warning",
 			note: `SandboxConfig "new" is being deleted; keeping "old"`,
 		},
 		{
-			name:    "gone between claim and read: rolled back",
+			name:    "gone between claim and confirm: rolled back",
 			protect: activities.TargetCheck{OK: true},
 			live:    nil,
-			want:    []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent"},
 			outcome: wfapi.OutcomeRolledBack, eventType: "Warning",
 			note: `SandboxConfig "new" not found; keeping "old"`,
 		},
 		{
-			name:    "recreated under the same name between protect and read: protected again, confirmed",
+			name:    "recreated under the same name between protect and claim: protected again, confirmed",
 			protect: activities.TargetCheck{OK: true},
 			live:    &resolve.Config{Name: "new", Class: v1alpha1.SandboxClassGVisor},
-			want:    []string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "Protect", "Confirm", "RecordEvent"},
 			outcome: wfapi.OutcomeConfirmed, eventType: "Normal",
 			note: `sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
 		},
@@ -158,8 +179,13 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			answers := []*resolve.Config{tt.live}
+			if tt.live != nil && !tt.live.Protected {
+				again := *tt.live
+				again.Protected = true // by the Protect after the refusal
+				answers = append(answers, &again)
+			}
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(confirmAgainst(answers...))
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Message == tt.note && in.Config == "new"
 			})).Return(rolledBackNow(), nil)
@@ -188,7 +214,6 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	in.From = ""
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
@@ -200,11 +225,10 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 
 func TestSwitchRetriesAFailedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
-	want := moveSteps("Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+	want := moveSteps("Protect", "Claim", "Claim", "Claim", "Confirm", "RecordEvent")
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
@@ -233,8 +257,7 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil).Once()
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
@@ -242,9 +265,9 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 			require.NoError(t, env.GetWorkflowError())
 			want := []string{local("Protect"), local("Claim")}
 			for range tt.failures + 1 {
-				want = append(want, local("ReadConfig"))
+				want = append(want, local("Confirm"))
 			}
-			require.Equal(t, append(want, local("Confirm"), local("RecordEvent")), *order)
+			require.Equal(t, append(want, local("RecordEvent")), *order)
 			env.AssertExpectations(t)
 		})
 	}
@@ -252,12 +275,11 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 
 func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 	env, order := newSwitchEnv(t)
-	want := moveSteps("Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases")
+	want := moveSteps("Protect", "Claim", "Confirm", "RecordEvent", "WakeReleases")
 	in := switchIn
 	in.FromDeleting = true
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
@@ -277,8 +299,8 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 		landed bool
 		want   []string
 	}{
-		{name: "landed before the pool went", landed: true, want: []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}},
-		{name: "never landed", want: []string{"Protect", "Claim", "ReadConfig", "Confirm"}},
+		{name: "landed before the pool went", landed: true, want: []string{"Protect", "Claim", "Confirm", "RecordEvent"}},
+		{name: "never landed", want: []string{"Protect", "Claim", "Confirm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,7 +308,6 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 				return in.Reason == "SandboxConfigSwitched"
@@ -315,15 +336,15 @@ func TestSwitch(t *testing.T) {
 			name:    "confirmed: every step local, in one workflow task",
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", false),
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
-			name:    "deleted between claim and read: rolled back",
+			name:    "deleted between claim and confirm: rolled back",
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
 			rolled:  *rolledBackNow(),
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
@@ -331,7 +352,7 @@ func TestSwitch(t *testing.T) {
 			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
 			rolled:  activities.PoolWrite{Landed: true},
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
@@ -367,10 +388,9 @@ func TestSwitch(t *testing.T) {
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
 				return in.ExpectFrom && in.From == "old" && in.ResourceVersion == "7" && in.ExpectRun && in.FromRun == "run-0"
 			})).Return(&tt.claim, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Claimed && in.ResourceVersion == "8"
-			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+			})).Return(confirmAgainst(tt.live))
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Claimed
 			})).Return(&tt.rolled, nil)
@@ -419,12 +439,11 @@ func TestSwitchStartedByAnOperator(t *testing.T) {
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
 			return in.ExpectFrom && in.From == "old" && in.Config == "new" && in.Pool.UID == "uid-1"
 		})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-		env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
 		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, wfapi.SwitchInput{})
 		require.NoError(t, err)
-		require.Equal(t, []string{"Observe", local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}, *order)
+		require.Equal(t, []string{"Observe", local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")}, *order)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 	})
 }
