@@ -185,8 +185,8 @@ func TestUsersKeepsASample(t *testing.T) {
 }
 
 // The release's first look is the worker's cache; a cache that misses a
-// pool (not synced yet, or behind) says nothing, and the live list, which
-// bypasses every cache, finds it: the config is kept.
+// pool (not synced yet, or behind) says nothing, and Unprotect's live list,
+// which bypasses every cache, finds it: the config is kept.
 func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 	pool := &v1alpha1.WorkerPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"},
@@ -194,7 +194,7 @@ func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 			Name: gvisor, PendingConfigRef: &v1alpha1.SandboxConfigReference{Name: "c"},
 		}}},
 	}
-	live := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool).Build()
+	live := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool, sandboxConfig("c", gvisor, true, true)).Build()
 	// The cache has not seen the pool yet.
 	cache := fake.NewClientBuilder().WithScheme(kube.Scheme).
 		WithIndex(&v1alpha1.WorkerPool{}, poolwatch.StatusConfigIndex, func(o ctrlclient.Object) []string {
@@ -204,7 +204,8 @@ func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 	cached, err := a.CachedUsers(context.Background(), "c")
 	require.NoError(t, err)
 	require.Zero(t, cached.Count, "the cache missed it")
-	users, err := a.LiveUsers(context.Background(), "c")
+	res, err := a.Unprotect(context.Background(), UnprotectInput{Config: "c"})
 	require.NoError(t, err)
-	require.Equal(t, Users{Count: 1, Sample: []string{wfapi.PoolKey("ns", "late")}}, users, "the live list finds it: the release waits")
+	require.Equal(t, UnprotectResult{Result: ReleaseInUse, Users: Users{Count: 1, Sample: []string{wfapi.PoolKey("ns", "late")}}}, res,
+		"the live list finds it: nothing removed, the release waits")
 }

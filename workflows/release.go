@@ -32,7 +32,8 @@ const maxConflictLooks = 25
 // Release lets a SandboxConfig in deletion go once no pool uses it. It
 // removes the protection finalizer only after a live list of WorkerPools,
 // made after the config was marked for deletion, found no pool naming it in
-// configRef or pendingConfigRef (P2). Until then it waits for a `recheck`
+// configRef or pendingConfigRef (P2): Unprotect's, which lists and removes
+// in one step. Until then it waits for a `recheck`
 // signal, or a fallback timer, and looks again.
 func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	if in.Config == "" {
@@ -110,7 +111,8 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 }
 
 // look takes one look at the config, in the order that makes a release safe:
-// live read, cache, live list, finalizer removal. It returns the pools still
+// live read, cache, then the live list and the finalizer removal (one step,
+// Unprotect). It returns the pools still
 // using the config (a count and a sample), or a final outcome, or neither
 // when the finalizer patch conflicted and the look must be taken again. The
 // removal is bound to the incarnation the live read saw (its UID and
@@ -134,12 +136,6 @@ func look(ctx workflow.Context, config string) (users *activities.Users, done st
 	if found.Count > 0 {
 		return &found, "", nil
 	}
-	if err := workflow.ExecuteActivity(withLiveList(ctx), act.LiveUsers, config).Get(ctx, &found); err != nil {
-		return nil, "", err
-	}
-	if found.Count > 0 {
-		return &found, "", nil
-	}
 	var removed activities.UnprotectResult
 	in := activities.UnprotectInput{Config: config, UID: c.UID, ResourceVersion: c.ResourceVersion}
 	if err := workflow.ExecuteActivity(withLiveList(ctx), act.Unprotect, in).Get(ctx, &removed); err != nil {
@@ -153,8 +149,8 @@ func look(ctx workflow.Context, config string) (users *activities.Users, done st
 	case activities.ReleaseConflict:
 		return nil, "", nil
 	case activities.ReleaseInUse:
-		// Unprotect's own live list found a pool (a claim written since
-		// LiveUsers listed): wait, as for any user.
+		// Unprotect's live list found a pool the cache missed (not synced
+		// yet, or a claim written a moment ago): wait, as for any user.
 		return &removed.Users, "", nil
 	}
 	return nil, "", fmt.Errorf("unexpected result %q releasing SandboxConfig %q", removed.Result, config)

@@ -38,7 +38,6 @@ func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
 			unprotects := 0
 			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(context.Context, activities.UnprotectInput) (activities.UnprotectResult, error) {
 				unprotects++
@@ -71,14 +70,15 @@ func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 }
 
 // TestReleaseKeepsAConfigTheLiveListFindsInUse: the worker's cache misses a
-// pool that names the config (not synced yet, or behind); the live list
-// finds it, and the release waits with the finalizer in place.
+// pool that names the config (not synced yet, or behind); Unprotect's live
+// list finds it and removes nothing, and the release waits.
 func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	env, order := newEnv(t)
 	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
 	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{Count: 1, Sample: []string{"ns/late"}}, nil)
+	env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(activities.UnprotectResult{
+		Result: activities.ReleaseInUse, Users: activities.Users{Count: 1, Sample: []string{"ns/late"}}}, nil)
 	var state wfapi.ReleaseState
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(wfapi.QueryState)
@@ -88,7 +88,7 @@ func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	}, firstFallback/2)
 
 	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
-	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers"}, *order, "no Unprotect")
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "Unprotect"}, *order, "one live list: Unprotect's")
 	require.Equal(t, []string{"ns/late"}, state.Users)
 	require.Equal(t, 1, state.UserCount)
 	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome)
@@ -103,7 +103,6 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1", ResourceVersion: "42"}, nil)
 	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
 	var got []activities.UnprotectInput
 	env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.UnprotectInput) (activities.UnprotectResult, error) {
 		got = append(got, in)
@@ -118,7 +117,7 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 	}, firstFallback/2)
 
 	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
-	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers", "Unprotect"}, *order)
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "Unprotect"}, *order)
 	require.Equal(t, []activities.UnprotectInput{{Config: "cfg", UID: "u1", ResourceVersion: "42"}}, got)
 	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome, "refused: the release waits")
 	require.Equal(t, []string{"ns/claimer"}, state.Users)
@@ -143,13 +142,12 @@ func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1"}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(func(context.Context, string) (activities.Users, error) {
+			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(context.Context, activities.UnprotectInput) (activities.UnprotectResult, error) {
 				if tt.signal {
 					env.SignalWorkflow(wfapi.SignalRecheck, nil)
 				}
-				return activities.Users{}, nil
+				return activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil
 			})
-			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil)
 
 			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 3, Since: 1})
 			require.True(t, env.IsWorkflowCompleted())
