@@ -31,7 +31,7 @@ func TestClaimExpectingFrom(t *testing.T) {
 			f := newStatusFixture(t)
 			res, err := f.acts.Claim(context.Background(), ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: tt.from})
 			require.NoError(t, err)
-			require.Equal(t, tt.wantSuperseded, res.Superseded)
+			require.Equal(t, tt.wantSuperseded, res.Outcome == Superseded)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantSuperseded {
 				require.Nil(t, st.PendingConfigRef, "a superseded claim writes nothing")
@@ -59,7 +59,7 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 		res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
 			Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Claimed: claimed})
 		require.NoError(t, err)
-		require.True(t, res.Landed)
+		require.Equal(t, Landed, res.Outcome)
 		require.False(t, res.Wrote)
 		st := f.pool(t).Status.ClassStatus(gvisor)
 		require.Equal(t, "new", st.ConfigRef.Name)
@@ -71,8 +71,7 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	res, err := f.acts.RollBack(other, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
 		Reason: "SandboxConfigDeleting", Message: "m", Claimed: true})
 	require.NoError(t, err)
-	require.False(t, res.Landed)
-	require.True(t, res.Superseded)
+	require.Equal(t, Superseded, res.Outcome)
 }
 
 func TestAbandonClaim(t *testing.T) {

@@ -79,14 +79,14 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 			require.NoError(t, err)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantReason == "" {
-				require.Nil(t, res.Refused)
+				require.Equal(t, Written, res.Outcome)
 				require.True(t, res.Wrote)
 				require.Equal(t, "new", st.ConfigRef.NameOf())
 				return
 			}
-			require.NotNil(t, res.Refused, "refused")
-			require.Equal(t, tt.wantReason, res.Refused.Reason)
-			require.Contains(t, res.Refused.Message, `"new"`)
+			require.Equal(t, Refused, res.Outcome, "refused")
+			require.Equal(t, tt.wantReason, res.Refusal.Reason)
+			require.Contains(t, res.Refusal.Message, `"new"`)
 			require.False(t, res.Wrote)
 			require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "a refused confirm writes nothing")
 			require.Equal(t, "old", st.ConfigRef.NameOf())
@@ -106,8 +106,8 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 
 		again, err := f.acts.Confirm(ctx, in)
 		require.NoError(t, err)
-		require.Nil(t, again.Refused, "the move happened")
-		require.False(t, again.Superseded)
+		require.Equal(t, Written, again.Outcome, "the move happened")
+		require.NotEqual(t, Superseded, again.Outcome)
 		require.Equal(t, "new", f.pool(t).Status.ClassStatus(gvisor).ConfigRef.NameOf())
 	})
 }
@@ -188,7 +188,7 @@ func TestClaimOfAPlanTheSpecNoLongerAsks(t *testing.T) {
 			res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old",
 				ExpectSpec: tt.expect, SpecConfigRef: tt.planned})
 			require.NoError(t, err)
-			require.Equal(t, tt.wantSuperseded, res.Superseded)
+			require.Equal(t, tt.wantSuperseded, res.Outcome == Superseded)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantSuperseded {
 				require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "a superseded claim writes nothing")
@@ -211,14 +211,14 @@ func TestClaimNamesOnlyAProtectedConfig(t *testing.T) {
 	before := f.pool(t)
 	res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "bare", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	require.NotNil(t, res.Refused)
-	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refused.Reason)
+	require.Equal(t, Refused, res.Outcome)
+	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refusal.Reason)
 	require.False(t, res.Wrote)
 	require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "nothing written")
 	require.Nil(t, f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef)
 
 	res, err = f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	require.Nil(t, res.Refused, "a protected config is claimed")
+	require.Equal(t, Written, res.Outcome, "a protected config is claimed")
 	require.Equal(t, "new", f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef.NameOf())
 }

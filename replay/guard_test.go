@@ -114,23 +114,20 @@ func guardOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
 }
 
-// releaseLiveFirst is Release with the cache check and the live list
-// swapped.
+// releaseLiveFirst is Release with the live list (Unprotect's) before the
+// cache check.
 func releaseLiveFirst(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	ctx = guardOptions(ctx)
 	var c *resolve.Config
 	if err := workflow.ExecuteActivity(ctx, act.ReadConfig, in.Config).Get(ctx, &c); err != nil {
 		return "", err
 	}
-	var users activities.Users
-	if err := workflow.ExecuteActivity(ctx, act.LiveUsers, in.Config).Get(ctx, &users); err != nil {
-		return "", err
-	}
-	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, in.Config).Get(ctx, &users); err != nil {
-		return "", err
-	}
 	var removed activities.UnprotectResult
 	if err := workflow.ExecuteActivity(ctx, act.Unprotect, activities.UnprotectInput{Config: in.Config}).Get(ctx, &removed); err != nil {
+		return "", err
+	}
+	var users activities.Users
+	if err := workflow.ExecuteActivity(ctx, act.CachedUsers, in.Config).Get(ctx, &users); err != nil {
 		return "", err
 	}
 	return wfapi.OutcomeReleased, nil
@@ -230,7 +227,7 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 		if err := workflow.ExecuteLocalActivity(local, act.AbandonClaim, activities.ClaimInput{Pool: in.Pool, Class: in.Class, Config: in.Abandon}).Get(ctx, &w); err != nil {
 			return nil, err
 		}
-		if w.PoolGone {
+		if w.Outcome == activities.PoolGone {
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, guardWake(ctx, []string{in.Abandon})
@@ -255,10 +252,9 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 	}
 	var release []string
 	var claimed string
-	var live *resolve.Config
-	read := func() error { return workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live) }
 	if check.OK && g.readBeforeClaim {
-		if err := read(); err != nil {
+		var live *resolve.Config
+		if err := workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
 			return nil, err
 		}
 	}
@@ -274,25 +270,25 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 			return nil, err
 		}
 		if yielding {
-			if claim.Unclaimed {
+			if claim.Outcome == activities.Unclaimed {
 				drainSignals(reresolve)
 				return nil, workflow.NewContinueAsNewError(ctx, wfapi.SwitchWorkflow, wfapi.SwitchInput{})
 			}
 			check.OK = true
 		}
 		switch {
-		case claim.PoolGone:
+		case claim.Outcome == activities.PoolGone:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-		case claim.Superseded:
+		case claim.Outcome == activities.Superseded:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-		case claim.Landed && !g.ignoreEarlier:
+		case (claim.Outcome == activities.Landed || claim.Outcome == activities.LandedThenGone) && !g.ignoreEarlier:
 			res, err := guardSwitched(ctx, in, &claim)
 			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
 				return res, err
 			}
 			return res, guardWake(ctx, []string{in.From})
-		case claim.RolledBack != nil && !g.ignoreEarlier:
-			earlier := claim.RolledBack
+		case claim.Outcome == activities.RolledBack && !g.ignoreEarlier:
+			earlier := claim.Earlier
 			if earlier.Reason != "" && earlier.FailingSince != nil {
 				ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
 				if err := workflow.ExecuteLocalActivity(local, act.RecordEvent, ev).Get(ctx, nil); err != nil {
@@ -300,25 +296,14 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 				}
 			}
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: earlier.Reason, Message: earlier.Message}, nil
-		case claim.Refused != nil:
-			check = *claim.Refused
+		case claim.Outcome == activities.Refused:
+			check = *claim.Refusal
 		}
 	}
 	if check.OK {
 		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
-		}
-		if !g.readBeforeClaim {
-			if err := read(); err != nil {
-				return nil, err
-			}
-		}
-		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
-		if check.OK && !live.Protected {
-			if err := workflow.ExecuteLocalActivity(local, act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
-				return nil, err
-			}
 		}
 	}
 	var res *wfapi.SwitchResult
@@ -343,14 +328,28 @@ func (g guardSwitch) steps(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.S
 }
 
 func guardConfirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
-	var w activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Confirm, activities.SettleInput{
+	settle := activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Claimed: true,
-	}).Get(ctx, &w); err != nil {
+	}
+	var w activities.PoolWrite
+	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Refused != nil {
-		return guardRollBack(ctx, in, *w.Refused, claimed)
+	if w.Outcome == activities.Refused && w.Refusal.Reason == activities.ReasonSandboxConfigNotProtected {
+		var check activities.TargetCheck
+		if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Protect, activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
+			return nil, err
+		}
+		if !check.OK {
+			return guardRollBack(ctx, in, check, claimed)
+		}
+		w = activities.PoolWrite{}
+		if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.Confirm, settle).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+	}
+	if w.Outcome == activities.Refused {
+		return guardRollBack(ctx, in, *w.Refusal, claimed)
 	}
 	return guardSwitched(ctx, in, &w)
 }
@@ -364,13 +363,12 @@ func guardRollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Landed {
+	switch w.Outcome {
+	case activities.Landed, activities.LandedThenGone:
 		return guardSwitched(ctx, in, &w)
-	}
-	if w.PoolGone {
+	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-	}
-	if w.Superseded {
+	case activities.Superseded:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
 	}
 	if w.FailingSince != nil {
@@ -383,10 +381,10 @@ func guardRollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.
 }
 
 func guardSwitched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
-	if w.Superseded {
+	switch w.Outcome {
+	case activities.Superseded:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-	}
-	if w.PoolGone && !w.Landed {
+	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	if err := workflow.ExecuteLocalActivity(guardLocal(ctx), act.RecordEvent, poolevents.Event{
@@ -395,7 +393,7 @@ func guardSwitched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.Poo
 	}).Get(ctx, nil); err != nil {
 		return nil, err
 	}
-	if w.PoolGone {
+	if w.Outcome == activities.LandedThenGone {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed}, nil
@@ -470,32 +468,32 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, a claim that refused its target", "switch-claim-refused", func(testing.TB, *historypb.History) {}, ""},
-		{"a switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			moveBefore(t, h, localMarker(t, h, "ReadConfig"), []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
-		}, "ReadConfig after Claim"},
+		{"a switch that confirms before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			moveBefore(t, h, localMarker(t, h, "Confirm"), []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
+		}, "Confirm after a Claim that stands"},
 		{"a switch whose claim is a regular activity", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			makeRegular(t, h, "Claim")
 		}, "every step of the move is local"},
 		{"a switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
-		}, "ReadConfig after Claim"},
-		{"a switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim"), localMarker(t, h, "ReadConfig")})
-		}, "Confirm or RollBack after ReadConfig"},
+		}, "Confirm after a Claim that stands"},
+		{"a switch that rolls back a claim no Confirm refused", "switch-rolled-back", func(t testing.TB, h *historypb.History) {
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
+		}, "RollBack of a claim after a Confirm that refused the target"},
 		{"a switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "RecordEvent"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
 		{"a switch that records its event after a claim that found no earlier write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig"), localMarker(t, h, "Confirm")})
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
 		{"a switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
+			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "Protect before Claim"},
 		{"a switch whose move takes two workflow tasks", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+			splitTask(t, h, localMarker(t, h, "Confirm"))
 		}, "the move in one workflow task"},
 		{"a re-resolution whose move takes two workflow tasks", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
-			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+			splitTask(t, h, localMarker(t, h, "Confirm"))
 		}, "the move in one workflow task"},
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
 			makeLocal(t, h, "Observe")

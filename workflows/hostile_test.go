@@ -89,9 +89,9 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "8",
-		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
@@ -132,7 +132,7 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 			var claim activities.ClaimInput
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (*activities.PoolWrite, error) {
 				claim = in
-				return &activities.PoolWrite{Superseded: true}, nil
+				return &activities.PoolWrite{Outcome: activities.Superseded}, nil
 			})
 			in := switchIn
 			in.SpecConfigRef = tt.spec
@@ -215,16 +215,16 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		look      activities.PoolWrite
 		wantSteps []string
 	}{
-		{name: "a move", look: activities.PoolWrite{Unclaimed: true, ResourceVersion: "7"},
+		{name: "a move", look: activities.PoolWrite{Outcome: activities.Unclaimed, ResourceVersion: "7"},
 			wantSteps: []string{local("Claim")}},
-		{name: "a move its earlier run claimed", look: activities.PoolWrite{ResourceVersion: "8"},
+		{name: "a move its earlier run claimed", look: activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			wantSteps: []string{local("Claim"), local("Confirm"), local("RecordEvent")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).Return(&tt.look, nil).Once()
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wfapi.SwitchWorkflowID("ns", "pool")})
@@ -259,12 +259,12 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "7",
-		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
 	})).Return(rolledBackNow(), nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Superseded}, nil)
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
 	require.Equal(t, []string{local("Protect"), local("Claim"), local("RollBack"), local("RecordEvent")}, *order)

@@ -38,7 +38,7 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(c activities.ClaimInput) bool {
 				return c.ResourceVersion == tt.observed
-			})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: tt.claimed}, nil).Once()
+			})).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: tt.claimed}, nil).Once()
 			onClaimed := mock.MatchedBy(func(s activities.SettleInput) bool { return s.ResourceVersion == tt.claimed })
 			env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(confirmAgainst(tt.live)).Maybe()
 			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(rolledBackNow(), nil).Maybe()

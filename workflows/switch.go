@@ -137,7 +137,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		}).Get(ctx, &w); err != nil {
 			return nil, err
 		}
-		if w.PoolGone {
+		if w.Outcome == activities.PoolGone {
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
 		if err := wake(ctx, state, []string{in.Abandon}); err != nil {
@@ -166,7 +166,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			return nil, err
 		}
 		if yielding {
-			if claim.Unclaimed {
+			if claim.Outcome == activities.Unclaimed {
 				// Nothing of this run on the class: the move can give way
 				// to a fresh look, which plans what the pool asks for now.
 				drain(workflow.GetSignalChannel(ctx, wfapi.SignalReresolve))
@@ -179,8 +179,8 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			// for the switch's end.
 			check.OK = true
 		}
-		switch {
-		case claim.Landed:
+		switch claim.Outcome {
+		case activities.Landed, activities.LandedThenGone:
 			// An earlier run of this task confirmed (its markers lost with
 			// a worker), maybe before the pool went: the move happened, its
 			// event is due.
@@ -189,17 +189,17 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 				return res, err
 			}
 			return res, wake(ctx, state, []string{in.From})
-		case claim.PoolGone:
+		case activities.PoolGone:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-		case claim.Superseded:
-			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-		case claim.RolledBack != nil:
-			return rolledBackEarlier(ctx, in, claim.RolledBack)
-		case claim.Refused != nil:
+		case activities.Superseded:
+			return superseded(), nil
+		case activities.RolledBack:
+			return rolledBackEarlier(ctx, in, claim.Earlier)
+		case activities.Refused:
 			// The target is not protected after all (the config was made
 			// again since the Protect): nothing claimed, roll back as
 			// after a refused Protect.
-			check = *claim.Refused
+			check = *claim.Refusal
 		}
 	}
 	if check.OK {
@@ -293,7 +293,7 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 	if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Refused != nil && w.Refused.Reason == activities.ReasonSandboxConfigNotProtected {
+	if w.Outcome == activities.Refused && w.Refusal.Reason == activities.ReasonSandboxConfigNotProtected {
 		atStep(ctx, state, "Protect")
 		var check activities.TargetCheck
 		if err := workflow.ExecuteLocalActivity(local, act.Protect,
@@ -309,8 +309,8 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 			return nil, err
 		}
 	}
-	if w.Refused != nil {
-		return rollBack(ctx, in, *w.Refused, claimed)
+	if w.Outcome == activities.Refused {
+		return rollBack(ctx, in, *w.Refusal, claimed)
 	}
 	return switched(ctx, in, &w)
 }
@@ -328,13 +328,12 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Landed {
+	switch w.Outcome {
+	case activities.Landed, activities.LandedThenGone:
 		return switched(ctx, in, &w)
-	}
-	if w.PoolGone {
+	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-	}
-	if w.Superseded {
+	case activities.Superseded:
 		// Another writer took the class since the claim: its state is not
 		// this switch's to report.
 		return superseded(), nil
@@ -384,15 +383,15 @@ func finish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult,
 
 // switched reports a confirmed move: its event, then its outcome.
 func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
-	// A confirm whose claim another writer took wrote nothing: no move to
-	// report.
-	if w.Superseded {
+	switch w.Outcome {
+	case activities.Superseded:
+		// A confirm whose claim another writer took wrote nothing: no
+		// move to report.
 		return superseded(), nil
-	}
-	// A confirm that found the pool gone ends the switch, unless an earlier
-	// attempt had moved the class before the pool went (its completion lost
-	// with a worker): that move is recorded like any other.
-	if w.PoolGone && !w.Landed {
+	case activities.PoolGone:
+		// A confirm that found the pool gone ends the switch. One that
+		// finds an earlier run had moved the class before the pool went
+		// (LandedThenGone) records that move like any other.
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
@@ -408,7 +407,7 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 	if err != nil {
 		return nil, err
 	}
-	if w.PoolGone {
+	if w.Outcome == activities.LandedThenGone {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: resolve.ResolvedMessage(in.To)}, nil

@@ -59,7 +59,7 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 // rolledBackNow is what a RollBack that rolled back answers: the
 // appearance of the failure its Warning is keyed by.
 func rolledBackNow() *activities.PoolWrite {
-	return &activities.PoolWrite{Wrote: true, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}
+	return &activities.PoolWrite{Outcome: activities.Written, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}
 }
 
 func local(activity string) string { return activity + " (local)" }
@@ -117,9 +117,9 @@ func confirmAgainst(live ...*resolve.Config) func(context.Context, activities.Se
 			ok, reason, message = false, activities.ReasonSandboxConfigNotProtected, fmt.Sprintf("SandboxConfig %q does not carry the finalizer", in.Config)
 		}
 		if !ok {
-			return &activities.PoolWrite{Refused: &activities.TargetCheck{Reason: reason, Message: message}}, nil
+			return &activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: reason, Message: message}}, nil
 		}
-		return &activities.PoolWrite{Wrote: true}, nil
+		return &activities.PoolWrite{Outcome: activities.Written}, nil
 	}
 }
 
@@ -178,7 +178,7 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			answers := []*resolve.Config{tt.live}
 			if tt.live != nil && !tt.live.Protected {
 				again := *tt.live
@@ -213,8 +213,8 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	in := switchIn
 	in.From = ""
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
@@ -228,8 +228,8 @@ func TestSwitchRetriesAFailedClaim(t *testing.T) {
 	want := moveSteps("Protect", "Claim", "Claim", "Claim", "Confirm", "RecordEvent")
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
 	executeSwitch(env, switchIn)
@@ -256,9 +256,9 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
 			executeSwitch(env, switchIn)
@@ -279,8 +279,8 @@ func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 	in := switchIn
 	in.FromDeleting = true
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
 	executeSwitch(env, in)
@@ -295,20 +295,20 @@ func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 // recorded. A confirm that never wrote records nothing.
 func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 	tests := []struct {
-		name   string
-		landed bool
-		want   []string
+		name    string
+		outcome activities.WriteOutcome
+		want    []string
 	}{
-		{name: "landed before the pool went", landed: true, want: []string{"Protect", "Claim", "Confirm", "RecordEvent"}},
-		{name: "never landed", want: []string{"Protect", "Claim", "Confirm"}},
+		{name: "landed before the pool went", outcome: activities.LandedThenGone, want: []string{"Protect", "Claim", "Confirm", "RecordEvent"}},
+		{name: "never landed", outcome: activities.PoolGone, want: []string{"Protect", "Claim", "Confirm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: tt.outcome}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 				return in.Reason == "SandboxConfigSwitched"
 			})).Return(nil).Maybe()
@@ -334,14 +334,14 @@ func TestSwitch(t *testing.T) {
 	}{
 		{
 			name:    "confirmed: every step local, in one workflow task",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", false),
 			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
 			name:    "deleted between claim and confirm: rolled back",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
 			rolled:  *rolledBackNow(),
 			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
@@ -349,34 +349,34 @@ func TestSwitch(t *testing.T) {
 		},
 		{
 			name:    "a re-run of the task finds its earlier confirm: the move stands and is reported",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
-			rolled:  activities.PoolWrite{Landed: true},
+			rolled:  activities.PoolWrite{Outcome: activities.Landed},
 			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
 			name:    "a re-run's claim finds the run's own confirm: the event, nothing written",
-			claim:   activities.PoolWrite{Landed: true, ResourceVersion: "9"},
+			claim:   activities.PoolWrite{Outcome: activities.Landed, ResourceVersion: "9"},
 			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
 			name: "a re-run's claim finds the run's own roll back: its Warning, nothing written",
-			claim: activities.PoolWrite{ResourceVersion: "9", RolledBack: &activities.EarlierRollBack{
+			claim: activities.PoolWrite{ResourceVersion: "9", Outcome: activities.RolledBack, Earlier: &activities.EarlierRollBack{
 				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: `deleting; keeping "old"`, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}},
 			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
 			name:    "superseded: the class moved since the starter looked; nothing else is done",
-			claim:   activities.PoolWrite{Superseded: true},
+			claim:   activities.PoolWrite{Outcome: activities.Superseded},
 			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomeSuperseded,
 		},
 		{
 			name:    "the pool is gone",
-			claim:   activities.PoolWrite{PoolGone: true},
+			claim:   activities.PoolWrite{Outcome: activities.PoolGone},
 			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomePoolGone,
 		},
@@ -438,8 +438,8 @@ func TestSwitchStartedByAnOperator(t *testing.T) {
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
 			return in.ExpectFrom && in.From == "old" && in.Config == "new" && in.Pool.UID == "uid-1"
-		})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		})).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
+		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, wfapi.SwitchInput{})
 		require.NoError(t, err)

@@ -20,20 +20,20 @@ func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 		confirm activities.PoolWrite
 		want    []string
 	}{
-		{name: "confirm", confirm: activities.PoolWrite{Superseded: true},
+		{name: "confirm", confirm: activities.PoolWrite{Outcome: activities.Superseded},
 			want: []string{local("Protect"), local("Claim"), local("Confirm")}},
-		{name: "roll back", confirm: activities.PoolWrite{Refused: &activities.TargetCheck{Reason: "SandboxConfigDeleting", Message: "deleting"}},
+		{name: "roll back", confirm: activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: "SandboxConfigDeleting", Message: "deleting"}},
 			want: []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&tt.confirm, nil)
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Claimed // the switch says its claim stands: the activity checks it
-			})).Return(&activities.PoolWrite{Superseded: true}, nil)
+			})).Return(&activities.PoolWrite{Outcome: activities.Superseded}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.OnActivity(act.WakeReleases, mock.Anything, mock.Anything).Return(nil)
 

@@ -25,7 +25,7 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, refused)
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).
-			Return(&activities.PoolWrite{Unclaimed: true}, nil).Once()
+			Return(&activities.PoolWrite{Outcome: activities.Unclaimed}, nil).Once()
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
 		}, 5*time.Minute)
