@@ -151,8 +151,6 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	if err != nil {
 		return nil, err
 	}
-	var release []string
-	var claimed string
 	var claim activities.PoolWrite
 	if check.OK || yielding {
 		atStep(ctx, state, "Claim")
@@ -202,22 +200,20 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			check = *claim.Refusal
 		}
 	}
+	var release []string
+	var res *wfapi.SwitchResult
 	if check.OK {
-		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
 		}
-	}
-
-	var res *wfapi.SwitchResult
-	if check.OK {
-		res, err = confirm(ctx, state, in, claimed)
+		res, err = confirm(ctx, state, in, claim.ResourceVersion)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
+		// Nothing claimed: Protect or Claim refused the target.
 		atStep(ctx, state, "RollBack")
-		res, err = rollBack(ctx, in, check, claimed)
+		res, err = rollBack(ctx, in, check, "")
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
@@ -301,6 +297,7 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 			return nil, err
 		}
 		if !check.OK {
+			atStep(ctx, state, "RollBack")
 			return rollBack(ctx, in, check, claimed)
 		}
 		atStep(ctx, state, "Confirm")
@@ -310,6 +307,7 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 		}
 	}
 	if w.Outcome == activities.Refused {
+		atStep(ctx, state, "RollBack")
 		return rollBack(ctx, in, *w.Refusal, claimed)
 	}
 	return switched(ctx, in, &w)
