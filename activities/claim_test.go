@@ -31,7 +31,7 @@ func TestClaimExpectingFrom(t *testing.T) {
 			f := newStatusFixture(t)
 			res, err := f.acts.Claim(context.Background(), ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: tt.from})
 			require.NoError(t, err)
-			require.Equal(t, tt.wantSuperseded, res.Superseded)
+			require.Equal(t, tt.wantSuperseded, res.Outcome == Superseded)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantSuperseded {
 				require.Nil(t, st.PendingConfigRef, "a superseded claim writes nothing")
@@ -51,15 +51,15 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	ctx := withSwitchRun(context.Background(), run)
 	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	_, err = f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+	_, err = f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true})
 	require.NoError(t, err)
 	require.Equal(t, run, f.pool(t).Status.ClassStatus(gvisor).LastSwitch, "the confirm stamps its run")
 
 	for _, claimed := range []bool{true, false} { // false: the re-run's Protect was refused
 		res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-			Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Local: true, Claimed: claimed})
+			Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Claimed: claimed})
 		require.NoError(t, err)
-		require.True(t, res.Landed)
+		require.Equal(t, Landed, res.Outcome)
 		require.False(t, res.Wrote)
 		st := f.pool(t).Status.ClassStatus(gvisor)
 		require.Equal(t, "new", st.ConfigRef.Name)
@@ -69,10 +69,9 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	// Another run never takes the class's config for its own confirm.
 	other := withSwitchRun(context.Background(), &v1alpha1.SwitchRunReference{WorkflowID: run.WorkflowID, RunID: "run-2"})
 	res, err := f.acts.RollBack(other, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-		Reason: "SandboxConfigDeleting", Message: "m", Local: true, Claimed: true})
+		Reason: "SandboxConfigDeleting", Message: "m", Claimed: true})
 	require.NoError(t, err)
-	require.False(t, res.Landed)
-	require.True(t, res.Superseded)
+	require.Equal(t, Superseded, res.Outcome)
 }
 
 func TestAbandonClaim(t *testing.T) {

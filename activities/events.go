@@ -12,7 +12,6 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolevents"
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // ReportingController names this product in the events it records.
@@ -59,17 +58,6 @@ func (a *Activities) RecordEvent(ctx context.Context, in poolevents.Event) error
 		return fmt.Errorf("recording %s event %q on WorkerPool %s: %w", in.Reason, ev.Name, in.Pool, err)
 	}
 	return nil
-}
-
-// WarningEvent is the Warning event of a failed resolution. Its key is the
-// failure itself, at the pool generation: the same failure reported again by
-// a later pass or a retried activity is the same event, recorded once.
-// Switches recorded before the pool reconciler use it.
-func WarningEvent(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) poolevents.Event {
-	return poolevents.Event{
-		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
-		Key: fmt.Sprintf("warning/%s/%s/%s/%d", class, reason, message, generation),
-	}
 }
 
 func truncate(s string, n int) string {

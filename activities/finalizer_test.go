@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -172,32 +171,6 @@ func TestUnprotect(t *testing.T) {
 	}
 }
 
-// Histories recorded before the release's types changed hold the old JSON:
-// a plain name as Unprotect's input, a plain string as its result, a plain
-// list of keys as CachedUsers' and LiveUsers' result. They still decode.
-func TestReleaseTypesReadTheirOldJSON(t *testing.T) {
-	var in UnprotectInput
-	require.NoError(t, json.Unmarshal([]byte(`"c"`), &in))
-	require.Equal(t, UnprotectInput{Config: "c"}, in)
-	require.NoError(t, json.Unmarshal([]byte(`{"config":"c","uid":"u","resourceVersion":"7"}`), &in))
-	require.Equal(t, UnprotectInput{Config: "c", UID: "u", ResourceVersion: "7"}, in)
-
-	var res UnprotectResult
-	require.NoError(t, json.Unmarshal([]byte(`"removed"`), &res))
-	require.Equal(t, UnprotectResult{Result: ReleaseRemoved}, res)
-	require.NoError(t, json.Unmarshal([]byte(`{"result":"in use","users":{"count":3,"sample":["ns/a"]}}`), &res))
-	require.Equal(t, UnprotectResult{Result: ReleaseInUse, Users: Users{Count: 3, Sample: []string{"ns/a"}}}, res)
-
-	var u Users
-	require.NoError(t, json.Unmarshal([]byte(`["ns/a","ns/b"]`), &u))
-	require.Equal(t, Users{Count: 2, Sample: []string{"ns/a", "ns/b"}}, u)
-	u = Users{}
-	require.NoError(t, json.Unmarshal([]byte(`null`), &u))
-	require.Equal(t, Users{}, u)
-	require.NoError(t, json.Unmarshal([]byte(`{"count":5000,"sample":["ns/a"]}`), &u))
-	require.Equal(t, Users{Count: 5000, Sample: []string{"ns/a"}}, u)
-}
-
 // A users result counts every user and names at most UserSampleSize of
 // them, the smallest keys.
 func TestUsersKeepsASample(t *testing.T) {
@@ -212,8 +185,8 @@ func TestUsersKeepsASample(t *testing.T) {
 }
 
 // The release's first look is the worker's cache; a cache that misses a
-// pool (not synced yet, or behind) says nothing, and the live list, which
-// bypasses every cache, finds it: the config is kept.
+// pool (not synced yet, or behind) says nothing, and Unprotect's live list,
+// which bypasses every cache, finds it: the config is kept.
 func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 	pool := &v1alpha1.WorkerPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"},
@@ -221,7 +194,7 @@ func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 			Name: gvisor, PendingConfigRef: &v1alpha1.SandboxConfigReference{Name: "c"},
 		}}},
 	}
-	live := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool).Build()
+	live := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(pool, sandboxConfig("c", gvisor, true, true)).Build()
 	// The cache has not seen the pool yet.
 	cache := fake.NewClientBuilder().WithScheme(kube.Scheme).
 		WithIndex(&v1alpha1.WorkerPool{}, poolwatch.StatusConfigIndex, func(o ctrlclient.Object) []string {
@@ -231,7 +204,8 @@ func TestTheLiveListFindsAUserTheCacheMissed(t *testing.T) {
 	cached, err := a.CachedUsers(context.Background(), "c")
 	require.NoError(t, err)
 	require.Zero(t, cached.Count, "the cache missed it")
-	users, err := a.LiveUsers(context.Background(), "c")
+	res, err := a.Unprotect(context.Background(), UnprotectInput{Config: "c"})
 	require.NoError(t, err)
-	require.Equal(t, Users{Count: 1, Sample: []string{wfapi.PoolKey("ns", "late")}}, users, "the live list finds it: the release waits")
+	require.Equal(t, UnprotectResult{Result: ReleaseInUse, Users: Users{Count: 1, Sample: []string{wfapi.PoolKey("ns", "late")}}}, res,
+		"the live list finds it: nothing removed, the release waits")
 }

@@ -74,19 +74,19 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 			require.NoError(t, f.store.Status().Update(ctx, p))
 			before := f.pool(t)
 
-			in := SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
+			in := SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true}
 			res, err := f.acts.Confirm(ctx, in)
 			require.NoError(t, err)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantReason == "" {
-				require.Nil(t, res.Refused)
+				require.Equal(t, Written, res.Outcome)
 				require.True(t, res.Wrote)
 				require.Equal(t, "new", st.ConfigRef.NameOf())
 				return
 			}
-			require.NotNil(t, res.Refused, "refused")
-			require.Equal(t, tt.wantReason, res.Refused.Reason)
-			require.Contains(t, res.Refused.Message, `"new"`)
+			require.Equal(t, Refused, res.Outcome, "refused")
+			require.Equal(t, tt.wantReason, res.Refusal.Reason)
+			require.Contains(t, res.Refusal.Message, `"new"`)
 			require.False(t, res.Wrote)
 			require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "a refused confirm writes nothing")
 			require.Equal(t, "old", st.ConfigRef.NameOf())
@@ -106,8 +106,8 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 
 		again, err := f.acts.Confirm(ctx, in)
 		require.NoError(t, err)
-		require.Nil(t, again.Refused, "the move happened")
-		require.False(t, again.Superseded)
+		require.Equal(t, Written, again.Outcome, "the move happened")
+		require.NotEqual(t, Superseded, again.Outcome)
 		require.Equal(t, "new", f.pool(t).Status.ClassStatus(gvisor).ConfigRef.NameOf())
 	})
 }
@@ -156,7 +156,7 @@ func TestStatusWritesRefuseAClassTheSpecLacks(t *testing.T) {
 // spec.configRef (or its following the default) is written only while the
 // spec still says the same: a re-pin since the plan supersedes it, a scale
 // (another generation, the same class entry) does not. A claim whose input
-// recorded no spec (started before the field) claims as before.
+// names no spec (a switch started by hand) expects nothing of it.
 func TestClaimOfAPlanTheSpecNoLongerAsks(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -188,7 +188,7 @@ func TestClaimOfAPlanTheSpecNoLongerAsks(t *testing.T) {
 			res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old",
 				ExpectSpec: tt.expect, SpecConfigRef: tt.planned})
 			require.NoError(t, err)
-			require.Equal(t, tt.wantSuperseded, res.Superseded)
+			require.Equal(t, tt.wantSuperseded, res.Outcome == Superseded)
 			st := f.pool(t).Status.ClassStatus(gvisor)
 			if tt.wantSuperseded {
 				require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "a superseded claim writes nothing")
@@ -211,14 +211,14 @@ func TestClaimNamesOnlyAProtectedConfig(t *testing.T) {
 	before := f.pool(t)
 	res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "bare", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	require.NotNil(t, res.Refused)
-	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refused.Reason)
+	require.Equal(t, Refused, res.Outcome)
+	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refusal.Reason)
 	require.False(t, res.Wrote)
 	require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "nothing written")
 	require.Nil(t, f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef)
 
 	res, err = f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	require.Nil(t, res.Refused, "a protected config is claimed")
+	require.Equal(t, Written, res.Outcome, "a protected config is claimed")
 	require.Equal(t, "new", f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef.NameOf())
 }

@@ -18,35 +18,21 @@ import (
 // replay a gone pool's last states.
 const lastStatesWait = 5 * time.Second
 
-// landedBeforeGone tells a confirm that finds the pool gone whether an
-// earlier attempt had moved the class before the pool went. The heartbeat
-// such an attempt records after its write says so, unless the worker died
-// between the write and the heartbeat, or the write's response never came
-// back (the API server may commit a write whose caller is gone). Then the
+// landedBeforeGone tells a switch step that finds the pool gone whether an
+// earlier run of the switch's workflow task had moved the class before the
+// pool went (its markers lost with a worker, or the write's response never
+// came back: the API server may commit a write whose caller is gone). The
 // pool's own history does: the API server replays a watch from any recent
 // resourceVersion, deletions included, so the states the pool went through
 // after the claim (in.ResourceVersion) show whether one had the class on
-// the config. Nothing but this switch writes the class's configRef between
-// its claim and its end (a pool's switches run one at a time), so a state
-// naming the config is this confirm's write.
+// the config with this run's stamp. Nothing but this switch writes the
+// class's configRef between its claim and its end (a pool's switches run
+// one at a time), so such a state is this switch's confirm.
 //
-// Without that history (a claim recorded before claims returned their
-// version, or a retry so late that the API server no longer holds it) the
-// move cannot be proved, and the switch ends without its event.
-//
-// A first attempt has no earlier one: a pool gone then was gone before
-// anything was written (a write that conflicts does not land), so it asks
-// nothing.
+// Without that history (no resourceVersion known, or a re-run so late that
+// the API server no longer holds it) the move cannot be proved, and the
+// switch ends without its event.
 func (a *Activities) landedBeforeGone(ctx context.Context, in SettleInput) bool {
-	if activity.IsActivity(ctx) && !in.Local {
-		if activity.GetInfo(ctx).Attempt <= 1 {
-			return false
-		}
-		var landed string
-		if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &landed) == nil && landed == confirmLanded {
-			return true
-		}
-	}
 	if in.ResourceVersion == "" {
 		return false
 	}

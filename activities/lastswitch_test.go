@@ -83,13 +83,13 @@ func TestAClaimRunAgainDecidesFromTheStamp(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, tt.wantWrote, res.Wrote)
-			require.Equal(t, tt.wantLanded, res.Landed)
-			require.Equal(t, tt.wantSuperseded, res.Superseded)
-			require.Equal(t, tt.wantRolledBack, res.RolledBack != nil)
+			require.Equal(t, tt.wantLanded, res.Outcome == Landed)
+			require.Equal(t, tt.wantSuperseded, res.Outcome == Superseded)
+			require.Equal(t, tt.wantRolledBack, res.Outcome == RolledBack)
 			if tt.wantRolledBack {
-				require.Equal(t, tt.wantWarningReason, res.RolledBack.Reason)
+				require.Equal(t, tt.wantWarningReason, res.Earlier.Reason)
 				if tt.wantWarningReason != "" {
-					require.True(t, failed.LastTransitionTime.Equal(res.RolledBack.FailingSince), "the Warning keyed by the same appearance")
+					require.True(t, failed.LastTransitionTime.Equal(res.Earlier.FailingSince), "the Warning keyed by the same appearance")
 				}
 			}
 			if !tt.wantWrote {
@@ -115,7 +115,7 @@ func TestSwitchWritesStampTheirRun(t *testing.T) {
 			if _, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"}); err != nil {
 				return err
 			}
-			_, err := f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+			_, err := f.acts.Confirm(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true})
 			return err
 		}},
 		{"RollBack", func(f *statusFixture) error {
@@ -123,7 +123,7 @@ func TestSwitchWritesStampTheirRun(t *testing.T) {
 				return err
 			}
 			_, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "m", Local: true, Claimed: true})
+				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "m", Claimed: true})
 			return err
 		}},
 		{"AbandonClaim", func(f *statusFixture) error {
@@ -154,9 +154,9 @@ func TestAConfirmOfAnotherRunsClaimIsSuperseded(t *testing.T) {
 	require.NoError(t, err)
 
 	late := withSwitchRun(context.Background(), &v1alpha1.SwitchRunReference{WorkflowID: "w", RunID: "run-1"})
-	res, err := f.acts.Confirm(late, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true})
+	res, err := f.acts.Confirm(late, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2, Claimed: true})
 	require.NoError(t, err)
-	require.True(t, res.Superseded)
+	require.Equal(t, Superseded, res.Outcome)
 	require.False(t, res.Wrote)
 	st := f.pool(t).Status.ClassStatus(gvisor)
 	require.Equal(t, "old", st.ConfigRef.Name)

@@ -29,8 +29,7 @@ type Observation struct {
 	Deployment *DeploymentState                  `json:"deployment,omitempty"`
 	// DeploymentUpToDate says that applying the pool's Deployment would
 	// change nothing (see deployment.UpToDate), so the pass need not apply
-	// it. Its zero value, which observations recorded before it existed
-	// carry, means apply, as those passes did: their replay stays the same.
+	// it; false means apply.
 	DeploymentUpToDate bool `json:"deploymentUpToDate,omitempty"`
 	// ResourceVersion is the pool's, as read: the claim of a switch the pass
 	// runs writes on it without reading the pool again (see updateStatus).

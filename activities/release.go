@@ -1,9 +1,7 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -34,31 +32,6 @@ type Users struct {
 	Sample []string `json:"sample,omitempty"`
 }
 
-// UnmarshalJSON also reads the plain list of keys CachedUsers and
-// LiveUsers returned before Users (recorded histories replay with it).
-func (u *Users) UnmarshalJSON(b []byte) error {
-	type plain Users
-	*u = Users{}
-	var keys []string
-	legacy, err := decodeOlder(b, '[', &keys, (*plain)(u))
-	if legacy {
-		*u = Users{Count: len(keys), Sample: keys}
-	}
-	return err
-}
-
-// decodeOlder decodes b, the JSON of a type that replaced an older
-// encoding of one value (a plain string or list), into older when b opens
-// with start ('"', '['), else into current (a plain copy of the type, so
-// its own UnmarshalJSON is not called again). It reports whether b was of
-// the older encoding.
-func decodeOlder(b []byte, start byte, older, current any) (bool, error) {
-	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == start {
-		return true, json.Unmarshal(b, older)
-	}
-	return false, json.Unmarshal(b, current)
-}
-
 // add counts keys and keeps the sample's smallest keys.
 func (u *Users) add(keys []string) {
 	u.Count += len(keys)
@@ -70,7 +43,8 @@ func (u *Users) add(keys []string) {
 }
 
 // CachedUsers asks the worker's cache which pools name a config. It is the
-// cheap first look: a hit means wait; a miss is confirmed by LiveUsers.
+// cheap first look: a hit means wait; a miss is confirmed by Unprotect's
+// live list.
 func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, error) {
 	if config == "" {
 		return Users{}, invalidInput("looking up the users of a SandboxConfig needs its name")
@@ -84,41 +58,18 @@ func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, err
 	return u, nil
 }
 
-// LiveListProgress is the heartbeat of LiveUsers: where the list is (the
+// LiveListProgress is the heartbeat of Unprotect's live list: the
+// incarnation of the config it was started after (its UID and
+// resourceVersion, read with the deletion mark), where the list is (the
 // continue token of the next page) and what the pages before it found. A
-// retry resumes from it.
+// retry that reads the same incarnation at the same resourceVersion resumes
+// from it.
 type LiveListProgress struct {
-	Continue string `json:"continue"`
-	Pages    int    `json:"pages"`
-	Users    Users  `json:"users"`
-}
-
-// LiveUsers lists WorkerPools from the API server, page by page, bypassing
-// every cache, and returns those whose status names the config. This list,
-// made after the config was marked for deletion, is what allows a release (P2).
-// It heartbeats after each page with its progress, and an attempt that is
-// retried (its worker died, its heartbeat timed out) resumes from the last
-// page reported: the pages of one list are one snapshot of the API server,
-// taken at its first page, after the deletion mark. A continue token the API
-// server no longer takes (410 Expired: compacted) restarts the list.
-func (a *Activities) LiveUsers(ctx context.Context, config string) (Users, error) {
-	if config == "" {
-		return Users{}, invalidInput("listing the users of a SandboxConfig needs its name")
-	}
-	var p LiveListProgress
-	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
-		if err := activity.GetHeartbeatDetails(ctx, &p); err != nil {
-			p = LiveListProgress{}
-		}
-	}
-	if err := listPoolsLive(ctx, a.Live, config, &p, func(p LiveListProgress) {
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, p)
-		}
-	}); err != nil {
-		return Users{}, err
-	}
-	return p.Users, nil
+	UID             types.UID `json:"uid,omitempty"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	Continue        string    `json:"continue"`
+	Pages           int       `json:"pages"`
+	Users           Users     `json:"users"`
 }
 
 // listPoolsLive lists WorkerPools live from p (a fresh list when
@@ -131,7 +82,7 @@ func listPoolsLive(ctx context.Context, live ctrlclient.Reader, config string, p
 		if err != nil && p.Continue != "" && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || apierrors.IsBadRequest(err)) {
 			// The token is too old (or not one this API server takes):
 			// the list starts again, a new snapshot, still after the mark.
-			*p = LiveListProgress{}
+			*p = LiveListProgress{UID: p.UID, ResourceVersion: p.ResourceVersion}
 			continue
 		}
 		if err != nil {
@@ -169,66 +120,48 @@ const (
 	ReleaseGone = "gone"
 	// ReleaseNotNeeded: the config is not in deletion or carries no finalizer.
 	ReleaseNotNeeded = "not needed"
-	// ReleaseInUse: Unprotect's own live list found a pool naming the
-	// config; nothing was removed, and the release waits.
+	// ReleaseInUse: Unprotect's live list found a pool naming the config;
+	// nothing was removed, and the release waits.
 	ReleaseInUse = "in use"
 )
 
 // UnprotectInput names the incarnation of a config a release looked at:
 // its name, and the UID and resourceVersion its live read (ReadConfig)
-// returned. An input without UID (scheduled by a history recorded before
-// the field) releases whatever the name holds, after the same checks.
+// returned. An input without them (scheduled by anything but a release)
+// releases whatever the name holds, after the same checks.
 type UnprotectInput struct {
 	Config          string    `json:"config"`
 	UID             types.UID `json:"uid,omitempty"`
 	ResourceVersion string    `json:"resourceVersion,omitempty"`
 }
 
-// UnmarshalJSON also reads the plain name Unprotect took before
-// UnprotectInput, so an activity scheduled by an older history still
-// decodes.
-func (in *UnprotectInput) UnmarshalJSON(b []byte) error {
-	type plain UnprotectInput
-	*in = UnprotectInput{}
-	var config string
-	legacy, err := decodeOlder(b, '"', &config, (*plain)(in))
-	if legacy {
-		*in = UnprotectInput{Config: config}
-	}
-	return err
-}
-
 // UnprotectResult is what Unprotect did (Release*), and, when it refused
-// because its own live list found users (ReleaseInUse), who they are.
+// because its live list found users (ReleaseInUse), who they are.
 type UnprotectResult struct {
 	Result string `json:"result"`
 	Users  Users  `json:"users,omitempty"`
 }
 
-// UnmarshalJSON also reads the plain result string Unprotect returned
-// before UnprotectResult.
-func (r *UnprotectResult) UnmarshalJSON(b []byte) error {
-	type plain UnprotectResult
-	*r = UnprotectResult{}
-	var result string
-	legacy, err := decodeOlder(b, '"', &result, (*plain)(r))
-	if legacy {
-		*r = UnprotectResult{Result: result}
-	}
-	return err
-}
-
 // Unprotect removes only the protection finalizer from a config in
 // deletion, and only from the incarnation the release looked at. It holds
-// P2 itself, whoever schedules it: it reads the config live, refuses
-// another incarnation (ReleaseGone for the one looked at), then lists the
-// pools live (after that read showed the deletion mark) and refuses while
-// any pool's status names the config (ReleaseInUse), and removes the
-// finalizer with a patch that carries the resourceVersion the release read
-// (or, without one, the one it read itself): if the config changed since,
-// the patch is refused and the workflow starts its checks again. A retry
-// after a landed patch finds the config gone, without the finalizer, or
-// another incarnation: never one it may strip.
+// P2 itself, whoever schedules it, and its live list is the release's only
+// one: it reads the config live, refuses another incarnation (ReleaseGone
+// for the one looked at), then lists every WorkerPool live, page by page,
+// bypassing every cache (after that read showed the deletion mark), and
+// refuses while any pool's status names the config (ReleaseInUse, with the
+// users), and removes the finalizer with a patch that carries the
+// resourceVersion the release read (or, without one, the one it read
+// itself): if the config changed since, the patch is refused and the
+// workflow starts its checks again. A retry after a landed patch finds the
+// config gone, without the finalizer, or another incarnation: never one it
+// may strip.
+//
+// The list heartbeats after each page with its progress, and an attempt
+// that is retried (its worker died, its heartbeat timed out) and reads the
+// same incarnation at the same resourceVersion resumes from the last page
+// reported: the pages of one list are one snapshot of the API server,
+// taken at its first page, after the deletion mark. A continue token the
+// API server no longer takes (410 Expired: compacted) restarts the list.
 func (a *Activities) Unprotect(ctx context.Context, in UnprotectInput) (UnprotectResult, error) {
 	if in.Config == "" {
 		return UnprotectResult{}, invalidInput("releasing a SandboxConfig needs its name")
@@ -250,10 +183,16 @@ func (a *Activities) Unprotect(ctx context.Context, in UnprotectInput) (Unprotec
 	if in.ResourceVersion != "" && c.ResourceVersion != in.ResourceVersion {
 		return UnprotectResult{Result: ReleaseConflict}, nil
 	}
-	var p LiveListProgress
-	if err := listPoolsLive(ctx, a.Live, config, &p, func(LiveListProgress) {
+	p := LiveListProgress{UID: c.UID, ResourceVersion: c.ResourceVersion}
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		var earlier LiveListProgress
+		if err := activity.GetHeartbeatDetails(ctx, &earlier); err == nil && earlier.UID == c.UID && earlier.ResourceVersion == c.ResourceVersion {
+			p = earlier
+		}
+	}
+	if err := listPoolsLive(ctx, a.Live, config, &p, func(p LiveListProgress) {
 		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx)
+			activity.RecordHeartbeat(ctx, p)
 		}
 	}); err != nil {
 		return UnprotectResult{}, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/sdk/activity"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,49 +17,69 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// PoolWrite is the result of a status write.
+// WriteOutcome is what a switch's status step (Claim, Confirm, RollBack,
+// AbandonClaim) found and did: one value, with the data that goes with it
+// in PoolWrite.
+type WriteOutcome string
+
+const (
+	// Written: the step's write is in place, made by this call or found
+	// made (a retry, or a re-run of the switch's task: Claim finding this
+	// run's claim standing, Confirm its confirm, RollBack its roll back).
+	Written WriteOutcome = "written"
+	// PoolGone: the pool no longer exists, or is a new pool under the same
+	// name: nothing was written and the switch stops acting for it.
+	PoolGone WriteOutcome = "pool gone"
+	// Landed: an earlier run of the switch's workflow task confirmed (the
+	// class on the target with this run's stamp), found by a re-run's Claim
+	// or RollBack: nothing was written, the move happened and its event is
+	// due.
+	Landed WriteOutcome = "landed"
+	// LandedThenGone: the pool is gone, and its last states show that this
+	// run had confirmed before it went (landed.go): nothing was written,
+	// the move's event is still due, and the switch ends pool gone.
+	LandedThenGone WriteOutcome = "landed, then pool gone"
+	// Superseded: another writer took the class since the move was planned
+	// (a Claim that found the class, its lastSwitch or its spec no longer
+	// as planned) or since the claim (a Confirm or RollBack whose claim
+	// the class no longer holds). Nothing was written.
+	Superseded WriteOutcome = "superseded"
+	// Refused: a Claim or a Confirm found the target not fit to be named
+	// (PoolWrite.Refusal says why): missing, of another class, in deletion,
+	// or without the protection finalizer (a Confirm reads it live; a Claim
+	// trusts a cache that shows it protected, and reads live otherwise).
+	// Nothing was written.
+	Refused WriteOutcome = "refused"
+	// RolledBack: a re-run's Claim found the class as this run's own roll
+	// back left it (PoolWrite.Earlier): nothing was written; the switch
+	// ends rolled back.
+	RolledBack WriteOutcome = "rolled back"
+	// Unclaimed: a Claim that only looked (OnlyOwn) found nothing of this
+	// run on the class. Nothing was written.
+	Unclaimed WriteOutcome = "unclaimed"
+)
+
+// PoolWrite is the result of a switch's status step.
 type PoolWrite struct {
-	// PoolGone is true when the pool no longer exists, or is a new pool
-	// under the same name: nothing was written and the workflow should stop
-	// acting for it.
-	PoolGone bool `json:"poolGone,omitempty"`
+	Outcome WriteOutcome `json:"outcome"`
 	// Wrote is true when this call changed the status. A retried call whose
 	// first attempt landed reports false.
 	Wrote bool `json:"wrote,omitempty"`
-	// Displaced is a claim this write replaced (see Claim).
-	Displaced string `json:"displaced,omitempty"`
-	// Landed comes with PoolGone from a retried Confirm whose earlier
-	// attempt had moved the class before the pool went: the switch did
-	// happen, so its event is still due.
-	Landed bool `json:"landed,omitempty"`
-	// FailingSince is the lastTransitionTime of the class's Resolved
-	// condition after a RollBack of a switch, when it is False: the
-	// appearance of the failure its Warning reports (see poolevents.FailureWarning).
-	FailingSince *metav1.Time `json:"failingSince,omitempty"`
-	// Superseded comes from a Claim that expected the class on a config and
-	// found it elsewhere: another switch moved it since the move was
-	// decided; or from a Confirm or RollBack of a claim that the class's
-	// pendingConfigRef no longer names (another switch claimed, confirmed
-	// or cleared since). Nothing was written.
-	Superseded bool `json:"superseded,omitempty"`
-	// Refused comes from a Claim or a Confirm that found the config not fit
-	// to be named: missing, of another class, in deletion, or without the
-	// protection finalizer (a Confirm reads it live; a Claim trusts a cache
-	// that shows it protected, and reads live otherwise). Nothing was
-	// written; the switch rolls back with its reason and message.
-	Refused *TargetCheck `json:"refused,omitempty"`
 	// ResourceVersion is the pool's resourceVersion after this call: the
 	// write's, or the one read when there was nothing to write. The next
 	// status write of the switch passes it on (see updateStatus).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// RolledBack comes from a Claim that finds the class as this switch
-	// run's own roll back left it (see lastswitch.go): an earlier run of
-	// the switch's workflow task rolled back, its markers lost with a
-	// worker. Nothing was written; the switch ends rolled back.
-	RolledBack *EarlierRollBack `json:"rolledBack,omitempty"`
-	// Unclaimed comes from a Claim that only looked (OnlyOwn) and found
-	// nothing of this switch run on the class. Nothing was written.
-	Unclaimed bool `json:"unclaimed,omitempty"`
+	// Displaced is a claim a Written Claim replaced.
+	Displaced string `json:"displaced,omitempty"`
+	// FailingSince comes with a Written RollBack: the lastTransitionTime of
+	// the class's Resolved condition, False, the appearance of the failure
+	// its Warning reports (poolevents.FailureWarning).
+	FailingSince *metav1.Time `json:"failingSince,omitempty"`
+	// Refusal comes with Refused: why the target was refused, the reason
+	// and message the switch rolls back with.
+	Refusal *TargetCheck `json:"refusal,omitempty"`
+	// Earlier comes with RolledBack: the roll back the earlier run left.
+	Earlier *EarlierRollBack `json:"earlier,omitempty"`
 }
 
 // EarlierRollBack is the class's Resolved condition as an earlier run of
@@ -73,9 +92,6 @@ type EarlierRollBack struct {
 	Message      string       `json:"message,omitempty"`
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 }
-
-// confirmLanded is the heartbeat detail of a Confirm whose write landed.
-const confirmLanded = "landed"
 
 // updateStatus reads the pool, lets mutate change its status, and writes the
 // status back if anything changed. The write carries the resourceVersion the
@@ -104,12 +120,12 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 	res := &PoolWrite{}
 	var stopped error
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		*res, stopped = PoolWrite{}, nil
+		*res, stopped = PoolWrite{Outcome: Written}, nil
 		var pool v1alpha1.WorkerPool
 		if !a.cachedAt(ctx, ref, known, &pool) {
 			if err := a.Live.Get(ctx, poolKey(ref), &pool); err != nil {
 				if apierrors.IsNotFound(err) {
-					res.PoolGone = true
+					res.Outcome = PoolGone
 					return nil
 				}
 				return err
@@ -117,7 +133,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 		}
 		known = "" // a conflict reads live
 		if ref.UID != "" && string(pool.UID) != ref.UID {
-			res.PoolGone = true
+			res.Outcome = PoolGone
 			return nil
 		}
 		for _, guard := range guards {
@@ -137,7 +153,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 		if err := a.Live.Status().Update(ctx, &pool); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Deleted since it was read (or since the cached version).
-				res.PoolGone = true
+				res.Outcome = PoolGone
 				return nil
 			}
 			return err
@@ -184,8 +200,8 @@ type ClaimInput struct {
 	Pool   wfapi.PoolRef         `json:"pool"`
 	Class  v1alpha1.SandboxClass `json:"class"`
 	Config string                `json:"config"`
-	// ResourceVersion is the pool's as the pass observed it, or "" (claims
-	// recorded before it existed): see updateStatus.
+	// ResourceVersion is the pool's as the move's plan observed it, or ""
+	// (none known: the claim reads the pool): see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// ExpectFrom makes the claim conditional: it is written only while the
 	// class's status still names From (none when From is ""), the config
@@ -215,8 +231,8 @@ type ClaimInput struct {
 
 // Claim records the config a class is moving to in pendingConfigRef, with
 // configRef unchanged, and stamps the class with the switch's run. From this
-// write on, the release workflow sees the pool as a user of the config, so a
-// live read of the config after it sees any deletion that raced the claim
+// write on, the release workflow sees the pool as a user of the config, so
+// Confirm's live read of the target can trust what it sees
 // (docs/switch-protocol.md, "Why the live read follows the claim"). It
 // writes only while the class is as the move was planned (on From, and on
 // the spec's config and the last switch run when asked: else Superseded)
@@ -317,19 +333,33 @@ func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, er
 			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
 			stamp(entry, run)
 		}, specHas(in.Class), ours, onlyLooks, planned, protected)
-	if res != nil && !res.PoolGone {
-		res.Displaced, res.Superseded, res.Refused = displaced, superseded, refused
-		res.Landed, res.RolledBack, res.Unclaimed = own == ownConfirm, earlier, unclaimed
+	if err != nil {
+		return nil, err
 	}
-	if res != nil && res.PoolGone && run != nil {
+	switch {
+	case res.Outcome == PoolGone:
 		// An earlier run of the task may have confirmed before the pool
 		// went: the pool's states since the plan show the class on the
 		// target with this run's stamp (landed.go). A first run finds no
 		// such state.
-		res.Landed = a.landedBeforeGone(ctx, SettleInput{Pool: in.Pool, Class: in.Class, Config: in.Config,
-			ResourceVersion: in.ResourceVersion, Local: true})
+		if run != nil && a.landedBeforeGone(ctx, SettleInput{Pool: in.Pool, Class: in.Class, Config: in.Config,
+			ResourceVersion: in.ResourceVersion}) {
+			res.Outcome = LandedThenGone
+		}
+	case own == ownConfirm:
+		res.Outcome = Landed
+	case earlier != nil:
+		res.Outcome, res.Earlier = RolledBack, earlier
+	case unclaimed:
+		res.Outcome = Unclaimed
+	case superseded:
+		res.Outcome = Superseded
+	case refused != nil:
+		res.Outcome, res.Refusal = Refused, refused
+	default:
+		res.Displaced = displaced
 	}
-	return res, err
+	return res, nil
 }
 
 // SettleInput ends a switch: a confirm moves configRef to the claimed config,
@@ -346,10 +376,6 @@ type SettleInput struct {
 	// ResourceVersion is the pool's as the switch's claim left it, or "":
 	// see updateStatus.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Local says the step runs as a local activity of a switch: a
-	// crash re-runs the whole workflow task, so an earlier run of this very
-	// step may have written whatever the attempt number says.
-	Local bool `json:"local,omitempty"`
 	// Claimed says the switch's claim stands (a roll back after the claim,
 	// not after a refused protection). Between its claim and its end only
 	// the switch writes the class's configRef, so a roll back that finds
@@ -371,10 +397,11 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	var refused *TargetCheck
 	// The target is read live once the pool read shows the claim standing:
 	// a release that could still take its finalizer off must list the
-	// pools after this read, and sees the claim (docs/switch-protocol.md,
-	// "Why the live read follows the claim"). Whoever scheduled this confirm, with whatever
-	// claim, the class is never moved to a config that is not there,
-	// protected and usable (P1, P3).
+	// pools after this read, and sees the claim. This read is the switch's
+	// one check of its target after the claim (docs/switch-protocol.md,
+	// "Why the live read follows the claim"): whoever scheduled this
+	// confirm, with whatever claim, the class is never moved to a config
+	// that is not there, protected and usable (P1, P3).
 	target := func(pool *v1alpha1.WorkerPool) error {
 		refused = nil
 		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config, run); landed || superseded {
@@ -408,24 +435,17 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 				poolstatus.ClassCondition(true, v1alpha1.ReasonResolved, resolve.ResolvedMessage(in.Config), in.Generation))
 		}, specHas(in.Class), target)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	if refused != nil && !res.PoolGone {
-		res.Refused = refused
-		return res, nil
-	}
-	if superseded && !res.PoolGone {
-		res.Superseded = true
-		return res, nil
-	}
-	// If this attempt's completion is lost (the worker dies now) and the
-	// pool is gone by the retry, the retry cannot read the write back: it
-	// learns from this heartbeat that the class did move.
-	if res.Wrote && activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, confirmLanded)
-	}
-	if res.PoolGone {
-		res.Landed = a.landedBeforeGone(ctx, in)
+	switch {
+	case res.Outcome == PoolGone:
+		if a.landedBeforeGone(ctx, in) {
+			res.Outcome = LandedThenGone
+		}
+	case refused != nil:
+		res.Outcome, res.Refusal = Refused, refused
+	case superseded:
+		res.Outcome = Superseded
 	}
 	return res, nil
 }
@@ -468,20 +488,19 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			}
 		}, specHas(in.Class))
 	if err != nil {
-		return res, err
-	}
-	if superseded && !res.PoolGone {
-		res.Superseded = true
-		return res, nil
-	}
-	if in.Local {
-		res.FailingSince = since
+		return nil, err
 	}
 	switch {
+	case res.Outcome == PoolGone:
+		if in.Claimed && a.landedBeforeGone(ctx, in) {
+			res.Outcome = LandedThenGone
+		}
 	case confirmed:
-		res.Landed = true
-	case res.PoolGone && in.Local && in.Claimed:
-		res.Landed = a.landedBeforeGone(ctx, in)
+		res.Outcome = Landed
+	case superseded:
+		res.Outcome = Superseded
+	default:
+		res.FailingSince = since
 	}
 	return res, nil
 }

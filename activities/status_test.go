@@ -132,7 +132,7 @@ func TestClaimAndConfirmWriteWithoutReading(t *testing.T) {
 			wantCalls: apiCalls{Gets: 1, StatusWrites: 2},
 		},
 		{
-			name:          "a switch recorded before there were versions: both read",
+			name:          "no version known to either step: both read",
 			observed:      func(string) string { return "" },
 			claimedBefore: true,
 			wantCalls:     apiCalls{Gets: 2, StatusWrites: 2},
@@ -186,7 +186,7 @@ func TestClaimAndConfirmWriteWithoutReading(t *testing.T) {
 			claim, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ResourceVersion: observed})
 			require.NoError(t, err)
 			if tt.wantGone {
-				require.True(t, claim.PoolGone)
+				require.Equal(t, PoolGone, claim.Outcome)
 				require.Equal(t, tt.wantCalls, *f.calls)
 				return
 			}
@@ -247,5 +247,5 @@ func TestAStatusWriteOfAPoolGoneIsPoolGone(t *testing.T) {
 	})
 	res, err := f.acts.Claim(context.Background(), ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"})
 	require.NoError(t, err)
-	require.True(t, res.PoolGone)
+	require.Equal(t, PoolGone, res.Outcome)
 }

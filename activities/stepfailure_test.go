@@ -76,8 +76,8 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 }
 
 // TestAStepOfAnotherPoolReportsNothing: a pool recreated under the name is
-// not the switch's, and a report without the pool's identity (a switch
-// recorded before steps carried it) is skipped.
+// not the switch's, and a report without the pool's identity (a step
+// scheduled without it) is skipped.
 func TestAStepOfAnotherPoolReportsNothing(t *testing.T) {
 	for _, ref := range []wfapi.PoolRef{
 		{Namespace: "ns", Name: "pool", UID: "uid-other"},

@@ -23,8 +23,8 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Local: true, Claimed: true}
-	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Local: true, Claimed: true}
+	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Claimed: true}
+	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Claimed: true}
 	tests := []struct {
 		name       string
 		before     []func(t *testing.T, f *statusFixture)
@@ -72,7 +72,7 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 			before := f.pool(t)
 			res, err := settle(ctx, in)
 			require.NoError(t, err)
-			require.Equal(t, tt.superseded, res.Superseded)
+			require.Equal(t, tt.superseded, res.Outcome == Superseded)
 			got := f.pool(t)
 			if tt.superseded {
 				require.False(t, res.Wrote)
@@ -84,7 +84,7 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 				again, err := settle(ctx, in)
 				require.NoError(t, err)
 				require.False(t, again.Wrote)
-				require.False(t, again.Superseded, "a retry of a landed settle is not superseded")
+				require.Equal(t, Written, again.Outcome, "a retry of a landed settle is not superseded")
 			}
 			st := got.Status.ClassStatus(gvisor)
 			require.Equal(t, tt.wantConfig, st.ConfigRef.NameOf())

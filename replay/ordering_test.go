@@ -152,7 +152,9 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 
 // A switch (v4) is a top-level execution under its pool's switch ID. A
 // move takes one workflow task, every step a local activity: Protect,
-// Claim, ReadConfig, possibly Protect again, Confirm or RollBack,
+// Claim, Confirm (its live read of the target is the switch's check after
+// the claim) or RollBack, possibly Protect and Confirm again (the target
+// found recreated, unprotected) or RollBack (a Confirm refused),
 // RecordEvent, WakeReleases. An operator's start (no input) first observes
 // the pool with a regular Observe, in its first task, and plans the move
 // from it; the move's steps then run in the task its completion starts;
@@ -175,23 +177,28 @@ type stepOrder struct {
 
 var switchOrders = map[string][]stepOrder{
 	wfapi.OutcomeConfirmed: {
-		{[]string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, 5},
-		// the live read found the target recreated, unprotected: protected again
-		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent", "WakeReleases"}, 6},
+		{[]string{"Protect", "Claim", "Confirm", "RecordEvent", "WakeReleases"}, 4},
+		// Confirm found the target recreated, unprotected: protected
+		// again, confirmed
+		{[]string{"Protect", "Claim", "Confirm", "Protect", "Confirm", "RecordEvent", "WakeReleases"}, 6},
 		// a re-run of the task whose Claim found the earlier run's confirm
 		// (claimResult: landed): the move stands and its event is recorded
 		{[]string{"Protect", "Claim", "RecordEvent", "WakeReleases"}, 3},
 		// a roll back that found the earlier run's confirm (a re-run whose
 		// Protect was refused since, or whose confirm landed meanwhile):
 		// the move stands and is reported
-		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
-		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		{[]string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent", "WakeReleases"}, 5},
+		{[]string{"Protect", "Claim", "Confirm", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		{[]string{"Protect", "Claim", "Confirm", "Protect", "Confirm", "RollBack", "RecordEvent", "WakeReleases"}, 7},
 		{[]string{"Protect", "RollBack", "RecordEvent", "WakeReleases"}, 3},
 	},
 	wfapi.OutcomeRolledBack: {
-		{[]string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent", "WakeReleases"}, 5},
-		// the recreated target's protection was refused
-		{[]string{"Protect", "Claim", "ReadConfig", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		// Confirm refused the target (missing, in deletion, of another class)
+		{[]string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent", "WakeReleases"}, 5},
+		// the recreated target's protection was refused, or Confirm
+		// refused it again once protected
+		{[]string{"Protect", "Claim", "Confirm", "Protect", "RollBack", "RecordEvent", "WakeReleases"}, 6},
+		{[]string{"Protect", "Claim", "Confirm", "Protect", "Confirm", "RollBack", "RecordEvent", "WakeReleases"}, 7},
 		// the first protection was refused, or the Claim refused the
 		// target: nothing was claimed
 		{[]string{"Protect", "RollBack", "RecordEvent", "WakeReleases"}, 3},
@@ -203,8 +210,13 @@ var switchOrders = map[string][]stepOrder{
 		// a claim no switch works on, cleared; its config's release woken
 		{[]string{"AbandonClaim", "WakeReleases"}, 2},
 	},
-	// the class moved since the starter looked: nothing was written
-	wfapi.OutcomeSuperseded: {{[]string{"Protect", "Claim"}, 2}},
+	// the class moved since the starter looked, or another writer took the
+	// claim: nothing was written
+	wfapi.OutcomeSuperseded: {
+		{[]string{"Protect", "Claim"}, 2},
+		{[]string{"Protect", "Claim", "Confirm"}, 3},
+		{[]string{"Protect", "Claim", "Confirm", "RollBack"}, 4},
+	},
 	// an operator's start found nothing to move
 	wfapi.OutcomeUpToDate: {{nil, 0}},
 	// a `reresolve` came before the claim: the first Protect cancelled
@@ -218,25 +230,11 @@ var switchOrders = map[string][]stepOrder{
 // continues as new with no input and records no Outcome.
 const outcomeYielded = "(yielded before the claim)"
 
-// yieldBeforeClaim is the change ID the switch's yield records
-// (workflows.yieldBeforeClaim).
-const yieldBeforeClaim = "yield-before-claim"
-
-// versionChanges lists the change IDs of the history's Version markers
-// (workflow.GetVersion), in order.
-func versionChanges(t testing.TB, h *historypb.History) []string {
-	t.Helper()
-	var out []string
-	for _, e := range h.GetEvents() {
-		a := e.GetMarkerRecordedEventAttributes()
-		if a.GetMarkerName() != "Version" {
-			continue
-		}
-		var id string
-		decode(t, a.GetDetails()["change-id"], &id)
-		out = append(out, id)
-	}
-	return out
+// yielded reports whether a switch's steps end with a Claim that only
+// looked and found nothing of the run (workflows.protectBeforeClaim): the
+// switch yielded to a `reresolve` before its claim.
+func yielded(calls []*call) bool {
+	return len(calls) > 0 && calls[len(calls)-1].Type == "Claim" && claimResult(calls[len(calls)-1]) == claimUnclaimed
 }
 
 // orderRule is one ordering rule of the switch, read from the events
@@ -277,34 +275,54 @@ const (
 	claimRolledBack = "rolled back" // an earlier run of the task rolled back
 	claimRefused    = "refused"     // the target is not protected: nothing claimed
 	claimEnded      = "ended"       // superseded, or the pool is gone: nothing else
+	claimUnclaimed  = "unclaimed"   // a Claim that only looked found nothing of the run
 	claimUnknown    = "no result"   // running, or failed
 )
 
-// claimResult reads a Claim's recorded result (a local activity's is in
-// its marker).
-func claimResult(c *call) string {
+// poolWrite reads a status step's recorded result (a local activity's is
+// in its marker); ok is false when there is none.
+func poolWrite(c *call) (w activities.PoolWrite, ok bool) {
 	if c == nil || c.Result == nil {
-		return claimUnknown
+		return w, false
 	}
-	var w activities.PoolWrite
 	dc := ReplayerOptions().DataConverter
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
 	if err := dc.FromPayloads(c.Result, &w); err != nil {
+		return w, false
+	}
+	return w, true
+}
+
+// claimResult reads a Claim's recorded result.
+func claimResult(c *call) string {
+	w, ok := poolWrite(c)
+	if !ok {
 		return claimUnknown
 	}
-	switch {
-	case w.PoolGone, w.Superseded:
+	switch w.Outcome {
+	case activities.PoolGone, activities.Superseded:
 		return claimEnded
-	case w.Landed:
+	case activities.Landed, activities.LandedThenGone:
 		return claimLanded
-	case w.RolledBack != nil:
+	case activities.RolledBack:
 		return claimRolledBack
-	case w.Refused != nil:
+	case activities.Refused:
 		return claimRefused
+	case activities.Unclaimed:
+		return claimUnclaimed
 	}
 	return claimStands
+}
+
+// refusedFor is the reason a Confirm's recorded result refused its
+// target for, "" when it did not.
+func refusedFor(c *call) string {
+	if w, ok := poolWrite(c); ok && w.Outcome == activities.Refused && w.Refusal != nil {
+		return w.Refusal.Reason
+	}
+	return ""
 }
 
 var orderRules = []orderRule{
@@ -333,29 +351,47 @@ var orderRules = []orderRule{
 		}
 		return ""
 	}},
-	{"ReadConfig after Claim", func(calls []*call) string {
+	{"Confirm after a Claim that stands", func(calls []*call) string {
 		for i, c := range calls {
-			if c.Type != "ReadConfig" {
+			if c.Type != "Confirm" {
 				continue
 			}
 			claim := lastBefore(calls, i, "Claim")
 			if claim == nil {
-				return fmt.Sprintf("ReadConfig (event %d) reads before any Claim: it cannot see a deletion that races the claim", c.Scheduled)
+				return fmt.Sprintf("Confirm (event %d) follows no Claim: its live read cannot see a deletion that races the claim", c.Scheduled)
 			}
 			if r := claimResult(claim); r != claimStands {
-				return fmt.Sprintf("ReadConfig (event %d) follows a Claim (event %d) whose result says %s", c.Scheduled, claim.Scheduled, r)
+				return fmt.Sprintf("Confirm (event %d) follows a Claim (event %d) whose result says %s", c.Scheduled, claim.Scheduled, r)
 			}
 		}
 		return ""
 	}},
-	{"Confirm or RollBack after ReadConfig", func(calls []*call) string {
+	{"Protect and Confirm again only after a Confirm found the target unprotected", func(calls []*call) string {
+		first := slices.IndexFunc(calls, func(c *call) bool { return c.Type == "Confirm" })
 		for i, c := range calls {
-			last := lastBefore(calls, i, "Claim", "ReadConfig")
+			again := (c.Type == "Protect" && before(calls, i, "Claim")) || (c.Type == "Confirm" && i != first)
+			if !again {
+				continue
+			}
+			if first < 0 || first > i || refusedFor(calls[first]) != activities.ReasonSandboxConfigNotProtected {
+				return fmt.Sprintf("%s (event %d) follows no first Confirm that found the target unprotected", c.Type, c.Scheduled)
+			}
+		}
+		return ""
+	}},
+	{"RollBack of a claim after a Confirm that refused the target", func(calls []*call) string {
+		for i, c := range calls {
+			if c.Type != "RollBack" {
+				continue
+			}
+			last := lastBefore(calls, i, "Claim", "Confirm")
 			switch {
-			case c.Type == "Confirm" && typeOf(last) != "ReadConfig":
-				return fmt.Sprintf("Confirm (event %d) follows no live read after a claim", c.Scheduled)
-			case c.Type == "RollBack" && last != nil && typeOf(last) != "ReadConfig" && claimResult(last) != claimRefused:
-				return fmt.Sprintf("RollBack (event %d) of a claim follows no live read after it", c.Scheduled)
+			case last == nil, typeOf(last) == "Claim" && claimResult(last) == claimRefused:
+				// nothing claimed: a refused Protect or Claim
+			case typeOf(last) == "Claim":
+				return fmt.Sprintf("RollBack (event %d) of a claim follows no Confirm's live read after it", c.Scheduled)
+			case refusedFor(last) == "":
+				return fmt.Sprintf("RollBack (event %d) follows a Confirm (event %d) that did not refuse the target", c.Scheduled, last.Scheduled)
 			}
 		}
 		return ""
@@ -394,13 +430,13 @@ var orderRules = []orderRule{
 		for _, c := range calls {
 			counts[c.Type]++
 		}
-		for _, one := range []string{"Claim", "ReadConfig", "Confirm", "RollBack", "RecordEvent", "WakeReleases", "AbandonClaim"} {
+		for _, one := range []string{"Claim", "RollBack", "RecordEvent", "WakeReleases", "AbandonClaim"} {
 			if counts[one] > 1 {
 				return fmt.Sprintf("%d %s calls", counts[one], one)
 			}
 		}
-		if counts["Confirm"] > 0 && counts["RollBack"] > 0 {
-			return "both Confirm and RollBack"
+		if counts["Confirm"] > 2 || counts["Protect"] > 2 {
+			return fmt.Sprintf("%d Confirm and %d Protect calls", counts["Confirm"], counts["Protect"])
 		}
 		return ""
 	}},
@@ -419,7 +455,7 @@ func switchOutcome(t testing.TB, h *historypb.History) string {
 		require.Equal(t, res.Outcome, upserted, "the Outcome search attribute is the result's")
 		return res.Outcome
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-		if slices.Contains(versionChanges(t, h), yieldBeforeClaim) && !ok {
+		if yielded(activityCalls(t, h)) && !ok {
 			// A `reresolve` came before the claim, and the Claim that
 			// only looked found nothing of the run on the class: the
 			// switch yielded, with nothing of its move written. (One
@@ -611,16 +647,12 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 				decode(t, c.Result, &claim)
 			}
 			claimed = claimResult(c) == claimStands
-			moved = claim.Landed
-		case "ReadConfig":
-			name := stepInput[string](t, c, r)
-			require.Equal(t, in.To, name, "ReadConfig reads the target")
+			moved = claimResult(c) == claimLanded
 		case "Confirm", "RollBack":
 			p := stepInput[activities.SettleInput](t, c, r)
 			require.Equal(t, in.Pool, p.Pool)
 			require.Equal(t, in.Class, p.Class)
 			require.Equal(t, in.To, p.Config)
-			require.True(t, p.Local, "%s runs as a local step", c.Type)
 			require.Equal(t, claimed, p.Claimed, "%s knows whether the claim stands", c.Type)
 			wantRV := ""
 			if claimed {
@@ -631,7 +663,12 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			if c.Result != nil {
 				decode(t, c.Result, &w)
 			}
-			moved = c.Type == "Confirm" || w.Landed
+			switch w.Outcome {
+			case activities.Written:
+				moved = c.Type == "Confirm"
+			case activities.Landed, activities.LandedThenGone:
+				moved = true
+			}
 		case "RecordEvent":
 			ev := stepInput[poolevents.Event](t, c, r)
 			require.Equal(t, in.Pool, ev.Pool, "the event regards the pool")
@@ -665,7 +702,7 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 
 // releaseLook is the order of one look of a release; a look ends early when
 // it has its answer.
-var releaseLook = []string{"ReadConfig", "CachedUsers", "LiveUsers", "Unprotect"}
+var releaseLook = []string{"ReadConfig", "CachedUsers", "Unprotect"}
 
 // looks splits a release's activities into looks, each starting with the
 // live read.
@@ -683,7 +720,7 @@ func looks(t testing.TB, calls []*call) [][]*call {
 }
 
 // checkRelease: each look is ReadConfig (live read), CachedUsers (cache
-// check), LiveUsers (live list), Unprotect (finalizer removal), in that
+// check), Unprotect (the live list, then the finalizer removal), in that
 // order, of the release's config; a look that stopped before Unprotect
 // without ending the workflow found a user.
 func checkRelease(t testing.TB, h *historypb.History) {
@@ -693,22 +730,19 @@ func checkRelease(t testing.TB, h *historypb.History) {
 	ls := looks(t, activityCalls(t, h))
 	for i, look := range ls {
 		got := callTypes(look)
-		require.Truef(t, slices.Equal(got, releaseLook[:len(got)]), "look %d scheduled %v, not a prefix of %v", i+1, got, releaseLook)
+		require.Truef(t, len(got) <= len(releaseLook) && slices.Equal(got, releaseLook[:len(got)]), "look %d scheduled %v, not a prefix of %v", i+1, got, releaseLook)
 		var live *resolve.Config
 		decode(t, look[0].Result, &live)
 		for _, c := range look {
 			name := ""
 			if c.Type == "Unprotect" {
-				// The incarnation the look's live read saw (a plain name
-				// in histories recorded before UnprotectInput).
+				// The incarnation the look's live read saw.
 				var un activities.UnprotectInput
 				decode(t, c.Input, &un)
 				name = un.Config
-				if un.UID != "" {
-					require.NotNilf(t, live, "look %d unprotects a config its live read did not find", i+1)
-					require.Equalf(t, live.UID, un.UID, "look %d unprotects the incarnation its live read saw", i+1)
-					require.Equalf(t, live.ResourceVersion, un.ResourceVersion, "look %d unprotects the version its live read saw", i+1)
-				}
+				require.NotNilf(t, live, "look %d unprotects a config its live read did not find", i+1)
+				require.Equalf(t, live.UID, un.UID, "look %d unprotects the incarnation its live read saw", i+1)
+				require.Equalf(t, live.ResourceVersion, un.ResourceVersion, "look %d unprotects the version its live read saw", i+1)
 			} else {
 				decode(t, c.Input, &name)
 			}
@@ -725,7 +759,7 @@ func checkRelease(t testing.TB, h *historypb.History) {
 				"look %d removed the finalizer and looked again", i+1)
 			continue
 		}
-		require.Containsf(t, []string{"CachedUsers", "LiveUsers"}, last.Type, "look %d stopped after %s", i+1, last.Type)
+		require.Equalf(t, "CachedUsers", last.Type, "look %d stopped after %s", i+1, last.Type)
 		var users activities.Users
 		decode(t, last.Result, &users)
 		require.NotZerof(t, users.Count, "look %d stopped after %s, which found no pool", i+1, last.Type)
@@ -781,18 +815,18 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	},
 	// A pool's first resolution: no config before.
 	"switch-first-resolution": func(t testing.TB, h *historypb.History) {
-		in := checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		in := checkMove(t, h, "", wfapi.OutcomeConfirmed, "Protect", "Claim", "Confirm", "RecordEvent")
 		require.Empty(t, in.From, "the first resolution")
 	},
 	// The target was deleted, released and created again under the same
 	// name between the protection and the claim: the claim refused it,
-	// unprotected, and the switch rolled back without a live read.
+	// unprotected, and the switch rolled back with nothing claimed.
 	"switch-claim-refused": func(t testing.TB, h *historypb.History) {
 		checkMove(t, h, "", wfapi.OutcomeRolledBack, "Protect", "Claim", "RollBack", "RecordEvent")
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
-		require.NotNil(t, claim.Refused, "the claim refused its target")
-		require.Equal(t, activities.ReasonSandboxConfigNotProtected, claim.Refused.Reason, "unprotected")
+		require.Equal(t, activities.Refused, claim.Outcome, "the claim refused its target")
+		require.Equal(t, activities.ReasonSandboxConfigNotProtected, claim.Refusal.Reason, "unprotected")
 	},
 	// A claim left by a switch stopped by hand, cleared once the pool
 	// needs no move.
@@ -808,7 +842,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// An operator's re-resolution, with the starter stopped, of a pool whose
 	// class default changed: it makes the move itself.
 	"switch-reresolve-moved": func(t testing.TB, h *historypb.History) {
-		checkMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeConfirmed, "Observe", "Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+		checkMove(t, h, wfapi.SignalReresolve, wfapi.OutcomeConfirmed, "Observe", "Protect", "Claim", "Confirm", "RecordEvent")
 		require.Empty(t, h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(),
 			"started from the CLI with no input at all")
 	},
@@ -828,7 +862,6 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 			"the workflow task the signal came during was refused")
 		last := lastEvent(h)
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, last.GetEventType())
-		require.Contains(t, versionChanges(t, h), yieldBeforeClaim, "the signal interrupted the re-run's first Protect")
 		outcome, upserted := upsertedOutcome(t, h)
 		require.True(t, upserted, "the move the refused task made is reported")
 		require.Equal(t, wfapi.OutcomeConfirmed, outcome)
@@ -844,7 +877,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Len(t, failedWorkflowTasks(h), 1, "the first run of the task was refused")
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
-		require.True(t, claim.Landed, "the re-run's claim found the confirm")
+		require.Equal(t, activities.Landed, claim.Outcome, "the re-run's claim found the confirm")
 	},
 	// A switch whose workflow task ran again after its RollBack landed (the
 	// target since released and created again, so the re-run's Protect
@@ -854,8 +887,8 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Len(t, failedWorkflowTasks(h), 1, "the first run of the task was refused")
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
-		require.NotNil(t, claim.RolledBack, "the re-run's claim found the roll back")
-		require.NotEmpty(t, claim.RolledBack.Reason, "the failure still stands: its Warning is due")
+		require.Equal(t, activities.RolledBack, claim.Outcome, "the re-run's claim found the roll back")
+		require.NotEmpty(t, claim.Earlier.Reason, "the failure still stands: its Warning is due")
 	},
 	// The run it continued as: a look that finds the pool up to date.
 	"switch-after-continue-as-new": func(t testing.TB, h *historypb.History) {
@@ -877,23 +910,22 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 		calls := activityCalls(t, h)
-		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases"}, callTypes(calls))
-		if !calls[5].Local { // a local activity's input is not recorded
+		require.Equal(t, []string{"Protect", "Claim", "Confirm", "RecordEvent", "WakeReleases"}, callTypes(calls))
+		if !calls[4].Local { // a local activity's input is not recorded
 			var woken []string
-			decode(t, calls[5].Input, &woken)
+			decode(t, calls[4].Input, &woken)
 			require.Contains(t, woken, in.From)
 		}
 	},
-	// The target was deleted between the claim and the live read.
+	// The target was deleted between the claim and Confirm's live read.
 	"switch-rolled-back": func(t testing.TB, h *historypb.History) {
 		var res wfapi.SwitchResult
 		result(t, h, &res)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 		calls := activityCalls(t, h)
-		require.Equal(t, []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"}, callTypes(calls))
-		var live *resolve.Config
-		decode(t, calls[2].Result, &live)
-		require.True(t, live == nil || live.Deleting, "the live read saw the deletion")
+		require.Equal(t, []string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent"}, callTypes(calls))
+		require.Contains(t, []string{v1alpha1.ReasonSandboxConfigDeleting, v1alpha1.ReasonSandboxConfigNotFound}, refusedFor(calls[2]),
+			"Confirm's live read saw the deletion")
 	},
 	"release-at-once": func(t testing.TB, h *historypb.History) {
 		var outcome string

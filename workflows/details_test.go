@@ -16,9 +16,8 @@ import (
 func TestSwitchShowsItsOutcome(t *testing.T) {
 	env, _ := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)

@@ -83,18 +83,19 @@ func TestSwitchRefusesHostileInput(t *testing.T) {
 
 // TestSwitchRollsBackARefusedConfirm: a Confirm whose live read finds
 // the target unfit writes nothing; the switch rolls back with the reason it
-// gave, and records no SandboxConfigSwitched.
+// gave, and records no SandboxConfigSwitched. A target found unprotected is
+// protected again and confirmed once more: one that is still unprotected
+// then (its finalizer taken off by hand again) rolls back.
 func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "8",
-		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
-	})).Return(&activities.PoolWrite{Wrote: true}, nil)
+	})).Return(rolledBackNow(), nil)
 	var event poolevents.Event
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 		event = in
@@ -102,7 +103,7 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	})
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
-	require.Equal(t, []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
+	require.Equal(t, []string{local("Protect"), local("Claim"), local("Confirm"), local("Protect"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, res.Reason)
 	require.Equal(t, activities.ReasonSandboxConfigNotProtected, event.Reason)
@@ -110,7 +111,8 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 
 // TestSwitchClaimsOnThePlannedSpec: the claim carries the spec the move
 // was planned from, so that it is written only while the spec still asks
-// for it; an input from before the field expects nothing of the spec.
+// for it; an input without it (a switch started by hand) expects nothing
+// of the spec.
 func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	pinned := "new"
 	tests := []struct {
@@ -121,7 +123,7 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 	}{
 		{name: "planned on a pin", spec: &pinned, wantExpect: true, wantSpec: "new"},
 		{name: "planned on the default", spec: new(string), wantExpect: true},
-		{name: "an input from before the field", spec: nil},
+		{name: "an input without it", spec: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +132,7 @@ func TestSwitchClaimsOnThePlannedSpec(t *testing.T) {
 			var claim activities.ClaimInput
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ClaimInput) (*activities.PoolWrite, error) {
 				claim = in
-				return &activities.PoolWrite{Superseded: true}, nil
+				return &activities.PoolWrite{Outcome: activities.Superseded}, nil
 			})
 			in := switchIn
 			in.SpecConfigRef = tt.spec
@@ -213,17 +215,16 @@ func TestAReresolveBeforeTheFirstTaskOfAMove(t *testing.T) {
 		look      activities.PoolWrite
 		wantSteps []string
 	}{
-		{name: "a move", look: activities.PoolWrite{Unclaimed: true, ResourceVersion: "7"},
+		{name: "a move", look: activities.PoolWrite{Outcome: activities.Unclaimed, ResourceVersion: "7"},
 			wantSteps: []string{local("Claim")}},
-		{name: "a move its earlier run claimed", look: activities.PoolWrite{ResourceVersion: "8"},
-			wantSteps: []string{local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}},
+		{name: "a move its earlier run claimed", look: activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
+			wantSteps: []string{local("Claim"), local("Confirm"), local("RecordEvent")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).Return(&tt.look, nil).Once()
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, nil) }, 0)
 			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.SwitchWorkflowID("ns", "pool")})
@@ -258,13 +259,12 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "7",
-		Refused: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
-	})).Return(&activities.PoolWrite{Wrote: true}, nil)
+	})).Return(rolledBackNow(), nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, mock.Anything).Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Superseded}, nil)
 	res, err := runSwitch(t, env, switchIn)
 	require.NoError(t, err)
 	require.Equal(t, []string{local("Protect"), local("Claim"), local("RollBack"), local("RecordEvent")}, *order)

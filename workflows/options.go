@@ -48,15 +48,14 @@ func withActivities(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// liveListTimeout bounds one attempt of an activity that lists every
-// WorkerPool live (LiveUsers, Unprotect): a page of 500 takes well under a
-// second, so this is room for a fleet of hundreds of thousands of pools.
-// Such an attempt heartbeats after each page, and its heartbeat timeout,
-// the usual activityTimeout, is what detects a dead worker; LiveUsers
-// resumes from its last heartbeat.
+// liveListTimeout bounds one attempt of Unprotect, which lists every
+// WorkerPool live: a page of 500 takes well under a second, so this is room
+// for a fleet of hundreds of thousands of pools. An attempt heartbeats
+// after each page, and its heartbeat timeout, the usual activityTimeout, is
+// what detects a dead worker; a retry resumes from its last heartbeat.
 const liveListTimeout = 10 * time.Minute
 
-// withLiveList sets the options of the activities that list every pool live.
+// withLiveList sets the options of the activity that lists every pool live.
 func withLiveList(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: liveListTimeout,

@@ -32,7 +32,8 @@ const maxConflictLooks = 25
 // Release lets a SandboxConfig in deletion go once no pool uses it. It
 // removes the protection finalizer only after a live list of WorkerPools,
 // made after the config was marked for deletion, found no pool naming it in
-// configRef or pendingConfigRef (P2). Until then it waits for a `recheck`
+// configRef or pendingConfigRef (P2): Unprotect's, which lists and removes
+// in one step. Until then it waits for a `recheck`
 // signal, or a fallback timer, and looks again.
 func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 	if in.Config == "" {
@@ -80,11 +81,8 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 			// another incarnation of the config, created again under the
 			// same name after the one this look checked was released: a
 			// new run looks at whatever the name holds now (it ends at once
-			// if nothing). Asked only when a wake-up is pending, so
-			// histories recorded before replay as they ran, when such a
-			// wake-up was dropped here.
-			if drain(recheck) > 0 &&
-				workflow.GetVersion(ctx, "release-look-again-after-late-recheck", workflow.DefaultVersion, 1) >= 1 {
+			// if nothing).
+			if drain(recheck) > 0 {
 				log.Info("a wake-up came during the release's last look; looking again in a new run", "config", in.Config)
 				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: in.Config, Checks: in.Checks})
 			}
@@ -92,12 +90,9 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 		}
 		if users == nil {
 			// The finalizer patch met a newer config: look again at once,
-			// in a new run once this one has looked often enough. Asked
-			// only here, so a release that never conflicts records no
-			// marker, and histories recorded before it replay as they ran.
+			// in a new run once this one has looked often enough.
 			conflicts++
-			if workflow.GetVersion(ctx, "release-continue-after-conflicts", workflow.DefaultVersion, 1) >= 1 &&
-				(conflicts >= maxConflictLooks || shouldContinueAsNew(ctx)) {
+			if conflicts >= maxConflictLooks || shouldContinueAsNew(ctx) {
 				log.Info("SandboxConfig changed under every release patch; continuing as new", "config", in.Config, "conflicts", conflicts)
 				return "", workflow.NewContinueAsNewError(ctx, wfapi.ReleaseWorkflow, in)
 			}
@@ -120,7 +115,8 @@ func Release(ctx workflow.Context, in wfapi.ReleaseInput) (string, error) {
 }
 
 // look takes one look at the config, in the order that makes a release safe:
-// live read, cache, live list, finalizer removal. It returns the pools still
+// live read, cache, then the live list and the finalizer removal (one step,
+// Unprotect). It returns the pools still
 // using the config (a count and a sample), or a final outcome, or neither
 // when the finalizer patch conflicted and the look must be taken again. The
 // removal is bound to the incarnation the live read saw (its UID and
@@ -144,12 +140,6 @@ func look(ctx workflow.Context, config string) (users *activities.Users, done st
 	if found.Count > 0 {
 		return &found, "", nil
 	}
-	if err := workflow.ExecuteActivity(withLiveList(ctx), act.LiveUsers, config).Get(ctx, &found); err != nil {
-		return nil, "", err
-	}
-	if found.Count > 0 {
-		return &found, "", nil
-	}
 	var removed activities.UnprotectResult
 	in := activities.UnprotectInput{Config: config, UID: c.UID, ResourceVersion: c.ResourceVersion}
 	if err := workflow.ExecuteActivity(withLiveList(ctx), act.Unprotect, in).Get(ctx, &removed); err != nil {
@@ -163,8 +153,8 @@ func look(ctx workflow.Context, config string) (users *activities.Users, done st
 	case activities.ReleaseConflict:
 		return nil, "", nil
 	case activities.ReleaseInUse:
-		// Unprotect's own live list found a pool (a claim written since
-		// LiveUsers listed): wait, as for any user.
+		// Unprotect's live list found a pool the cache missed (not synced
+		// yet, or a claim written a moment ago): wait, as for any user.
 		return &removed.Users, "", nil
 	}
 	return nil, "", fmt.Errorf("unexpected result %q releasing SandboxConfig %q", removed.Result, config)

@@ -23,32 +23,25 @@ import (
 // patch conflicts on every look is looked at again at once, and after
 // maxConflictLooks looks the run continues as new with its count of checks,
 // so its history stays bounded however long the conflicts last. A release
-// whose patch lands after a few conflicts ends released in the same run;
-// histories recorded before the change (DefaultVersion) keep looking in one
-// run, as they did.
+// whose patch lands after a few conflicts ends released in the same run.
 func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 	tests := []struct {
 		name          string
-		version       workflow.Version
 		conflicts     int // before the patch lands; -1: never
 		wantUnprotect int
 		wantContinued bool
 	}{
-		{name: "conflicts without end: continued as new", version: 1, conflicts: -1,
+		{name: "conflicts without end: continued as new", conflicts: -1,
 			wantUnprotect: maxConflictLooks, wantContinued: true},
-		{name: "a few conflicts, then released in the same run", version: 1, conflicts: 3,
+		{name: "a few conflicts, then released in the same run", conflicts: 3,
 			wantUnprotect: 4},
-		{name: "recorded before the change: one run keeps looking", version: workflow.DefaultVersion, conflicts: 2 * maxConflictLooks,
-			wantUnprotect: 2*maxConflictLooks + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, _ := newEnv(t)
-			env.OnGetVersion("release-continue-after-conflicts", workflow.DefaultVersion, 1).Return(tt.version)
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
 			unprotects := 0
 			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(context.Context, activities.UnprotectInput) (activities.UnprotectResult, error) {
 				unprotects++
@@ -81,14 +74,15 @@ func TestReleaseContinuesAsNewOnItsConflictPath(t *testing.T) {
 }
 
 // TestReleaseKeepsAConfigTheLiveListFindsInUse: the worker's cache misses a
-// pool that names the config (not synced yet, or behind); the live list
-// finds it, and the release waits with the finalizer in place.
+// pool that names the config (not synced yet, or behind); Unprotect's live
+// list finds it and removes nothing, and the release waits.
 func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	env, order := newEnv(t)
 	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true}, nil)
 	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{Count: 1, Sample: []string{"ns/late"}}, nil)
+	env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(activities.UnprotectResult{
+		Result: activities.ReleaseInUse, Users: activities.Users{Count: 1, Sample: []string{"ns/late"}}}, nil)
 	var state wfapi.ReleaseState
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(wfapi.QueryState)
@@ -98,7 +92,7 @@ func TestReleaseKeepsAConfigTheLiveListFindsInUse(t *testing.T) {
 	}, firstFallback/2)
 
 	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
-	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers"}, *order, "no Unprotect")
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "Unprotect"}, *order, "one live list: Unprotect's")
 	require.Equal(t, []string{"ns/late"}, state.Users)
 	require.Equal(t, 1, state.UserCount)
 	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome)
@@ -113,7 +107,6 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 	env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 		Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1", ResourceVersion: "42"}, nil)
 	env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-	env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
 	var got []activities.UnprotectInput
 	env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.UnprotectInput) (activities.UnprotectResult, error) {
 		got = append(got, in)
@@ -128,7 +121,7 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 	}, firstFallback/2)
 
 	env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg"})
-	require.Equal(t, []string{"ReadConfig", "CachedUsers", "LiveUsers", "Unprotect"}, *order)
+	require.Equal(t, []string{"ReadConfig", "CachedUsers", "Unprotect"}, *order)
 	require.Equal(t, []activities.UnprotectInput{{Config: "cfg", UID: "u1", ResourceVersion: "42"}}, got)
 	require.Equal(t, wfapi.OutcomeWaiting, state.Outcome, "refused: the release waits")
 	require.Equal(t, []string{"ns/claimer"}, state.Users)
@@ -137,40 +130,31 @@ func TestReleaseUnprotectsTheIncarnationItLookedAt(t *testing.T) {
 // TestReleaseLooksAgainAfterALateRecheck: a recheck that arrives while the
 // look that released the config runs may be the deletion of a config
 // created again under the name: the run continues as new (a fresh look)
-// instead of ending. Histories recorded before the change
-// (DefaultVersion) end as they did; without a pending recheck the release
-// ends released, and records no marker.
+// instead of ending; without a pending recheck the release ends released.
 func TestReleaseLooksAgainAfterALateRecheck(t *testing.T) {
 	tests := []struct {
 		name          string
-		version       workflow.Version
 		signal        bool
 		wantContinued bool
 	}{
-		{name: "a recheck during the last look: a new run", version: 1, signal: true, wantContinued: true},
-		{name: "recorded before the change: the recheck is dropped", version: workflow.DefaultVersion, signal: true},
-		{name: "no recheck: released", version: 1},
+		{name: "a recheck during the last look: a new run", signal: true, wantContinued: true},
+		{name: "no recheck: released"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, _ := newEnv(t)
-			asked := false
-			env.OnGetVersion("release-look-again-after-late-recheck", workflow.DefaultVersion, 1).
-				Return(func(string, workflow.Version, workflow.Version) workflow.Version { asked = true; return tt.version })
 			env.OnActivity(act.ReadConfig, mock.Anything, "cfg").
 				Return(&resolve.Config{Name: "cfg", Deleting: true, Protected: true, UID: "u1"}, nil)
 			env.OnActivity(act.CachedUsers, mock.Anything, "cfg").Return(activities.Users{}, nil)
-			env.OnActivity(act.LiveUsers, mock.Anything, "cfg").Return(func(context.Context, string) (activities.Users, error) {
+			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(func(context.Context, activities.UnprotectInput) (activities.UnprotectResult, error) {
 				if tt.signal {
 					env.SignalWorkflow(wfapi.SignalRecheck, nil)
 				}
-				return activities.Users{}, nil
+				return activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil
 			})
-			env.OnActivity(act.Unprotect, mock.Anything, mock.Anything).Return(activities.UnprotectResult{Result: activities.ReleaseRemoved}, nil)
 
 			env.ExecuteWorkflow(wfapi.ReleaseWorkflow, wfapi.ReleaseInput{Config: "cfg", Checks: 3, Since: 1})
 			require.True(t, env.IsWorkflowCompleted())
-			require.Equal(t, tt.signal, asked, "the version is asked only when a recheck is pending")
 			err := env.GetWorkflowError()
 			if !tt.wantContinued {
 				require.NoError(t, err)

@@ -29,17 +29,19 @@ func TestSwitchWritesOnTheVersionsItKnows(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
-			want := moveSteps("Protect", "Claim", "ReadConfig", tt.settle, "RecordEvent")
+			want := moveSteps("Protect", "Claim", "Confirm", "RecordEvent")
+			if tt.settle == "RollBack" {
+				want = moveSteps("Protect", "Claim", "Confirm", "RollBack", "RecordEvent")
+			}
 			in := switchIn
 			in.PoolResourceVersion = tt.observed
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(c activities.ClaimInput) bool {
 				return c.ResourceVersion == tt.observed
-			})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: tt.claimed}, nil).Once()
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
+			})).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: tt.claimed}, nil).Once()
 			onClaimed := mock.MatchedBy(func(s activities.SettleInput) bool { return s.ResourceVersion == tt.claimed })
-			env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
-			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(&activities.PoolWrite{Wrote: true}, nil).Maybe()
+			env.OnActivity(act.Confirm, mock.Anything, onClaimed).Return(confirmAgainst(tt.live)).Maybe()
+			env.OnActivity(act.RollBack, mock.Anything, onClaimed).Return(rolledBackNow(), nil).Maybe()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 
 			executeSwitch(env, in)

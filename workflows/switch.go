@@ -29,11 +29,12 @@ import (
 //     deletion), then Claim it in pendingConfigRef, which the release
 //     workflow honours: written only while the class still names From and
 //     shows the run that last wrote it when the move was planned.
-//  2. ReadConfig live, after the claim, so a deletion that raced the claim
-//     is seen (and Protect again if it is a new config under the same
-//     name); Confirm (configRef = target) or RollBack (configRef
-//     unchanged); RecordEvent, once the write has landed; WakeReleases of a
-//     config the class left in deletion; and the Outcome.
+//  2. Confirm (configRef = target), which reads the target live once the
+//     pool shows the claim, so a deletion that raced the claim is seen
+//     (and Protect again, then Confirm, if it is a new config under the
+//     same name), or RollBack (configRef unchanged); RecordEvent, once the
+//     write has landed; WakeReleases of a config the class left in
+//     deletion; and the Outcome.
 //
 // Every step is a local activity, so a crash runs the whole task again, and
 // nothing in the history says which writes landed. The class's status does:
@@ -61,7 +62,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		return nil, err
 	}
 	in.Pool = pool
-	if problem := in.Problem(); problem != "" && refusesInvalidInput(ctx) {
+	if problem := in.Problem(); problem != "" {
 		// A switch started by hand with what no step could carry out:
 		// fail now, before any step, rather than retry a step forever
 		// while holding the pool's switch ID.
@@ -82,7 +83,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 	// for while it runs calls for another look. A run with a move (the
 	// starter's) was planned before the signal came: it keeps it, makes
 	// its move, and continues as new for the look (see finish).
-	if !in.IsMove() || reresolve.Len() == 0 || !keepsEarlyReresolve(ctx) {
+	if !in.IsMove() {
 		drain(reresolve)
 	}
 	ctx = withActivities(ctx)
@@ -96,9 +97,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 		// run's search attributes (the SDK copies them into the new run):
 		// its move and outcome are not this run's.
 		attrs := append(clusterAttribute(ctx, cluster), searchattr.WorkerPoolKey.ValueSet(pool.String()))
-		if carried := carriedMove(ctx); len(carried) > 0 && dropsCarriedMove(ctx) {
-			attrs = append(attrs, carried...)
-		}
+		attrs = append(attrs, carriedMove(ctx)...)
 		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 			log.Warn("could not record the pool as a search attribute", "error", err)
 		}
@@ -145,7 +144,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		}).Get(ctx, &w); err != nil {
 			return nil, err
 		}
-		if w.PoolGone {
+		if w.Outcome == activities.PoolGone {
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
 		if err := wake(ctx, state, []string{in.Abandon}); err != nil {
@@ -159,8 +158,6 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	if err != nil {
 		return nil, err
 	}
-	var release []string
-	var claimed string
 	var claim activities.PoolWrite
 	if check.OK || yielding {
 		atStep(ctx, state, "Claim")
@@ -174,7 +171,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			return nil, err
 		}
 		if yielding {
-			if claim.Unclaimed {
+			if claim.Outcome == activities.Unclaimed {
 				// Nothing of this run on the class: the move can give way
 				// to a fresh look, which plans what the pool asks for now.
 				drain(workflow.GetSignalChannel(ctx, wfapi.SignalReresolve))
@@ -187,8 +184,8 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			// for the switch's end.
 			check.OK = true
 		}
-		switch {
-		case claim.Landed:
+		switch claim.Outcome {
+		case activities.Landed, activities.LandedThenGone:
 			// An earlier run of this task confirmed (its markers lost with
 			// a worker), maybe before the pool went: the move happened, its
 			// event is due.
@@ -197,53 +194,33 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 				return res, err
 			}
 			return res, wake(ctx, state, []string{in.From})
-		case claim.PoolGone:
+		case activities.PoolGone:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-		case claim.Superseded:
-			return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded}, nil
-		case claim.RolledBack != nil:
-			return rolledBackEarlier(ctx, in, claim.RolledBack)
-		case claim.Refused != nil:
+		case activities.Superseded:
+			return superseded(), nil
+		case activities.RolledBack:
+			return rolledBackEarlier(ctx, in, claim.Earlier)
+		case activities.Refused:
 			// The target is not protected after all (the config was made
 			// again since the Protect): nothing claimed, roll back as
 			// after a refused Protect.
-			check = *claim.Refused
+			check = *claim.Refusal
 		}
 	}
+	var release []string
+	var res *wfapi.SwitchResult
 	if check.OK {
-		claimed = claim.ResourceVersion
 		if claim.Displaced != "" {
 			release = append(release, claim.Displaced)
 		}
-		// The pool now names the target, so a release that lists the pools
-		// sees it: what the live read finds can be trusted.
-		atStep(ctx, state, "ReadConfig")
-		var live *resolve.Config
-		if err := workflow.ExecuteLocalActivity(local, act.ReadConfig, in.To).Get(ctx, &live); err != nil {
-			return nil, err
-		}
-		check.OK, check.Reason, check.Message = resolve.CheckTarget(in.To, live, in.Class)
-		if check.OK && !live.Protected {
-			// Deleted, released and created again under the same name
-			// between the protection and the claim: protect it again.
-			atStep(ctx, state, "Protect")
-			if err := workflow.ExecuteLocalActivity(local, act.Protect,
-				activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	var res *wfapi.SwitchResult
-	if check.OK {
-		atStep(ctx, state, "Confirm")
-		res, err = confirm(ctx, in, claimed)
+		res, err = confirm(ctx, state, in, claim.ResourceVersion)
 		if in.FromDeleting {
 			release = append(release, in.From)
 		}
 	} else {
+		// Nothing claimed: Protect or Claim refused the target.
 		atStep(ctx, state, "RollBack")
-		res, err = rollBack(ctx, in, check, claimed)
+		res, err = rollBack(ctx, in, check, "")
 	}
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
@@ -268,11 +245,6 @@ func ended(ctx workflow.Context, state *wfapi.SwitchState, outcome string) {
 	workflow.SetCurrentDetails(ctx, state.Details())
 }
 
-// yieldBeforeClaim is the change that lets a switch yield to a `reresolve`
-// received before its claim. Asked only when such a signal interrupts the
-// first Protect, so a history without one carries no marker.
-const yieldBeforeClaim = "yield-before-claim"
-
 // protectBeforeClaim runs the first Protect, and lets a `reresolve` that
 // arrives before it is done interrupt it: the step may be failing for as
 // long as its cause lasts (an admission policy refusing the finalizer), and
@@ -296,7 +268,7 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (chec
 	sel.AddFuture(f, func(workflow.Future) {})
 	sel.AddReceive(reresolve, func(workflow.ReceiveChannel, bool) { signalled = true })
 	sel.Select(ctx)
-	if signalled && workflow.GetVersion(ctx, yieldBeforeClaim, workflow.DefaultVersion, 1) >= 1 {
+	if signalled {
 		cancel()
 		return check, true, nil
 	}
@@ -304,20 +276,46 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (chec
 	return check, false, err
 }
 
-// confirm names the target in configRef and drops the claim; a Confirm that
-// finds the target refused since (missing, of another class, in deletion,
-// unprotected) rolls back instead. Being local, it may follow an earlier
-// run of itself whatever its attempt number.
-func confirm(ctx workflow.Context, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
+// confirm names the target in configRef and drops the claim. Confirm
+// reads the target live once the pool shows the claim standing: that read,
+// after the claim, is the switch's one check of its target (see "Why the
+// live read follows the claim" in docs/switch-protocol.md). A target it
+// finds unprotected is a config deleted, released and created again under
+// the name between the Protect and the claim (the Claim trusted a cache
+// that still showed the old one): the claim now holds its release, so it
+// is protected again and confirmed. Any other refusal (missing, of another
+// class, in deletion) rolls back. Being local, Confirm may follow an
+// earlier run of itself whatever its attempt number.
+func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
+	local := withLocalActivities(ctx)
+	settle := activities.SettleInput{
+		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Claimed: true,
+	}
+	atStep(ctx, state, "Confirm")
 	var w activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.Confirm, activities.SettleInput{
-		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed,
-		Local: true, Claimed: true,
-	}).Get(ctx, &w); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if refusedEnds(ctx, &w) {
-		return rollBack(ctx, in, *w.Refused, claimed)
+	if w.Outcome == activities.Refused && w.Refusal.Reason == activities.ReasonSandboxConfigNotProtected {
+		atStep(ctx, state, "Protect")
+		var check activities.TargetCheck
+		if err := workflow.ExecuteLocalActivity(local, act.Protect,
+			activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
+			return nil, err
+		}
+		if !check.OK {
+			atStep(ctx, state, "RollBack")
+			return rollBack(ctx, in, check, claimed)
+		}
+		atStep(ctx, state, "Confirm")
+		w = activities.PoolWrite{}
+		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
+			return nil, err
+		}
+	}
+	if w.Outcome == activities.Refused {
+		atStep(ctx, state, "RollBack")
+		return rollBack(ctx, in, *w.Refusal, claimed)
 	}
 	return switched(ctx, in, &w)
 }
@@ -331,29 +329,27 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
 		Reason: check.Reason, Message: message, ResourceVersion: claimed,
-		Local: true, Claimed: claimed != "",
+		Claimed: claimed != "",
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Landed {
+	switch w.Outcome {
+	case activities.Landed, activities.LandedThenGone:
 		return switched(ctx, in, &w)
-	}
-	if w.PoolGone {
+	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
-	}
-	if supersededEnds(ctx, &w) {
+	case activities.Superseded:
 		// Another writer took the class since the claim: its state is not
 		// this switch's to report.
 		return superseded(), nil
 	}
-	// The Warning of this appearance of the failure: the pool reconciler
+	// The Warning of this appearance of the failure: the pool keeper
 	// reports the same one under the same name, so it is recorded once.
-	ev := warning(in.Pool, in.Class, check.Reason, message, in.Generation)
 	if w.FailingSince != nil {
-		ev = poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
-	}
-	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
-		return nil, err
+		ev := poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+			return nil, err
+		}
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: check.Reason, Message: message}, nil
 }
@@ -392,15 +388,15 @@ func finish(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult,
 
 // switched reports a confirmed move: its event, then its outcome.
 func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrite) (*wfapi.SwitchResult, error) {
-	// A confirm whose claim another writer took wrote nothing: no move to
-	// report (see supersededEnds).
-	if supersededEnds(ctx, w) {
+	switch w.Outcome {
+	case activities.Superseded:
+		// A confirm whose claim another writer took wrote nothing: no
+		// move to report.
 		return superseded(), nil
-	}
-	// A confirm that found the pool gone ends the switch, unless an earlier
-	// attempt had moved the class before the pool went (its completion lost
-	// with a worker): that move is recorded like any other.
-	if w.PoolGone && !w.Landed {
+	case activities.PoolGone:
+		// A confirm that found the pool gone ends the switch. One that
+		// finds an earlier run had moved the class before the pool went
+		// (LandedThenGone) records that move like any other.
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	note := fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", in.Class, in.From, in.To)
@@ -416,16 +412,10 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 	if err != nil {
 		return nil, err
 	}
-	if w.PoolGone {
+	if w.Outcome == activities.LandedThenGone {
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	}
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeConfirmed, Reason: v1alpha1.ReasonResolved, Message: resolve.ResolvedMessage(in.To)}, nil
-}
-
-// warning is the Warning event of a failed resolution (see
-// activities.WarningEvent).
-func warning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, generation int64) poolevents.Event {
-	return activities.WarningEvent(pool, class, reason, message, generation)
 }
 
 // recordOutcome records the outcome where an operator looks: the Outcome

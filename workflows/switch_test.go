@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -58,6 +59,12 @@ func newTestEnv(t *testing.T) (env *testsuite.TestWorkflowEnvironment, regular, 
 	return env, regular, all
 }
 
+// rolledBackNow is what a RollBack that rolled back answers: the
+// appearance of the failure its Warning is keyed by.
+func rolledBackNow() *activities.PoolWrite {
+	return &activities.PoolWrite{Outcome: activities.Written, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}
+}
+
 func local(activity string) string { return activity + " (local)" }
 
 // moveSteps says how a switch runs the given steps: every one as a local
@@ -99,6 +106,26 @@ func liveConfig(name string, deleting bool) *resolve.Config {
 	return &resolve.Config{Name: name, Class: v1alpha1.SandboxClassGVisor, Deleting: deleting, Protected: true}
 }
 
+// confirmAgainst answers as Confirm does when its live read of the target
+// finds the configs given, one a call (the last one again after that): it
+// refuses a target that is missing, of another class, in deletion or
+// unprotected, with nothing written, and writes otherwise.
+func confirmAgainst(live ...*resolve.Config) func(context.Context, activities.SettleInput) (*activities.PoolWrite, error) {
+	calls := 0
+	return func(_ context.Context, in activities.SettleInput) (*activities.PoolWrite, error) {
+		c := live[min(calls, len(live)-1)]
+		calls++
+		ok, reason, message := resolve.CheckTarget(in.Config, c, in.Class)
+		if ok && !c.Protected {
+			ok, reason, message = false, activities.ReasonSandboxConfigNotProtected, fmt.Sprintf("SandboxConfig %q does not carry the finalizer", in.Config)
+		}
+		if !ok {
+			return &activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: reason, Message: message}}, nil
+		}
+		return &activities.PoolWrite{Outcome: activities.Written}, nil
+	}
+}
+
 func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -113,31 +140,31 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			name:    "confirmed",
 			protect: activities.TargetCheck{OK: true},
 			live:    liveConfig("new", false),
-			want:    []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RecordEvent"},
 			outcome: wfapi.OutcomeConfirmed, eventType: "Normal",
 			note: `sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
 		},
 		{
-			name:    "deleted between claim and read: rolled back",
+			name:    "deleted between claim and confirm: rolled back",
 			protect: activities.TargetCheck{OK: true},
 			live:    liveConfig("new", true),
-			want:    []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent"},
 			outcome: wfapi.OutcomeRolledBack, eventType: "Warning",
 			note: `SandboxConfig "new" is being deleted; keeping "old"`,
 		},
 		{
-			name:    "gone between claim and read: rolled back",
+			name:    "gone between claim and confirm: rolled back",
 			protect: activities.TargetCheck{OK: true},
 			live:    nil,
-			want:    []string{"Protect", "Claim", "ReadConfig", "RollBack", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "RollBack", "RecordEvent"},
 			outcome: wfapi.OutcomeRolledBack, eventType: "Warning",
 			note: `SandboxConfig "new" not found; keeping "old"`,
 		},
 		{
-			name:    "recreated under the same name between protect and read: protected again, confirmed",
+			name:    "recreated under the same name between protect and claim: protected again, confirmed",
 			protect: activities.TargetCheck{OK: true},
 			live:    &resolve.Config{Name: "new", Class: v1alpha1.SandboxClassGVisor},
-			want:    []string{"Protect", "Claim", "ReadConfig", "Protect", "Confirm", "RecordEvent"},
+			want:    []string{"Protect", "Claim", "Confirm", "Protect", "Confirm", "RecordEvent"},
 			outcome: wfapi.OutcomeConfirmed, eventType: "Normal",
 			note: `sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
 		},
@@ -154,12 +181,17 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&tt.protect, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+			answers := []*resolve.Config{tt.live}
+			if tt.live != nil && !tt.live.Protected {
+				again := *tt.live
+				again.Protected = true // by the Protect after the refusal
+				answers = append(answers, &again)
+			}
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(confirmAgainst(answers...))
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Message == tt.note && in.Config == "new"
-			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+			})).Return(rolledBackNow(), nil)
 			var event poolevents.Event
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
 				event = in
@@ -184,9 +216,8 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	in := switchIn
 	in.From = ""
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
@@ -197,12 +228,11 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 
 func TestSwitchRetriesAFailedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
-	want := moveSteps("Protect", "Claim", "Claim", "Claim", "ReadConfig", "Confirm", "RecordEvent")
+	want := moveSteps("Protect", "Claim", "Claim", "Claim", "Confirm", "RecordEvent")
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(nil, errors.New("conflict: the object has been modified")).Twice()
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
 	executeSwitch(env, switchIn)
@@ -229,19 +259,18 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil).Once()
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil).Once()
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(nil, errors.New("the API server is unavailable")).Times(tt.failures)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil).Once()
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil).Once()
 
 			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
 			want := []string{local("Protect"), local("Claim")}
 			for range tt.failures + 1 {
-				want = append(want, local("ReadConfig"))
+				want = append(want, local("Confirm"))
 			}
-			require.Equal(t, append(want, local("Confirm"), local("RecordEvent")), *order)
+			require.Equal(t, append(want, local("RecordEvent")), *order)
 			env.AssertExpectations(t)
 		})
 	}
@@ -249,13 +278,12 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 
 func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 	env, order := newSwitchEnv(t)
-	want := moveSteps("Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent", "WakeReleases")
+	want := moveSteps("Protect", "Claim", "Confirm", "RecordEvent", "WakeReleases")
 	in := switchIn
 	in.FromDeleting = true
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
-	env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{}, nil)
+	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
 	executeSwitch(env, in)
@@ -270,21 +298,20 @@ func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 // recorded. A confirm that never wrote records nothing.
 func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 	tests := []struct {
-		name   string
-		landed bool
-		want   []string
+		name    string
+		outcome activities.WriteOutcome
+		want    []string
 	}{
-		{name: "landed before the pool went", landed: true, want: []string{"Protect", "Claim", "ReadConfig", "Confirm", "RecordEvent"}},
-		{name: "never landed", want: []string{"Protect", "Claim", "ReadConfig", "Confirm"}},
+		{name: "landed before the pool went", outcome: activities.LandedThenGone, want: []string{"Protect", "Claim", "Confirm", "RecordEvent"}},
+		{name: "never landed", outcome: activities.PoolGone, want: []string{"Protect", "Claim", "Confirm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			want := moveSteps(tt.want...)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{PoolGone: true, Landed: tt.landed}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: tt.outcome}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
 				return in.Reason == "SandboxConfigSwitched"
 			})).Return(nil).Maybe()
@@ -310,49 +337,49 @@ func TestSwitch(t *testing.T) {
 	}{
 		{
 			name:    "confirmed: every step local, in one workflow task",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", false),
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")},
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
-			name:    "deleted between claim and read: rolled back",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			name:    "deleted between claim and confirm: rolled back",
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
-			rolled:  activities.PoolWrite{Wrote: true},
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			rolled:  *rolledBackNow(),
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
 			name:    "a re-run of the task finds its earlier confirm: the move stands and is reported",
-			claim:   activities.PoolWrite{Wrote: true, ResourceVersion: "8"},
+			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", true),
-			rolled:  activities.PoolWrite{Landed: true},
-			want:    []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack"), local("RecordEvent")},
+			rolled:  activities.PoolWrite{Outcome: activities.Landed},
+			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
 			name:    "a re-run's claim finds the run's own confirm: the event, nothing written",
-			claim:   activities.PoolWrite{Landed: true, ResourceVersion: "9"},
+			claim:   activities.PoolWrite{Outcome: activities.Landed, ResourceVersion: "9"},
 			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
 			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
 		},
 		{
 			name: "a re-run's claim finds the run's own roll back: its Warning, nothing written",
-			claim: activities.PoolWrite{ResourceVersion: "9", RolledBack: &activities.EarlierRollBack{
+			claim: activities.PoolWrite{ResourceVersion: "9", Outcome: activities.RolledBack, Earlier: &activities.EarlierRollBack{
 				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: `deleting; keeping "old"`, FailingSince: &metav1.Time{Time: time.Unix(1700000000, 0)}}},
 			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
 			outcome: wfapi.OutcomeRolledBack, event: v1alpha1.ReasonSandboxConfigDeleting,
 		},
 		{
 			name:    "superseded: the class moved since the starter looked; nothing else is done",
-			claim:   activities.PoolWrite{Superseded: true},
+			claim:   activities.PoolWrite{Outcome: activities.Superseded},
 			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomeSuperseded,
 		},
 		{
 			name:    "the pool is gone",
-			claim:   activities.PoolWrite{PoolGone: true},
+			claim:   activities.PoolWrite{Outcome: activities.PoolGone},
 			want:    []string{local("Protect"), local("Claim")},
 			outcome: wfapi.OutcomePoolGone,
 		},
@@ -364,12 +391,11 @@ func TestSwitch(t *testing.T) {
 			env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
 				return in.ExpectFrom && in.From == "old" && in.ResourceVersion == "7" && in.ExpectRun && in.FromRun == "run-0"
 			})).Return(&tt.claim, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-				return in.Local && in.Claimed && in.ResourceVersion == "8"
-			})).Return(&activities.PoolWrite{Wrote: true}, nil)
+				return in.Claimed && in.ResourceVersion == "8"
+			})).Return(confirmAgainst(tt.live))
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-				return in.Local && in.Claimed
+				return in.Claimed
 			})).Return(&tt.rolled, nil)
 			var event poolevents.Event
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
@@ -415,13 +441,12 @@ func TestSwitchStartedByAnOperator(t *testing.T) {
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool {
 			return in.ExpectFrom && in.From == "old" && in.Config == "new" && in.Pool.UID == "uid-1"
-		})).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-		env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(liveConfig("new", false), nil)
-		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		})).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
+		env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, wfapi.SwitchInput{})
 		require.NoError(t, err)
-		require.Equal(t, []string{"Observe", local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm"), local("RecordEvent")}, *order)
+		require.Equal(t, []string{"Observe", local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")}, *order)
 		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ate.dev/orchestrator/activities"
-	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -17,25 +16,24 @@ import (
 // switch ends as superseded: no event.
 func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 	tests := []struct {
-		name string
-		live *resolve.Config
-		want []string
+		name    string
+		confirm activities.PoolWrite
+		want    []string
 	}{
-		{name: "confirm", live: liveConfig("new", false),
-			want: []string{local("Protect"), local("Claim"), local("ReadConfig"), local("Confirm")}},
-		{name: "roll back", live: liveConfig("new", true),
-			want: []string{local("Protect"), local("Claim"), local("ReadConfig"), local("RollBack")}},
+		{name: "confirm", confirm: activities.PoolWrite{Outcome: activities.Superseded},
+			want: []string{local("Protect"), local("Claim"), local("Confirm")}},
+		{name: "roll back", confirm: activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: "SandboxConfigDeleting", Message: "deleting"}},
+			want: []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, order := newSwitchEnv(t)
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
-			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true, ResourceVersion: "8"}, nil)
-			env.OnActivity(act.ReadConfig, mock.Anything, "new").Return(tt.live, nil)
-			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Superseded: true}, nil)
+			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
+			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&tt.confirm, nil)
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Claimed // the switch says its claim stands: the activity checks it
-			})).Return(&activities.PoolWrite{Superseded: true}, nil)
+			})).Return(&activities.PoolWrite{Outcome: activities.Superseded}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 			env.OnActivity(act.WakeReleases, mock.Anything, mock.Anything).Return(nil)
 

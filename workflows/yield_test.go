@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,16 +17,15 @@ import (
 // TestASwitchYieldsBeforeItsClaim: a `reresolve` received while the first
 // Protect keeps failing (an admission policy refusing the finalizer) cancels
 // the step and continues the switch as new with no input, so the next run
-// plans what the pool then asks for; nothing is claimed. A history recorded
-// before the change (no version marker) waits for the step as it did, and
-// the signal is handled at the switch's end.
+// plans what the pool then asks for; nothing is claimed. Without a signal
+// the switch waits for the step.
 func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 	refused := errors.New(`adding finalizer to SandboxConfig "new": protection refused by the test policy`)
 	t.Run("yields", func(t *testing.T) {
 		env, order := newSwitchEnv(t)
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, refused)
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).
-			Return(&activities.PoolWrite{Unclaimed: true}, nil).Once()
+			Return(&activities.PoolWrite{Outcome: activities.Unclaimed}, nil).Once()
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
 		}, 5*time.Minute)
@@ -46,39 +44,13 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		require.Equal(t, local("Claim"), steps[len(steps)-1], "then a Claim that only looks, and finds nothing of the run: no claim")
 		env.AssertExpectations(t)
 	})
-	t.Run("a history from before waits for the step", func(t *testing.T) {
-		env, order := newSwitchEnv(t)
-		env.OnGetVersion(yieldBeforeClaim, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-		fails := 0
-		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ProtectInput) (*activities.TargetCheck, error) {
-			if fails++; fails < 12 {
-				return nil, refused
-			}
-			return &activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound", Message: `SandboxConfig "new" not found`}, nil
-		})
-		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
-		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-		env.RegisterDelayedCallback(func() {
-			env.SignalWorkflow(wfapi.SignalReresolve, nil)
-		}, 30*time.Second)
-		_, err := runSwitch(t, env, switchIn)
-		var can *workflow.ContinueAsNewError
-		require.ErrorAs(t, err, &can, "the signal is handled once the switch has ended")
-		require.Equal(t, local("RollBack"), (*order)[len(*order)-2], "the step was waited for, and the switch ended")
-	})
-	t.Run("no signal, no marker", func(t *testing.T) {
+	t.Run("no signal: the step is waited for", func(t *testing.T) {
 		env, _ := newSwitchEnv(t)
-		asked := false
-		env.OnGetVersion(yieldBeforeClaim, workflow.DefaultVersion, 1).Return(func(string, workflow.Version, workflow.Version) workflow.Version {
-			asked = true
-			return 1
-		})
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound"}, nil)
-		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Wrote: true}, nil)
+		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(rolledBackNow(), nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, switchIn)
 		require.NoError(t, err)
 		require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
-		require.False(t, asked, "the version is asked only when a signal interrupts")
 	})
 }

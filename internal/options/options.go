@@ -72,9 +72,6 @@ type Options struct {
 	// ("none"); empty: on when an OTLP endpoint is set (internal/tracing).
 	TracesExporter string
 
-	// deprecated lists the deprecated flags the command line used, for a
-	// warning once logging is set up.
-	deprecated []deprecation
 	// envErr is an environment variable of the wrong form, reported by
 	// Validate (BindFlags cannot fail).
 	envErr error
@@ -199,7 +196,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
 		"serve /metrics over HTTPS, each request authenticated and authorised by the Kubernetes API server (TokenReview, SubjectAccessReview: get on the non-resource URL /metrics); false: plain HTTP, for loopback (env METRICS_SECURE)")
-	o.bindDeprecatedFlags(fs)
 }
 
 // parseBool accepts what LEADER_ELECT and the SDK's boolean variables do.

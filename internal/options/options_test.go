@@ -182,9 +182,6 @@ func clearEnv(t *testing.T) {
 	for _, s := range settings {
 		unsetEnv(t, s.env)
 	}
-	for _, d := range deprecations {
-		unsetEnv(t, d.oldEnv)
-	}
 	for _, k := range []string{"METRICS_SECURE", "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA",
 		"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY",
 		"TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH"} {

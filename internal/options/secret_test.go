@@ -17,7 +17,7 @@ import (
 // processes print.
 const (
 	apiKeySecret = "tk_live_8f3a9c-API-KEY-SECRET"
-	// A key given as content instead of a path (TEMPORAL_TLS_KEY set to the
+	// A key given as content instead of a path (TEMPORAL_TLS_CLIENT_KEY_PATH set to the
 	// PEM itself).
 	inlineKeySecret = "-----BEGIN EC PRIVATE KEY-----\nINLINE-KEY-SECRET\n-----END EC PRIVATE KEY-----\n"
 	// The content of a key file that is not a valid key.
@@ -43,7 +43,6 @@ func TestSecretsNeverInUsage(t *testing.T) {
 	}{
 		{name: "API key", env: "TEMPORAL_API_KEY", value: apiKeySecret, secret: apiKeySecret},
 		{name: "TLS key given as content", env: "TEMPORAL_TLS_CLIENT_KEY_PATH", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
-		{name: "TLS key given as content, deprecated name", env: "TEMPORAL_TLS_KEY", value: inlineKeySecret, secret: "INLINE-KEY-SECRET"},
 	}
 	for _, tt := range tests {
 		for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-temporal-address"}} {

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,66 +19,12 @@ import (
 //     and the temporal CLI read it: set, even to "", it replaces the
 //     profile's value; any TEMPORAL_TLS_* variable (or TEMPORAL_TLS=true)
 //     turns TLS on, TEMPORAL_TLS=false off;
-//  3. a deprecated variable (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT,
-//     TEMPORAL_TLS_KEY), when its standard one is unset, with a warning;
-//  4. the profile (--temporal-profile, TEMPORAL_PROFILE, else "default")
+//  3. the profile (--temporal-profile, TEMPORAL_PROFILE, else "default")
 //     of the TOML file (--temporal-config-file, TEMPORAL_CONFIG_FILE, else
 //     the CLI's temporalio/temporal.toml under the user's config
 //     directory); a missing file is no error, a named profile it lacks is;
-//  5. the default: 127.0.0.1:7233, namespace "default", plaintext (TLS
+//  4. the default: 127.0.0.1:7233, namespace "default", plaintext (TLS
 //     with the system roots when an API key is set).
-
-// deprecation is an old name of a standard setting, kept for one release.
-type deprecation struct {
-	oldFlag, newFlag, oldEnv, newEnv string
-}
-
-// deprecations are the product's own names of TLS settings that the
-// standard ones replace; both keep working until the next release.
-var deprecations = []struct {
-	deprecation
-	dst func(*Options) *string
-	set func(*envconfig.ClientConfigTLS, string)
-}{
-	{deprecation{"temporal-tls-ca", "temporal-tls-server-ca-cert-path", "TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
-		func(o *Options) *string { return &o.TLSCAFile },
-		func(t *envconfig.ClientConfigTLS, v string) { t.ServerCACertPath, t.ServerCACertData = v, nil }},
-	{deprecation{"temporal-tls-cert", "temporal-tls-client-cert-path", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_CLIENT_CERT_PATH"},
-		func(o *Options) *string { return &o.TLSCertFile },
-		func(t *envconfig.ClientConfigTLS, v string) { t.ClientCertPath, t.ClientCertData = v, nil }},
-	{deprecation{"temporal-tls-key", "temporal-tls-client-key-path", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CLIENT_KEY_PATH"},
-		func(o *Options) *string { return &o.TLSKeyFile },
-		func(t *envconfig.ClientConfigTLS, v string) { t.ClientKeyPath, t.ClientKeyData = v, nil }},
-}
-
-// bindDeprecatedFlags defines the old flags: each sets its new flag's
-// field and is recorded for a warning. Their usage names no "(env ...)":
-// the manifests must not set the old variables.
-func (o *Options) bindDeprecatedFlags(fs *flag.FlagSet) {
-	for _, d := range deprecations {
-		fs.Var(&deprecatedValue{o: o, d: d.deprecation, dst: d.dst(o)}, d.oldFlag,
-			fmt.Sprintf("deprecated, removed in the next release: use --%s (and %s for %s)", d.newFlag, d.newEnv, d.oldEnv))
-	}
-}
-
-type deprecatedValue struct {
-	o   *Options
-	d   deprecation
-	dst *string
-}
-
-func (v *deprecatedValue) String() string {
-	if v == nil || v.dst == nil {
-		return ""
-	}
-	return redactPath(*v.dst)
-}
-
-func (v *deprecatedValue) Set(s string) error {
-	*v.dst = s
-	v.o.deprecated = append(v.o.deprecated, v.d)
-	return nil
-}
 
 // TemporalConnection is the resolved Temporal connection.
 type TemporalConnection struct {
@@ -89,9 +34,6 @@ type TemporalConnection struct {
 	// the SDK's default path), ProfileName the profile asked for ("" for
 	// "default").
 	ConfigFile, ProfileName string
-	// Warnings are the deprecated names in use, each naming its
-	// replacement.
-	Warnings []string
 }
 
 // TemporalConnection resolves the Temporal connection settings (see the
@@ -117,22 +59,6 @@ func (o *Options) TemporalConnection() (TemporalConnection, error) {
 		}
 		return prof.TLS
 	}
-	// Deprecated variables: under the standard ones, over the file.
-	for _, d := range deprecations {
-		old, ok := os.LookupEnv(d.oldEnv)
-		if !ok || old == "" {
-			continue
-		}
-		if _, std := os.LookupEnv(d.newEnv); std {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is deprecated and ignored: %s is set", d.oldEnv, d.newEnv))
-			continue
-		}
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s is deprecated and will be removed in the next release: use %s", d.oldEnv, d.newEnv))
-		d.set(tlsOf(), old)
-	}
-	for _, d := range o.deprecated {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("--%s is deprecated and will be removed in the next release: use --%s", d.oldFlag, d.newFlag))
-	}
 	// Flags over everything.
 	if o.TemporalAddress != "" {
 		prof.Address = o.TemporalAddress
@@ -143,10 +69,17 @@ func (o *Options) TemporalConnection() (TemporalConnection, error) {
 	if o.APIKey != "" {
 		prof.APIKey = o.APIKey
 	}
-	for _, d := range deprecations {
-		if v := *d.dst(o); v != "" {
-			d.set(tlsOf(), v)
-		}
+	if o.TLSCAFile != "" {
+		t := tlsOf()
+		t.ServerCACertPath, t.ServerCACertData = o.TLSCAFile, nil
+	}
+	if o.TLSCertFile != "" {
+		t := tlsOf()
+		t.ClientCertPath, t.ClientCertData = o.TLSCertFile, nil
+	}
+	if o.TLSKeyFile != "" {
+		t := tlsOf()
+		t.ClientKeyPath, t.ClientKeyData = o.TLSKeyFile, nil
 	}
 	if o.TLSServerName != "" {
 		tlsOf().ServerName = o.TLSServerName
@@ -189,8 +122,8 @@ func or(v, def string) string {
 }
 
 // TemporalClientOptions returns the Temporal client options of the resolved
-// connection, and logs, on log (nil: slog.Default()), the deprecated names
-// in use and where the connection came from. It fails with a clear error
+// connection, and logs, on log (nil: slog.Default()), where the connection
+// came from. It fails with a clear error
 // when a setting is invalid or a file cannot be used.
 func (o *Options) TemporalClientOptions(log *slog.Logger) (client.Options, error) {
 	if log == nil {
@@ -200,9 +133,6 @@ func (o *Options) TemporalClientOptions(log *slog.Logger) (client.Options, error
 		return client.Options{}, fmt.Errorf("invalid Temporal options: %w", err)
 	}
 	conn, err := o.TemporalConnection()
-	for _, w := range conn.Warnings {
-		log.Warn(w)
-	}
 	if err != nil {
 		return client.Options{}, err
 	}

@@ -1,10 +1,7 @@
 package options
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,86 +143,6 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 				require.Equal(t, tt.want.namespace, opts.Namespace)
 				require.Equal(t, tt.want.apiKey != "", opts.Credentials != nil)
 			}
-		})
-	}
-}
-
-// The deprecated names keep working for one release, under the standard
-// ones, and each use is logged as a warning naming its replacement.
-func TestTemporalDeprecatedNames(t *testing.T) {
-	dir := t.TempDir()
-	ca, cert, key := writeCertificates(t, dir)
-	tests := []struct {
-		name         string
-		file         string
-		env          map[string]string
-		args         []string
-		wantCA       string
-		wantCert     string
-		wantKey      string
-		wantWarnings []string
-	}{
-		{name: "old variables", env: map[string]string{"TEMPORAL_TLS_CA": ca, "TEMPORAL_TLS_CERT": cert, "TEMPORAL_TLS_KEY": key},
-			wantCA: ca, wantCert: cert, wantKey: key,
-			wantWarnings: []string{
-				"TEMPORAL_TLS_CA is deprecated and will be removed in the next release: use TEMPORAL_TLS_SERVER_CA_CERT_PATH",
-				"TEMPORAL_TLS_CERT is deprecated and will be removed in the next release: use TEMPORAL_TLS_CLIENT_CERT_PATH",
-				"TEMPORAL_TLS_KEY is deprecated and will be removed in the next release: use TEMPORAL_TLS_CLIENT_KEY_PATH",
-			}},
-		{name: "an old variable over the profile file", file: "[profile.default.tls]\nserver_ca_cert_path = \"/file/ca.pem\"\n",
-			env: map[string]string{"TEMPORAL_TLS_CA": ca}, wantCA: ca,
-			wantWarnings: []string{"TEMPORAL_TLS_CA is deprecated and will be removed in the next release: use TEMPORAL_TLS_SERVER_CA_CERT_PATH"}},
-		{name: "the standard variable wins over the old one",
-			env:    map[string]string{"TEMPORAL_TLS_CA": "/old/ca.pem", "TEMPORAL_TLS_SERVER_CA_CERT_PATH": ca},
-			wantCA: ca, wantWarnings: []string{"TEMPORAL_TLS_CA is deprecated and ignored: TEMPORAL_TLS_SERVER_CA_CERT_PATH is set"}},
-		{name: "old flags", args: []string{"--temporal-tls-ca", ca, "--temporal-tls-cert", cert, "--temporal-tls-key", key},
-			wantCA: ca, wantCert: cert, wantKey: key,
-			wantWarnings: []string{
-				"--temporal-tls-ca is deprecated and will be removed in the next release: use --temporal-tls-server-ca-cert-path",
-				"--temporal-tls-cert is deprecated and will be removed in the next release: use --temporal-tls-client-cert-path",
-				"--temporal-tls-key is deprecated and will be removed in the next release: use --temporal-tls-client-key-path",
-			}},
-		{name: "an old flag over the standard variable",
-			env: map[string]string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH": "/env/ca.pem"}, args: []string{"--temporal-tls-ca", ca},
-			wantCA: ca, wantWarnings: []string{"--temporal-tls-ca is deprecated and will be removed in the next release: use --temporal-tls-server-ca-cert-path"}},
-		{name: "standard names only: no warning", env: map[string]string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH": ca},
-			wantCA: ca},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clearEnv(t)
-			if tt.file != "" {
-				t.Setenv("TEMPORAL_CONFIG_FILE", writeProfiles(t, t.TempDir(), tt.file))
-			}
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			o := Options{}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.BindFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-
-			var buf bytes.Buffer
-			opts, err := o.TemporalClientOptions(slog.New(slog.NewJSONHandler(&buf, nil)))
-			require.NoError(t, err)
-			require.NotNil(t, opts.ConnectionOptions.TLS)
-			conn, err := o.TemporalConnection()
-			require.NoError(t, err)
-			require.Equal(t, tt.wantCA, conn.Profile.TLS.ServerCACertPath)
-			require.Equal(t, tt.wantCert, conn.Profile.TLS.ClientCertPath)
-			require.Equal(t, tt.wantKey, conn.Profile.TLS.ClientKeyPath)
-			require.ElementsMatch(t, tt.wantWarnings, conn.Warnings)
-
-			// Each warning is a WARN line of the log.
-			var warned []string
-			for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-				var rec map[string]any
-				require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
-				if rec["level"] == "WARN" {
-					warned = append(warned, rec["msg"].(string))
-				}
-			}
-			require.ElementsMatch(t, tt.wantWarnings, warned)
 		})
 	}
 }

@@ -32,10 +32,6 @@ func (p PoolRef) Key() types.NamespacedName {
 // A switch (ID SwitchWorkflowID) started by the starter carries the move
 // the starter's cache asked for; one started by an operator with no input
 // decides its move itself, from a live read.
-//
-// The histories recorded before the first release also carry "lean": true,
-// which marked this shape while an older one lived beside it; decoding
-// ignores it.
 type SwitchInput struct {
 	Pool  PoolRef               `json:"pool"`
 	Class v1alpha1.SandboxClass `json:"class"`
@@ -52,14 +48,14 @@ type SwitchInput struct {
 	// Generation is the pool generation the switch acts on.
 	Generation int64 `json:"generation"`
 	// PoolResourceVersion is the pool's resourceVersion the move was decided
-	// on: the claim writes on it when the pool is still at it. "" (also in
-	// switches started before it existed) reads first.
+	// on: the claim writes on it when the pool is still at it. "" reads
+	// first.
 	PoolResourceVersion string `json:"poolResourceVersion,omitempty"`
 	// SpecConfigRef is the config the class's spec entry pinned when the
 	// move was planned, "" when it followed the class default
 	// (resolve.Move's): the claim is written only while the spec still
-	// says the same. nil in inputs from before it existed, whose claims
-	// expect nothing of the spec.
+	// says the same. nil in inputs that expect nothing of the spec (a switch
+	// started by hand).
 	SpecConfigRef *string `json:"specConfigRef,omitempty"`
 	// FromRun is the run ID of the switch that last wrote the class when the
 	// move was planned (its status lastSwitch; "" for none): the claim is

@@ -33,7 +33,7 @@ func (a *noopActivities) Protect(context.Context, activities.ProtectInput) (*act
 }
 
 func (a *noopActivities) Claim(context.Context, activities.ClaimInput) (*activities.PoolWrite, error) {
-	return &activities.PoolWrite{Wrote: true, ResourceVersion: a.resourceVersion()}, nil
+	return &activities.PoolWrite{Outcome: activities.Written, ResourceVersion: a.resourceVersion()}, nil
 }
 
 // ReadConfig finds the target a protected class default of the class the
@@ -44,7 +44,7 @@ func (a *noopActivities) ReadConfig(_ context.Context, name string) (*resolve.Co
 }
 
 func (a *noopActivities) Confirm(context.Context, activities.SettleInput) (*activities.PoolWrite, error) {
-	return &activities.PoolWrite{Wrote: true, ResourceVersion: a.resourceVersion()}, nil
+	return &activities.PoolWrite{Outcome: activities.Written, ResourceVersion: a.resourceVersion()}, nil
 }
 
 func (a *noopActivities) RecordEvent(_ context.Context, in poolevents.Event) error {

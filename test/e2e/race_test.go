@@ -13,12 +13,12 @@ import (
 )
 
 // TestClaimRace is the race the claim exists for: a config deleted between a
-// switch's claim and its live read. The release must not remove the finalizer
-// while the claim stands, and the switch must roll back; no pool ever names a
-// config that no longer exists.
+// switch's claim and its confirm's live read. The release must not remove
+// the finalizer while the claim stands, and the switch must roll back; no
+// pool ever names a config that no longer exists.
 func TestClaimRace(t *testing.T) {
-	held := producttest.NewGate("ReadConfig", "gvisor-next")
-	p, ns, next := raceToNext(t, held) // protected and claimed, not yet read
+	held := producttest.NewGateContaining("Confirm", "gvisor-next")
+	p, ns, next := raceToNext(t, held) // protected and claimed, not yet confirmed
 	ctx := context.Background()
 	kube := p.Env.Kube
 
@@ -66,10 +66,11 @@ func TestDeletedBeforeClaim(t *testing.T) {
 
 // TestRecreatedBeforeClaim: a config deleted after a switch protected it and
 // before its claim is released (nothing names it yet), then created again
-// under the same name, without the finalizer. The switch's live read sees a
-// config that exists and is not in deletion, but is not the one it
-// protected: it must protect it again before confirming, or the pool would
-// name a config whose deletion nothing holds back (P1).
+// under the same name, without the finalizer. The switch's claim (when its
+// cache shows the new config) or its confirm's live read sees a config that
+// exists and is not in deletion, but is not the one it protected: the pool
+// must not name it before it is protected again, or it would name a config
+// whose deletion nothing holds back (P1).
 func TestRecreatedBeforeClaim(t *testing.T) {
 	held := producttest.NewGateContaining("Claim", "gvisor-next")
 	p, ns, next := raceToNext(t, held) // protected, not yet claimed

@@ -167,7 +167,7 @@ func TestReleaseOfAConfigUnderManyPools(t *testing.T) {
 	require.NoError(t, env.Temporal.SignalWorkflow(ctx, id, "", wfapi.SignalRecheck, nil))
 	producttest.Eventually(t, "the release's live list", func() (bool, string) {
 		r := usersResults(t, ctx, id)
-		return len(r["LiveUsers"]) > 0, fmt.Sprintf("results %v", r)
+		return len(r["Unprotect"]) > 0, fmt.Sprintf("results %v", r)
 	})
 	s = waitChecks(2)
 	t.Logf("look 2 (the live list): %d checks, %d users named", s.Checks, len(s.Users))
@@ -180,7 +180,7 @@ func TestReleaseOfAConfigUnderManyPools(t *testing.T) {
 	// every key: each users result is small.
 	results := usersResults(t, ctx, id)
 	require.Contains(t, results, "CachedUsers")
-	require.Contains(t, results, "LiveUsers")
+	require.Contains(t, results, "Unprotect")
 	for typ, sizes := range results {
 		for _, n := range sizes {
 			require.Lessf(t, n, 2048, "%s recorded a %d-byte result for %d users", typ, n, crowdedPools)
@@ -200,7 +200,7 @@ func TestReleaseOfAConfigUnderManyPools(t *testing.T) {
 	t.Logf("the whole test took %s", time.Since(began).Round(time.Millisecond))
 }
 
-// usersResults returns, per activity type (CachedUsers, LiveUsers), the
+// usersResults returns, per activity type (CachedUsers, Unprotect), the
 // sizes of the results the release workflow's history recorded.
 func usersResults(t *testing.T, ctx context.Context, id string) map[string][]int {
 	t.Helper()
@@ -215,7 +215,7 @@ func usersResults(t *testing.T, ctx context.Context, id string) map[string][]int
 		}
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
 			typ := scheduled[a.GetScheduledEventId()]
-			if typ != "CachedUsers" && typ != "LiveUsers" {
+			if typ != "CachedUsers" && typ != "Unprotect" {
 				continue
 			}
 			n := 0

@@ -99,7 +99,7 @@ func TestTraceOfASwitch(t *testing.T) {
 	}{
 		{"Protect", "/sandboxconfigs/trace-b"},
 		{"Claim", "PUT /apis/ate.dev/v1alpha1/namespaces/" + ns + "/workerpools/counter/status"},
-		{"ReadConfig", "GET /apis/ate.dev/v1alpha1/sandboxconfigs/trace-b"},
+		{"Confirm", "GET /apis/ate.dev/v1alpha1/sandboxconfigs/trace-b"},
 		{"Confirm", "PUT /apis/ate.dev/v1alpha1/namespaces/" + ns + "/workerpools/counter/status"},
 		{"RecordEvent", "/namespaces/" + ns + "/events"},
 	} {

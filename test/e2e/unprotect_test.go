@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
@@ -24,7 +25,7 @@ import (
 // hostileUnprotect is a workflow of a type the product does not know, run
 // by a worker of the test's own on another task queue, that schedules the
 // product's Unprotect activity on the product's task queue, by name, with
-// the plain config name: what anyone who can run a worker in the namespace
+// only the config's name: what anyone who can run a worker in the namespace
 // can do (docs/security.md).
 func hostileUnprotect(ctx workflow.Context, taskQueue, config string) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -33,7 +34,7 @@ func hostileUnprotect(ctx workflow.Context, taskQueue, config string) (string, e
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	var res json.RawMessage
-	if err := workflow.ExecuteActivity(ctx, "Unprotect", config).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(ctx, "Unprotect", activities.UnprotectInput{Config: config}).Get(ctx, &res); err != nil {
 		return "", err
 	}
 	return string(res), nil

@@ -65,9 +65,7 @@ current-context: c
 		{name: "-h", args: []string{"-h"}, want: "-temporal-api-key"},
 		{name: "mistyped flag", args: []string{"-temporal-adress", "x"}, want: "flag provided but not defined"},
 		{name: "bad key file", args: []string{"-temporal-tls-client-cert-path", cert, "-temporal-tls-client-key-path", key}, want: "loading the Temporal client certificate"},
-		{name: "bad key file, deprecated flags", args: []string{"-temporal-tls-cert", cert, "-temporal-tls-key", key}, want: "loading the Temporal client certificate"},
 		{name: "key content as the path", env: []string{"TEMPORAL_TLS_CLIENT_CERT_PATH=" + cert, "TEMPORAL_TLS_CLIENT_KEY_PATH=" + inline}, want: "holds key material"},
-		{name: "key content as the path, deprecated variables", env: []string{"TEMPORAL_TLS_CERT=" + cert, "TEMPORAL_TLS_KEY=" + inline}, want: "holds key material"},
 		{name: "key content in a profile file", env: []string{"TEMPORAL_CONFIG_FILE=" + profile}, want: "holds key material"},
 		{name: "-h with key content as the path", args: []string{"-h"}, env: []string{"TEMPORAL_TLS_CLIENT_KEY_PATH=" + inline}, want: "-temporal-tls-client-key-path"},
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -26,9 +27,9 @@ import (
 // pagingLive is a fake API server that pages WorkerPool lists as the real
 // one does (the fake client does not): a continue token is the index of the
 // next pool, "expired" answers 410 Expired. It records the tokens asked.
-func pagingLive(t *testing.T, pools int, onConfig func(i int) bool) (ctrlclient.WithWatch, *[]string) {
+// It also holds the objects given.
+func pagingLive(t *testing.T, pools int, onConfig func(i int) bool, objs ...ctrlclient.Object) (ctrlclient.WithWatch, *[]string) {
 	t.Helper()
-	var objs []ctrlclient.Object
 	for i := range pools {
 		config := "other"
 		if onConfig(i) {
@@ -82,13 +83,15 @@ func pagingLive(t *testing.T, pools int, onConfig func(i int) bool) (ctrlclient.
 	return live, &asked
 }
 
-// TestLiveUsersPagesHeartbeatsAndResumes: LiveUsers lists 500 pools a page,
-// heartbeats its progress (the next page's token, the count so far and a
-// sample) after each page but the last, and an attempt retried after a
-// heartbeat resumes from it; a token the API server calls expired restarts
-// the list. Its result is a count and a sample, whatever the number of
-// users.
-func TestLiveUsersPagesHeartbeatsAndResumes(t *testing.T) {
+// TestUnprotectPagesHeartbeatsAndResumes: Unprotect's live list takes 500
+// pools a page, heartbeats its progress (the incarnation it listed after,
+// the next page's token, the count so far and a sample) after each page
+// but the last, and an attempt retried after a heartbeat of the same
+// incarnation at the same resourceVersion resumes from it; a heartbeat of
+// another one starts the list afresh, and a token the API server calls
+// expired restarts it. Users found: in use, with a count and a sample,
+// whatever their number, and the finalizer stays.
+func TestUnprotectPagesHeartbeatsAndResumes(t *testing.T) {
 	const pools = 1300 // three pages
 	onConfig := func(i int) bool { return i%2 == 0 }
 	key := func(i int) string { return wfapi.PoolKey("ns", fmt.Sprintf("p%05d", i)) }
@@ -96,6 +99,8 @@ func TestLiveUsersPagesHeartbeatsAndResumes(t *testing.T) {
 	for i := 0; len(firstTen) < UserSampleSize; i += 2 {
 		firstTen = append(firstTen, key(i))
 	}
+	config := sandboxConfig("c", gvisor, true, true)
+	config.UID = "u1"
 	tests := []struct {
 		name      string
 		resume    *LiveListProgress
@@ -105,21 +110,28 @@ func TestLiveUsersPagesHeartbeatsAndResumes(t *testing.T) {
 	}{
 		{name: "a first attempt lists every page", wantAsked: []string{"", "500", "1000"}, wantCount: 650, wantBeats: 2},
 		{name: "a retry resumes from its heartbeat",
-			resume:    &LiveListProgress{Continue: "1000", Pages: 2, Users: Users{Count: 500, Sample: firstTen}},
+			resume:    &LiveListProgress{UID: "u1", ResourceVersion: "999", Continue: "1000", Pages: 2, Users: Users{Count: 500, Sample: firstTen}},
 			wantAsked: []string{"1000"}, wantCount: 500 + 150},
+		{name: "a heartbeat of another incarnation: a fresh list",
+			resume:    &LiveListProgress{UID: "u0", ResourceVersion: "999", Continue: "1000", Pages: 2, Users: Users{Count: 500, Sample: firstTen}},
+			wantAsked: []string{"", "500", "1000"}, wantCount: 650, wantBeats: 2},
 		{name: "an expired token restarts the list",
-			resume:    &LiveListProgress{Continue: "expired", Pages: 1, Users: Users{Count: 250, Sample: firstTen}},
+			resume:    &LiveListProgress{UID: "u1", ResourceVersion: "999", Continue: "expired", Pages: 1, Users: Users{Count: 250, Sample: firstTen}},
 			wantAsked: []string{"expired", "", "500", "1000"}, wantCount: 650, wantBeats: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			live, asked := pagingLive(t, pools, onConfig)
+			live, asked := pagingLive(t, pools, onConfig, config.DeepCopy())
+			var read v1alpha1.SandboxConfig
+			require.NoError(t, live.Get(context.Background(), ctrlclient.ObjectKey{Name: "c"}, &read))
 			a := &Activities{Live: live}
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestActivityEnvironment()
 			env.RegisterActivity(a)
 			if tt.resume != nil {
-				env.SetHeartbeatDetails(*tt.resume)
+				resume := *tt.resume
+				resume.ResourceVersion = read.ResourceVersion
+				env.SetHeartbeatDetails(resume)
 			}
 			var beats []LiveListProgress
 			env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
@@ -127,12 +139,17 @@ func TestLiveUsersPagesHeartbeatsAndResumes(t *testing.T) {
 				require.NoError(t, details.Get(&p))
 				beats = append(beats, p)
 			})
-			v, err := env.ExecuteActivity(a.LiveUsers, "c")
+			v, err := env.ExecuteActivity(a.Unprotect, UnprotectInput{Config: "c", UID: "u1", ResourceVersion: read.ResourceVersion})
 			require.NoError(t, err)
-			var got Users
-			require.NoError(t, v.Get(&got))
+			var res UnprotectResult
+			require.NoError(t, v.Get(&res))
+			require.Equal(t, ReleaseInUse, res.Result)
+			got := res.Users
 			require.Equal(t, tt.wantCount, got.Count)
 			require.Equal(t, firstTen, got.Sample, "the sample: the first keys")
+			var after v1alpha1.SandboxConfig
+			require.NoError(t, live.Get(context.Background(), ctrlclient.ObjectKey{Name: "c"}, &after))
+			require.Contains(t, after.Finalizers, v1alpha1.ProtectionFinalizer, "in use: the finalizer stays")
 			require.Equal(t, tt.wantAsked, *asked)
 			// The SDK throttles heartbeats: at least the first is sent.
 			require.Equal(t, tt.wantBeats > 0, len(beats) > 0, "heartbeats %v", beats)
@@ -140,6 +157,7 @@ func TestLiveUsersPagesHeartbeatsAndResumes(t *testing.T) {
 			for i, b := range beats {
 				require.Equal(t, strconv.Itoa(500*(i+1)), b.Continue, "heartbeat %d names the next page", i+1)
 				require.Equal(t, 250*(i+1), b.Users.Count, "heartbeat %d counts the users so far", i+1)
+				require.Equal(t, types.UID("u1"), b.UID, "heartbeat %d names the incarnation listed after", i+1)
 				require.LessOrEqual(t, len(b.Users.Sample), UserSampleSize)
 			}
 		})
