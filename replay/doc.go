@@ -3,11 +3,13 @@
 //
 // The fixtures in testdata/ are named <switch|release>-<scenario>.<version>.json,
 // the JSON that `temporal workflow show --output json` writes and the SDK's
-// WorkflowReplayer reads. The corpus begins, for switches, with v4 (every
-// step of a move local, in one workflow task:
-// docs/decisions/0007-one-task-switch.md), and, for releases, with v3, whose
-// shape v4 keeps (firstVersions, shapeVersions; the shapes before them:
-// docs/decisions/0003-one-switch-shape.md). Each fixture keeps, in
+// WorkflowReplayer reads. The corpus begins with v1, the shapes the first
+// release ships: every workflow ID names its cluster
+// (docs/decisions/0010-cluster-identity.md), a move is one workflow task
+// of local steps (0007) with one live read of its target, Confirm's, and a
+// release lists the pools once per look, in Unprotect (0008); the shapes
+// before them were replaced before any release (firstVersions,
+// shapeVersions). Each fixture keeps, in
 // <name>.<version>.execution.json, the workflow ID and run ID it was
 // recorded under: a switch reads its pool from its workflow ID, so it
 // replays only under that ID (ReplayFixture). The tests (plain `go test`,

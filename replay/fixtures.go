@@ -27,21 +27,14 @@ import (
 // workflow issues, and record the new version's fixtures next to the old
 // ones, which stay: they are the histories still open in clusters running
 // the old code.
-const Version = "v4"
+const Version = "v1"
 
-// firstVersions is where the corpus begins, per workflow kind. The shapes
-// recorded before it were retired before any release, and their fixtures
-// deleted with them; from it on, every fixture is kept and replayed for as
-// long as its shape may run.
-//
-//   - release: v3, the shape of the first release (the release workflow has
-//     not changed since).
-//   - switch: v4, every step of a move local, in one workflow task. The v3
-//     switch (Claim a regular activity, the move in two workflow tasks)
-//     never shipped and was replaced, with its fixtures, before any release
-//     (docs/decisions/0007-one-task-switch.md); the shapes before it by
-//     docs/decisions/0003-one-switch-shape.md.
-var firstVersions = map[string]int{"switch": 4, "release": 3}
+// firstVersions is where the corpus begins, per workflow kind: v1, the
+// shapes the first release ships. Every shape before them was replaced
+// before any release, and its fixtures deleted with it
+// (docs/decisions/0003, 0007, 0008 and 0010); from v1 on, every fixture is
+// kept and replayed for as long as its shape may run.
+var firstVersions = map[string]int{"switch": 1, "release": 1}
 
 // shapeVersions is, per workflow kind, the version whose fixtures record
 // the kind's current shape: the code version at which its workflow last
@@ -50,7 +43,7 @@ var firstVersions = map[string]int{"switch": 4, "release": 3}
 // bumped keeps its fixtures of the older version, which replay with
 // today's code (TestReplay), and is not recorded again under the new
 // name. Bump a kind's entry to Version when its workflow changes.
-var shapeVersions = map[string]int{"switch": 4, "release": 3}
+var shapeVersions = map[string]int{"switch": 1, "release": 1}
 
 // recordsKind reports whether the recorder records fixtures of kind
 // under Version.
@@ -69,12 +62,12 @@ var workflowTypes = map[string]string{
 var fixtureName = regexp.MustCompile(`^(switch|release)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
-// switch-confirmed.v4.json.
+// switch-confirmed.v1.json.
 type Fixture struct {
 	Path     string
 	Kind     string // switch or release
 	Scenario string // e.g. walk
-	Version  int    // 4 for v4
+	Version  int    // 1 for v1
 }
 
 // Name is the file name without the version: switch-confirmed.

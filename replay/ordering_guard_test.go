@@ -28,32 +28,29 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, a claim that refused its target", "switch-claim-refused", func(testing.TB, *historypb.History) {}, ""},
-		{"a switch that reads before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			moveBefore(t, h, localMarker(t, h, "ReadConfig"), []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
-		}, "ReadConfig after Claim"},
+		{"a switch that confirms (reads its target) before it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
+			moveBefore(t, h, localMarker(t, h, "Confirm"), []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
+		}, "Confirm after a Claim that stands"},
 		{"a switch whose claim is a regular activity", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			makeRegular(t, h, "Claim")
 		}, "every step of the move is local"},
 		{"a switch that confirms without claiming", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim")})
-		}, "ReadConfig after Claim"},
-		{"a switch that confirms without claiming or reading", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Claim"), localMarker(t, h, "ReadConfig")})
-		}, "Confirm or RollBack after ReadConfig"},
+		}, "Confirm after a Claim that stands"},
 		{"a switch that records its event before the write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
 			moveBefore(t, h, localMarker(t, h, "RecordEvent"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
 		{"a switch that records its event after a claim that found no earlier write", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig"), localMarker(t, h, "Confirm")})
+			remove(h, []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "RecordEvent after the write"},
 		{"a switch that protects after it claims", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "ReadConfig")})
+			moveBefore(t, h, localMarker(t, h, "Protect"), []*historypb.HistoryEvent{localMarker(t, h, "Confirm")})
 		}, "Protect before Claim"},
 		{"a switch whose move takes two workflow tasks", "switch-confirmed", func(t testing.TB, h *historypb.History) {
-			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+			splitTask(t, h, localMarker(t, h, "Confirm"))
 		}, "the move in one workflow task"},
 		{"a re-resolution whose move takes two workflow tasks", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
-			splitTask(t, h, localMarker(t, h, "ReadConfig"))
+			splitTask(t, h, localMarker(t, h, "Confirm"))
 		}, "the move in one workflow task"},
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
 			makeLocal(t, h, "Observe")

@@ -150,7 +150,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	}
 }
 
-// A switch (v4) is a top-level execution under its pool's switch ID. A
+// A switch (v1) is a top-level execution under its pool's switch ID. A
 // move takes one workflow task, every step a local activity: Protect,
 // Claim, Confirm (its live read of the target is the switch's check after
 // the claim) or RollBack, possibly Protect and Confirm again (the target
@@ -800,7 +800,7 @@ func checkMove(t testing.TB, h *historypb.History, signal, outcome string, steps
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	// An operator's re-resolution held in its Observe, a regular activity:
-	// the one point where a v4 switch rests between workflow tasks (a
+	// the one point where a switch rests between workflow tasks (a
 	// move's steps all run inside one task).
 	"switch-open-at-observe": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while running")

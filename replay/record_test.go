@@ -505,7 +505,18 @@ func recordReleaseWaited(t *testing.T, rec *recording) {
 	p.WaitForRelease(t, "held", wfapi.OutcomeWaiting)
 	waiting, _ := p.describe(t, recordedCluster.ReleaseWorkflowID("held"), "")
 	p.WaitForConfig(t, ns, "holder", "held", metav1.ConditionFalse)
+	// The holder's move is started by hand, the starter stopped: its
+	// switch's WakeReleases is then the one wake-up of the release, which
+	// looks, releases the config and completes. (The starter also wakes a
+	// release when a pool's status stops naming its config: wake-ups that
+	// land during the release's last look make it continue as new for
+	// another look, which is right and makes the recorded run end
+	// otherwise.)
+	p.Stop(t)
+	p.NoStarter = true
+	p.Start(t)
 	producttest.Repin(t, p.Env.Kube, ns, "holder", "heir")
+	startByHand(t, p, ns, "holder")
 	p.WaitForConfig(t, ns, "holder", "heir", metav1.ConditionTrue)
 	p.WaitGone(t, held)
 
@@ -592,7 +603,7 @@ func recordReresolveWhileRunning(t *testing.T, rec *recording) {
 // recordObserveHeld: an operator's re-resolution held in its Observe, the
 // regular activity its first workflow task schedules, once the Observe has
 // read the pool: at rest between its two workflow tasks, the one point
-// where a v4 switch rests (a move's steps all run inside one workflow
+// where a switch rests (a move's steps all run inside one workflow
 // task), it is exported running. Then the Observe completes and the switch
 // finds the pool up to date.
 func recordObserveHeld(t *testing.T, rec *recording) {
