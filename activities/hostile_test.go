@@ -47,7 +47,7 @@ func TestConfirmChecksItsTargetLive(t *testing.T) {
 	}{
 		{name: "protected, of the class", config: config("new", gvisor, true)},
 		{name: "missing", wantReason: v1alpha1.ReasonSandboxConfigNotFound},
-		{name: "not protected", config: config("new", gvisor, false), wantReason: ReasonSandboxConfigNotProtected},
+		{name: "not protected", config: config("new", gvisor, false), wantReason: v1alpha1.ReasonSandboxConfigNotProtected},
 		{name: "of another class", config: config("new", v1alpha1.SandboxClassMicroVM, true), wantReason: v1alpha1.ReasonSandboxClassMismatch},
 		{name: "in deletion", config: config("new", gvisor, true), deleting: true, wantReason: v1alpha1.ReasonSandboxConfigDeleting},
 	}
@@ -212,7 +212,7 @@ func TestClaimNamesOnlyAProtectedConfig(t *testing.T) {
 	res, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "bare", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
 	require.Equal(t, Refused, res.Outcome)
-	require.Equal(t, ReasonSandboxConfigNotProtected, res.Refusal.Reason)
+	require.Equal(t, v1alpha1.ReasonSandboxConfigNotProtected, res.Refusal.Reason)
 	require.False(t, res.Wrote)
 	require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion, "nothing written")
 	require.Nil(t, f.pool(t).Status.ClassStatus(gvisor).PendingConfigRef)

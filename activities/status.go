@@ -536,14 +536,6 @@ func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (_ *PoolWr
 		}, specHas(in.Class))
 }
 
-// ReasonSandboxConfigNotProtected is the reason of a class's Resolved
-// condition False after a Confirm found its target without the protection
-// finalizer (taken off by hand, or a Confirm scheduled without the
-// switch's Protect): the class keeps its config, and the next switch
-// protects the target first. The spec has no reason for this; the name is
-// the product's own.
-const ReasonSandboxConfigNotProtected = "SandboxConfigNotProtected"
-
 // errNoWrite is a guard's (see updateStatus) "nothing to write": the call
 // ends with no write and no error, the guard's verdict in its own result.
 var errNoWrite = errors.New("nothing to write")
@@ -597,7 +589,7 @@ func (a *Activities) liveTarget(ctx context.Context, name string, class v1alpha1
 	}
 	check := checkTarget(name, c, class)
 	if check.OK && !c.Protected {
-		check = &TargetCheck{Reason: ReasonSandboxConfigNotProtected,
+		check = &TargetCheck{Reason: v1alpha1.ReasonSandboxConfigNotProtected,
 			Message: fmt.Sprintf("SandboxConfig %q does not carry the finalizer %s", name, v1alpha1.ProtectionFinalizer)}
 	}
 	return check, nil

@@ -26,20 +26,8 @@ import (
 // long as it fails. So that the pool says why it does not move, the step
 // itself, on its reportStepFailureAfter-th failed attempt and every one
 // after, sets a condition on the class and records a Warning, keyed so that
-// retries add nothing. The spec has no condition for this; these names are
-// the product's own (see the README's Failure behaviour).
-const (
-	// ConditionSwitchStepFailing is set True on the class, in
-	// status.sandboxClasses[].conditions, while a step of its switch keeps
-	// failing. Its reason is the step (Protect, Claim, Confirm, RollBack,
-	// AbandonClaim); its message names the step and the API error. The next
-	// status write of the switch, which the step's success leads to,
-	// removes it.
-	ConditionSwitchStepFailing = "SwitchStepFailing"
-	// EventReasonSwitchStepFailing is the reason of the Warning recorded once
-	// per distinct error of a failing step of a switch run.
-	EventReasonSwitchStepFailing = "SwitchStepFailing"
-)
+// retries add nothing (v1alpha1.ConditionSwitchStepFailing,
+// v1alpha1.EventReasonSwitchStepFailing; see the README's Failure behaviour).
 
 // The steps that report themselves. They are the steps a status write of
 // the same switch follows, so the condition never outlives the failure.
@@ -124,7 +112,7 @@ func StepFailureMessage(step string, err error) string {
 // switch run: a retry, even after a worker crash, names the same event.
 func StepFailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, step, message, runID string) poolevents.Event {
 	return poolevents.Event{
-		Pool: pool, Type: corev1.EventTypeWarning, Reason: EventReasonSwitchStepFailing, Action: step,
+		Pool: pool, Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonSwitchStepFailing, Action: step,
 		Note: fmt.Sprintf("sandbox class %q: %s", class, message),
 		Key:  fmt.Sprintf("step-failure/%s/%s/%s/%s", runID, class, step, message),
 	}
@@ -149,16 +137,16 @@ func (a *Activities) setStepFailure(ctx context.Context, ref wfapi.PoolRef, clas
 			return nil
 		}
 		entry := poolstatus.EnsureClass(&pool.Status, class)
-		if c := meta.FindStatusCondition(entry.Conditions, ConditionSwitchStepFailing); c != nil &&
+		if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionSwitchStepFailing); c != nil &&
 			c.Status == metav1.ConditionTrue && c.Reason == step && c.Message == message {
 			return nil
 		}
 		meta.SetStatusCondition(&entry.Conditions, metav1.Condition{
-			Type: ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
+			Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
 			Reason: step, Message: message, ObservedGeneration: pool.Generation,
 		})
 		if err := a.Live.Status().Update(ctx, &pool); err != nil {
-			return fmt.Errorf("setting %s on WorkerPool %s: %w", ConditionSwitchStepFailing, ref, err)
+			return fmt.Errorf("setting %s on WorkerPool %s: %w", v1alpha1.ConditionSwitchStepFailing, ref, err)
 		}
 		return nil
 	})
@@ -171,6 +159,6 @@ func (a *Activities) setStepFailure(ctx context.Context, ref wfapi.PoolRef, clas
 // behind for another path), and the condition would only mislead.
 func clearStepFailures(status *v1alpha1.WorkerPoolStatus) {
 	for i := range status.SandboxClasses {
-		meta.RemoveStatusCondition(&status.SandboxClasses[i].Conditions, ConditionSwitchStepFailing)
+		meta.RemoveStatusCondition(&status.SandboxClasses[i].Conditions, v1alpha1.ConditionSwitchStepFailing)
 	}
 }

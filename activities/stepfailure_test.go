@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -47,7 +48,7 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 	for _, s := range steps {
 		f.acts.reportFailure(ctx, s.attempt, "run-1", StepProtect, f.ref, gvisor, s.err)
 		st := f.pool(t).Status.ClassStatus(gvisor)
-		c := meta.FindStatusCondition(st.Conditions, ConditionSwitchStepFailing)
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing)
 		if s.wantCond == "" {
 			require.Nil(t, c, s.name)
 		} else {
@@ -61,7 +62,7 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 		require.Len(t, evs.Items, s.wantWarns, s.name)
 		for _, ev := range evs.Items {
 			require.Equal(t, "Warning", ev.Type)
-			require.Equal(t, EventReasonSwitchStepFailing, ev.Reason)
+			require.Equal(t, v1alpha1.EventReasonSwitchStepFailing, ev.Reason)
 			require.Contains(t, ev.Note, `sandbox class "gvisor": Protect keeps failing, retrying with backoff: `)
 		}
 	}
@@ -71,7 +72,7 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
 	st := f.pool(t).Status.ClassStatus(gvisor)
-	require.Nil(t, meta.FindStatusCondition(st.Conditions, ConditionSwitchStepFailing))
+	require.Nil(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing))
 	require.Equal(t, "new", st.PendingConfigRef.Name)
 }
 

@@ -373,7 +373,7 @@ var orderRules = []orderRule{
 			if !again {
 				continue
 			}
-			if first < 0 || first > i || refusedFor(calls[first]) != activities.ReasonSandboxConfigNotProtected {
+			if first < 0 || first > i || refusedFor(calls[first]) != v1alpha1.ReasonSandboxConfigNotProtected {
 				return fmt.Sprintf("%s (event %d) follows no first Confirm that found the target unprotected", c.Type, c.Scheduled)
 			}
 		}
@@ -826,7 +826,7 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		var claim activities.PoolWrite
 		decode(t, activityCalls(t, h)[1].Result, &claim)
 		require.Equal(t, activities.Refused, claim.Outcome, "the claim refused its target")
-		require.Equal(t, activities.ReasonSandboxConfigNotProtected, claim.Refusal.Reason, "unprotected")
+		require.Equal(t, v1alpha1.ReasonSandboxConfigNotProtected, claim.Refusal.Reason, "unprotected")
 	},
 	// A claim left by a switch stopped by hand, cleared once the pool
 	// needs no move.

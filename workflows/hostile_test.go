@@ -91,9 +91,9 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "8",
-		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: v1alpha1.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-		return in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected &&
+		return in.Claimed && in.Reason == v1alpha1.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
 	})).Return(rolledBackNow(), nil)
 	var event poolevents.Event
@@ -105,8 +105,8 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{local("Protect"), local("Claim"), local("Confirm"), local("Protect"), local("Confirm"), local("RollBack"), local("RecordEvent")}, *order)
 	require.Equal(t, wfapi.OutcomeRolledBack, res.Outcome)
-	require.Equal(t, activities.ReasonSandboxConfigNotProtected, res.Reason)
-	require.Equal(t, activities.ReasonSandboxConfigNotProtected, event.Reason)
+	require.Equal(t, v1alpha1.ReasonSandboxConfigNotProtected, res.Reason)
+	require.Equal(t, v1alpha1.ReasonSandboxConfigNotProtected, event.Reason)
 }
 
 // TestSwitchClaimsOnThePlannedSpec: the claim carries the spec the move
@@ -259,9 +259,9 @@ func TestSwitchRollsBackARefusedClaim(t *testing.T) {
 	env, order := newSwitchEnv(t)
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{ResourceVersion: "7",
-		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: activities.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
+		Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: v1alpha1.ReasonSandboxConfigNotProtected, Message: `SandboxConfig "new" does not carry the finalizer`}}, nil)
 	env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
-		return !in.Claimed && in.Reason == activities.ReasonSandboxConfigNotProtected
+		return !in.Claimed && in.Reason == v1alpha1.ReasonSandboxConfigNotProtected
 	})).Return(rolledBackNow(), nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Superseded}, nil)

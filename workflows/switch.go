@@ -296,7 +296,7 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 	if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
 	}
-	if w.Outcome == activities.Refused && w.Refusal.Reason == activities.ReasonSandboxConfigNotProtected {
+	if w.Outcome == activities.Refused && w.Refusal.Reason == v1alpha1.ReasonSandboxConfigNotProtected {
 		atStep(ctx, state, "Protect")
 		var check activities.TargetCheck
 		if err := workflow.ExecuteLocalActivity(local, act.Protect,

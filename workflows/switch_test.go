@@ -117,7 +117,7 @@ func confirmAgainst(live ...*resolve.Config) func(context.Context, activities.Se
 		calls++
 		ok, reason, message := resolve.CheckTarget(in.Config, c, in.Class)
 		if ok && !c.Protected {
-			ok, reason, message = false, activities.ReasonSandboxConfigNotProtected, fmt.Sprintf("SandboxConfig %q does not carry the finalizer", in.Config)
+			ok, reason, message = false, v1alpha1.ReasonSandboxConfigNotProtected, fmt.Sprintf("SandboxConfig %q does not carry the finalizer", in.Config)
 		}
 		if !ok {
 			return &activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: reason, Message: message}}, nil

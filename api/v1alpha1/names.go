@@ -98,3 +98,25 @@ const (
 	// emitted after each change of a class's configRef.
 	EventReasonSandboxConfigSwitched = "SandboxConfigSwitched"
 )
+
+// The product's own names, beside the reference controller's: the spec has
+// no condition or reason for what they report.
+const (
+	// ConditionSwitchStepFailing is set True on a class, in
+	// status.sandboxClasses[].conditions, while a step of its switch keeps
+	// failing (an admission policy refusing the finalizer patch, RBAC, a
+	// quota). Its reason is the step (Protect, Claim, Confirm, RollBack,
+	// AbandonClaim); its message names the step and the API error. The next
+	// status write of the switch, which the step's success leads to,
+	// removes it.
+	ConditionSwitchStepFailing = "SwitchStepFailing"
+	// EventReasonSwitchStepFailing is the reason of the Warning recorded once
+	// per distinct error of a failing step of a switch run.
+	EventReasonSwitchStepFailing = "SwitchStepFailing"
+	// ReasonSandboxConfigNotProtected is the reason of a class's Resolved
+	// condition False after a Confirm found its target without the
+	// protection finalizer (taken off by hand, or a Confirm scheduled
+	// without the switch's Protect): the class keeps its config, and the
+	// next switch protects the target first.
+	ReasonSandboxConfigNotProtected = "SandboxConfigNotProtected"
+)

@@ -47,7 +47,7 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 	var cond *metav1.Condition
 	producttest.Eventually(t, "the failing step on the pool", func() (bool, string) {
 		st := p.Get(t, ns, "held").Status.ClassStatus(v1alpha1.SandboxClassGVisor)
-		cond = meta.FindStatusCondition(st.Conditions, activities.ConditionSwitchStepFailing)
+		cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing)
 		return cond != nil, fmt.Sprintf("conditions %+v", st.Conditions)
 	})
 	require.Equal(t, metav1.ConditionTrue, cond.Status)
@@ -74,7 +74,7 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 
 	liftRefusal(t, kube)
 	got = p.WaitForConfig(t, ns, "held", "guarded", metav1.ConditionTrue)
-	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, activities.ConditionSwitchStepFailing))
+	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, v1alpha1.ConditionSwitchStepFailing))
 	p.WaitForEvents(t, ns, "held", []string{uses, warning,
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "guarded"`})
 }

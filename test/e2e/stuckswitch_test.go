@@ -101,7 +101,7 @@ func stuckOnProtect(t *testing.T, p *producttest.Product, ns, pool, refusedConfi
 	var cond *metav1.Condition
 	producttest.Eventually(t, "the failing step on the pool", func() (bool, string) {
 		st := p.Get(t, ns, pool).Status.ClassStatus(v1alpha1.SandboxClassGVisor)
-		cond = meta.FindStatusCondition(st.Conditions, activities.ConditionSwitchStepFailing)
+		cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing)
 		return cond != nil, fmt.Sprintf("conditions %+v", st.Conditions)
 	})
 	require.Equal(t, activities.StepProtect, cond.Reason)
@@ -158,7 +158,7 @@ func TestAStuckSwitchYieldsToARepin(t *testing.T) {
 	got := p.WaitForConfig(t, ns, "stuck", "gvisor-valid", metav1.ConditionTrue)
 	took := time.Since(repinned)
 	require.Less(t, took, 20*time.Second, "the re-pin was carried out at once, not once the cause was removed")
-	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, activities.ConditionSwitchStepFailing))
+	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, v1alpha1.ConditionSwitchStepFailing))
 	_, _, signals := tc.counts()
 	require.Equal(t, 1, signals, "the stuck switch was asked to re-plan once")
 
