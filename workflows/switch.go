@@ -434,3 +434,7 @@ func recordOutcome(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.Switch
 		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)
 	}
 }
+
+// superseded is the outcome of a switch whose claim another writer took
+// over: it ends without a write or an event.
+func superseded() *wfapi.SwitchResult { return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded} }

@@ -5,17 +5,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/internal/searchattr"
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// Anyone who can start workflows on the task queue can start a switch, with
-// any input (docs/security.md). A switch therefore acts only on the pool its
-// workflow ID names (wfapi.SwitchPool, asked by Switch), and the activities
-// check the same again before any pool write. And a switch whose claim was
-// taken over by another writer ends as superseded, without a write or an
-// event.
-
-func superseded() *wfapi.SwitchResult { return &wfapi.SwitchResult{Outcome: wfapi.OutcomeSuperseded} }
+// The search attributes the workflows set themselves, beside those their
+// starts set (wfapi.SwitchStartOptions).
 
 // carriedMove is the unsetting of the move's search attributes (and the
 // outcome) a run started with: none on a run started by the starter or an
