@@ -87,7 +87,12 @@ func startProcess(t testing.TB, role string, bins *binaries, objs []*unstructure
 		require.Nil(t, e.ValueFrom, "%s: env %s from a source this test does not resolve", name, e.Name)
 		vars[e.Name] = e.Value
 	}
-	require.NotEmpty(t, vars["TEMPORAL_TASK_QUEUE"], "the installed configuration names the task queue")
+	for _, k := range []string{"TEMPORAL_TASK_QUEUE", "ATE_CLUSTER_NAME"} {
+		// Empty in the shipped configuration: the cluster is named by its
+		// kube-system namespace's UID, and its task queue is its own.
+		_, ok := vars[k]
+		require.True(t, ok, "the installed configuration has %s for the operator to set", k)
+	}
 
 	p := &process{role: role}
 	if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil {
