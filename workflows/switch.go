@@ -57,10 +57,7 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidInput, nil)
 	}
-	cluster, err := cluster(ctx)
-	if err != nil {
-		return nil, err
-	}
+	cluster := clusterOf(ctx) // the ID SwitchPool accepted names one
 	in.Pool = pool
 	if problem := in.Problem(); problem != "" {
 		// A switch started by hand with what no step could carry out:
