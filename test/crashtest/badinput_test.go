@@ -72,7 +72,7 @@ func TestBadInput(t *testing.T) {
 	cfg := func(s string) string { return prefix + "-" + s }
 	cleanScope(t, prefix, ns)
 	tq := testenv.TaskQueue(t)
-	newProcess(t, "worker", tq, "").start()
+	newProcess(t, "worker", tq, "").Start()
 	starter := starterStandIn{taskQueue: tq}
 	start := func(id string, wf string, args ...any) client.WorkflowRun {
 		t.Helper()

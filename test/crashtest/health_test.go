@@ -17,7 +17,7 @@ func waitProbes(t *testing.T, p *process, healthz, readyz int) {
 	t.Helper()
 	eventually(t, stepBound, fmt.Sprintf("%s /healthz %d and /readyz %d", p.role, healthz, readyz), func() (bool, string) {
 		if p.proc.Exited() {
-			t.Fatalf("the %s exited: %v\n%s", p.role, p.proc.Err(), tail(p.logText(), 20))
+			t.Fatalf("the %s exited: %v\n%s", p.role, p.proc.Err(), Tail(p.LogText(), 20))
 		}
 		h, r := p.probe("/healthz"), p.probe("/readyz")
 		return h == healthz && r == readyz, fmt.Sprintf("/healthz %d, /readyz %d", h, r)
@@ -45,8 +45,8 @@ func TestTemporalUnreachable(t *testing.T) {
 	require.NoError(t, env.StopTemporal())
 	w := newProcess(t, "worker", tq, testenv.FreeAddr(t))
 	s := newProcess(t, "starter", tq, testenv.FreeAddr(t))
-	w.start()
-	s.start()
+	w.Start()
+	s.Start()
 	waitProbes(t, w, http.StatusOK, http.StatusServiceUnavailable)
 	waitProbes(t, s, http.StatusOK, http.StatusServiceUnavailable)
 	require.NoError(t, kube.Create(ctx, gvisorConfig(prefix+"-d1", true)))

@@ -97,9 +97,9 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	w := newProcess(t, "worker", tq, "")
 	switch {
 	case kc.scenario == "rollback":
-		w.startCrashing("Claim", target)
+		w.StartCrashing("Claim", target)
 	default:
-		w.startCrashing(kc.activity, arg)
+		w.StartCrashing(kc.activity, arg)
 	}
 	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
 	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
@@ -141,7 +141,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	case "rollback":
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
-		w.waitCrash("Claim", stepBound)
+		w.WaitCrash("Claim", stepBound)
 		t.Logf("%s: the worker crashed after Claim; deleting the claimed config", since())
 		var wp v1alpha1.WorkerPool
 		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
@@ -149,12 +149,12 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		require.NoError(t, kube.Delete(ctx, gvisorConfig(target, false)))
 		starter.release(t, target)
 		starter.pool(t, ns, name)
-		w.startCrashing(kc.activity, arg)
+		w.StartCrashing(kc.activity, arg)
 	case "release":
 		require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
 		starter.release(t, old)
 	}
-	w.waitCrash(kc.activity, stepBound)
+	w.WaitCrash(kc.activity, stepBound)
 	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
 	if kc.scenario == "gone" {
 		var wp v1alpha1.WorkerPool
@@ -163,7 +163,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		require.NoError(t, kube.Delete(ctx, &wp))
 		starter.pool(t, ns, name)
 	}
-	w.start()
+	w.Start()
 
 	var want []string
 	switch kc.scenario {

@@ -2,16 +2,11 @@ package crashtest
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/test/localstack/servers"
 	"ate.dev/orchestrator/test/testenv"
 )
 
@@ -20,15 +15,9 @@ var (
 	soakSeed = flag.Int64("seed", 0, "seed of TestChaosSoak's random changes and kills; 0 picks one from the clock (the seed is printed)")
 )
 
-// The worker (built with -tags crashtest, so ATE_CRASH_AFTER_ACTIVITY works)
-// and the starter, built once for the package while the servers start.
-var bins struct {
-	once            sync.Once
-	done            chan struct{}
-	dir             string
-	worker, starter string
-	err             error
-}
+// bins are the worker and the starter, built once for the package while
+// the servers start.
+var bins *Binaries
 
 // parallelKills is how many tests run at once: the kill cases each wait
 // for the 10s start-to-close timeout of the activity their worker died in,
@@ -46,69 +35,17 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", strconv.Itoa(parallelKills))
 	}
-	buildBinaries()
+	bins = BuildBinaries("ate-crashtest-bin-")
 	// On the local cluster (controller manager, scheduler, kwok's nodes):
 	// the pools' Deployments get pods, and the kills happen with them
 	// present.
 	code := testenv.Main(m, testenv.Options{PersistTemporal: true, Cluster: true})
-	<-bins.done
-	if bins.dir != "" {
-		_ = os.RemoveAll(bins.dir)
-	}
+	bins.Remove()
 	os.Exit(code)
-}
-
-// buildBinaries starts building the worker and the starter in the
-// background; binaries waits for them.
-func buildBinaries() {
-	bins.done = make(chan struct{})
-	go func() {
-		defer close(bins.done)
-		root, err := servers.RepoRoot()
-		if err != nil {
-			bins.err = err
-			return
-		}
-		if bins.dir, err = os.MkdirTemp("", "ate-crashtest-bin-"); err != nil {
-			bins.err = err
-			return
-		}
-		bins.worker, bins.starter = filepath.Join(bins.dir, "worker"), filepath.Join(bins.dir, "starter")
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i, args := range [][]string{
-			{"build", "-tags", "crashtest", "-o", bins.worker, "./cmd/worker"},
-			{"build", "-o", bins.starter, "./cmd/starter"},
-		} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cmd := exec.Command("go", args...)
-				cmd.Dir = root
-				if out, err := cmd.CombinedOutput(); err != nil {
-					errs[i] = fmt.Errorf("go %v: %w\n%s", args, err, out)
-				}
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil && bins.err == nil {
-				bins.err = err
-			}
-		}
-	}()
 }
 
 // binaries returns the paths of the worker and the starter.
 func binaries(t testing.TB) (worker, starter string) {
 	t.Helper()
-	select {
-	case <-bins.done:
-	case <-time.After(15 * time.Minute):
-		t.Fatal("building the worker and the starter took more than 15 minutes")
-	}
-	if bins.err != nil {
-		t.Fatalf("building the worker and the starter: %v", bins.err)
-	}
-	return bins.worker, bins.starter
+	return bins.Paths(t, 15*time.Minute)
 }

@@ -27,8 +27,8 @@ func startProduct(t *testing.T) *product {
 	t.Helper()
 	tq := testenv.TaskQueue(t)
 	p := &product{worker: newProcess(t, "worker", tq, ""), starter: newProcess(t, "starter", tq, ""), taskQueue: tq}
-	p.worker.start()
-	p.starter.start()
+	p.worker.Start()
+	p.starter.Start()
 	return p
 }
 
@@ -159,7 +159,7 @@ func TestAPIServerOutageMidSwitch(t *testing.T) {
 	// its retries backing off (0.2s, 0.4s, 0.8s, 1.6s between attempts).
 	eventually(t, stepBound, "the worker to retry an activity against the stopped API server", func() (bool, string) {
 		n, most := 0, 0
-		for _, line := range strings.Split(p.worker.logText(), "\n") {
+		for _, line := range strings.Split(p.worker.LogText(), "\n") {
 			var l struct {
 				Msg     string `json:"msg"`
 				Attempt int    `json:"Attempt"`
@@ -277,24 +277,24 @@ func TestKillStarterInBurst(t *testing.T) {
 		{"pin ns1/b to g1", func() error { return patchPool(ctx, kube, ns1, "b", pin(cfg("g1"))) }},
 		{"create microvm default m2", func() error { return kube.Create(ctx, microvmConfig(cfg("m2"), true)) }},
 		{"un-annotate g1", func() error { return patchDefault(ctx, kube, cfg("g1"), false) }},
-		{"kill the starter", func() error { p.starter.kill(); return nil }},
+		{"kill the starter", func() error { p.starter.Kill(); return nil }},
 		{"delete g2", func() error { return del(gvisorConfig, cfg("g2")) }},
 		{"re-pin ns1/e to g1", func() error { return patchPool(ctx, kube, ns1, "e", pin(cfg("g1"))) }},
 		{"delete pool ns2/b", func() error { return kube.Delete(ctx, newPool(ns2, "b", gv, "")) }},
 		{"create pool ns2/f", func() error { return kube.Create(ctx, newPool(ns2, "f", gv, "")) }},
 		{"annotate gpin", func() error { return patchDefault(ctx, kube, cfg("gpin"), true) }},
 		{"scale ns2/a to 1", func() error { return patchPool(ctx, kube, ns2, "a", scale(1)) }},
-		{"start the starter", func() error { p.starter.start(); return nil }},
+		{"start the starter", func() error { p.starter.Start(); return nil }},
 		{"unpin ns1/b", func() error { return patchPool(ctx, kube, ns1, "b", pin("")) }},
 		{"delete m1", func() error { return del(microvmConfig, cfg("m1")) }},
 		{"create gvisor default g3", func() error { return kube.Create(ctx, gvisorConfig(cfg("g3"), true)) }},
-		{"kill the starter", func() error { p.starter.kill(); return nil }},
+		{"kill the starter", func() error { p.starter.Kill(); return nil }},
 		{"pin ns2/c to m2", func() error { return patchPool(ctx, kube, ns2, "c", pin(cfg("m2"))) }},
 		{"delete gpin", func() error { return del(gvisorConfig, cfg("gpin")) }},
 		{"re-pin ns2/d to g3", func() error { return patchPool(ctx, kube, ns2, "d", pin(cfg("g3"))) }},
 		{"scale ns1/c to 2", func() error { return patchPool(ctx, kube, ns1, "c", scale(2)) }},
 		{"delete pool ns1/a", func() error { return kube.Delete(ctx, newPool(ns1, "a", gv, "")) }},
-		{"start the starter", func() error { p.starter.start(); return nil }},
+		{"start the starter", func() error { p.starter.Start(); return nil }},
 	}
 	for _, op := range burst {
 		require.NoError(t, op.do(), op.what)

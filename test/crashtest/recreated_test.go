@@ -41,7 +41,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	since := func() time.Duration { return time.Since(began).Round(100 * time.Millisecond) }
 
 	w := newProcess(t, "worker", tq, "")
-	w.startCrashing("Unprotect", old)
+	w.StartCrashing("Unprotect", old)
 	require.NoError(t, kube.Create(ctx, gvisorConfig(old, false)))
 	require.NoError(t, kube.Create(ctx, gvisorConfig(target, false)))
 	require.NoError(t, kube.Create(ctx, newPool(ns, "pool", v1alpha1.SandboxClassGVisor, old)))
@@ -56,7 +56,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	// finalizer and the worker dies before reporting it.
 	require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
 	starter.release(t, old)
-	w.waitCrash("Unprotect", stepBound)
+	w.WaitCrash("Unprotect", stepBound)
 	waitGone(t, gvisorConfig(old, false))
 	t.Logf("%s: the worker crashed after Unprotect; the first incarnation is gone", since())
 
@@ -69,7 +69,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	require.NoError(t, kube.Create(ctx, second))
 	require.NoError(t, kube.Create(ctx, newPool(ns, "user", v1alpha1.SandboxClassGVisor, old)))
 	w2 := newProcess(t, "worker", tq2, "")
-	w2.start()
+	w2.Start()
 	starter2.pool(t, ns, "user")
 	waitPool(t, ns, "user", old, metav1.ConditionTrue)
 	require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
@@ -87,7 +87,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 
 	// The retried Unprotect sees another incarnation; the release looks at
 	// the new one, finds the pool and waits (or, wrongly, strips it).
-	w.start()
+	w.Start()
 	eventually(t, stepBound, "the release to wait for the second incarnation, or the config to go", func() (bool, string) {
 		var c v1alpha1.SandboxConfig
 		if err := kube.Get(ctx, client.ObjectKey{Name: old}, &c); apierrors.IsNotFound(err) {

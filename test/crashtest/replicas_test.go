@@ -63,7 +63,7 @@ func newReplica(t *testing.T, role, taskQueue, leaseNamespace string) *replica {
 // does not say which of two processes on one host it is). It returns what
 // it saw, for the failure message.
 func (r *replica) leads(lease string) (bool, string) {
-	if !r.running() {
+	if !r.Running() {
 		return false, "not running"
 	}
 	c := http.Client{Timeout: 2 * time.Second}
@@ -193,7 +193,7 @@ func TestTwoStartersLeaderKilledInBurst(t *testing.T) {
 	rs := newReplicas(t, leases)
 	scope := Scope{Namespaces: []string{ns1, ns2}, Configs: prefixed(prefix), TaskQueues: []string{rs.taskQueue}}
 	for _, r := range append(rs.workers[:], rs.starters[:]...) {
-		r.start()
+		r.Start()
 	}
 	leader := waitLeader(t, starter.LeaseName, rs.starters[:]...)
 	survivor := rs.starters[0]
@@ -231,7 +231,7 @@ func TestTwoStartersLeaderKilledInBurst(t *testing.T) {
 	defer cancel()
 	_, err := chk.Await(awaitCtx, mark, func(r *Record) bool { return pendingClaim(ns1)(r) || pendingClaim(ns2)(r) })
 	require.NoError(t, err, "no switch claimed %s", cfg("g2"))
-	leader.kill()
+	leader.Kill()
 	killed := time.Now()
 	<-leader.proc.Done()
 	// Nobody leads until the Lease expires: the starter that waits cannot
@@ -295,10 +295,10 @@ func TestTwoStartersLeaderKilledInBurst(t *testing.T) {
 	t.Logf("switches started by the first leader: %d (%d of the set-up, %d of the g2 wave); by the second: %d", byOld, setUp, byOld-setUp, byNew)
 	require.Greater(t, byOld, setUp, "the first leader started part of the g2 wave")
 	require.GreaterOrEqual(t, byNew, 4, "the new leader started the gap's moves")
-	require.True(t, survivor.running(), "the new leader keeps running")
+	require.True(t, survivor.Running(), "the new leader keeps running")
 	require.Equal(t, 1, survivor.starts)
 	for _, w := range rs.workers {
-		require.True(t, w.running(), "the workers keep running")
+		require.True(t, w.Running(), "the workers keep running")
 	}
 }
 
@@ -324,11 +324,11 @@ func TestTwoWorkersOneKilledMidWave(t *testing.T) {
 	next := prefix + "-d2"
 	// The victim starts alone, so it is the worker that leads; the test
 	// checks that rather than assuming it.
-	victim.startCrashing("Confirm", next)
+	victim.StartCrashing("Confirm", next)
 	require.Same(t, victim, waitLeader(t, worker.LeaseName, victim))
-	survivor.start()
+	survivor.Start()
 	for _, s := range rs.starters {
-		s.start()
+		s.Start()
 	}
 	waitLeader(t, starter.LeaseName, rs.starters[:]...)
 	require.Same(t, victim, waitLeader(t, worker.LeaseName, rs.workers[:]...))
@@ -340,7 +340,7 @@ func TestTwoWorkersOneKilledMidWave(t *testing.T) {
 	require.Equal(t, pools, onConfig(t, ns, prefix+"-d1"))
 
 	require.Equal(t, next, start(2))
-	victim.waitCrash("Confirm", stepBound)
+	victim.WaitCrash("Confirm", stepBound)
 	crashed := time.Now()
 	t.Logf("the leading worker crashed after a Confirm to %s; %d of %d pools were on it", next, onConfig(t, ns, next), pools)
 	require.NoError(t, patchPool(ctx, kube, ns, "p0", scale(2)))
@@ -359,7 +359,7 @@ func TestTwoWorkersOneKilledMidWave(t *testing.T) {
 	t.Logf("switches the surviving worker finished after the crashed one's workflow task timed out: %v", handed)
 	require.NotEmpty(t, handed, "the switch whose Confirm the crashed worker ran was finished by the other")
 	require.Equal(t, 1, victim.crashed)
-	require.True(t, survivor.running(), "the surviving worker keeps running")
+	require.True(t, survivor.Running(), "the surviving worker keeps running")
 	require.Equal(t, 1, survivor.starts)
 }
 

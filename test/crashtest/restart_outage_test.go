@@ -41,8 +41,8 @@ func TestWorkerRestartedDuringTemporalOutage(t *testing.T) {
 	})
 
 	require.NoError(t, env.StopTemporal())
-	p.worker.kill()
-	p.worker.start()
+	p.worker.Kill()
+	p.worker.Start()
 	require.NoError(t, patchPool(ctx, kube, ns, "p", scale(3)))
 	generation := getPool(t, ns, "p").Generation
 	eventually(t, 30*time.Second, "the scale to reach the Deployment while Temporal is down", func() (bool, string) {
@@ -56,7 +56,7 @@ func TestWorkerRestartedDuringTemporalOutage(t *testing.T) {
 		return wp.Status.Replicas == 3 && wp.Status.ReadyReplicas == 3 && wp.Status.ObservedGeneration == generation,
 			fmt.Sprintf("replicas %d ready %d observedGeneration %d (generation %d)", wp.Status.Replicas, wp.Status.ReadyReplicas, wp.Status.ObservedGeneration, generation)
 	})
-	require.True(t, p.worker.running(), "the worker keeps running while Temporal is down")
+	require.True(t, p.worker.Running(), "the worker keeps running while Temporal is down")
 
 	require.NoError(t, env.StartTemporal(ctx))
 	settle(t, chk, scope)

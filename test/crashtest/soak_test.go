@@ -114,7 +114,7 @@ func TestChaosSoak(t *testing.T) {
 	for i := 0; time.Since(began) < *soakFor; i++ {
 		for _, role := range []string{"worker", "starter"} {
 			if at, down := restartAt[role]; down && i >= at {
-				procs[role].start()
+				procs[role].Start()
 				delete(restartAt, role)
 			}
 		}
@@ -123,8 +123,8 @@ func TestChaosSoak(t *testing.T) {
 			if s.rng.IntN(5) < 2 {
 				role = "starter"
 			}
-			if procs[role].running() {
-				procs[role].kill()
+			if procs[role].Running() {
+				procs[role].Kill()
 				kills[role]++
 				restartAt[role] = i + soakDownMin + s.rng.IntN(soakDownSpread+1)
 			}
@@ -135,7 +135,7 @@ func TestChaosSoak(t *testing.T) {
 	}
 	lastOp := time.Now()
 	for role := range restartAt {
-		procs[role].start()
+		procs[role].Start()
 	}
 
 	checkFrom := time.Now()

@@ -42,8 +42,8 @@ func TestTwoStartersTwoWorkersUnelected(t *testing.T) {
 	for i := range 2 {
 		workers[i] = newProcess(t, "worker", tq, "")
 		starters[i] = newProcess(t, "starter", tq, "")
-		workers[i].start()
-		starters[i].start()
+		workers[i].Start()
+		starters[i].Start()
 	}
 
 	gv := v1alpha1.SandboxClassGVisor
@@ -129,7 +129,7 @@ func TestTwoStartersTwoWorkersUnelected(t *testing.T) {
 	}
 	t.Logf("%d switch runs, started by: %v", len(execs), by)
 	for _, p := range append(workers[:], starters[:]...) {
-		require.True(t, p.running(), "%s keeps running", p.role)
+		require.True(t, p.Running(), "%s keeps running", p.role)
 		require.Equal(t, 1, p.starts, "%s started once", p.role)
 	}
 }

@@ -124,7 +124,7 @@ func (c *cluster) runProduct(t testing.TB) *producttest.Product {
 // crashAfter, when set, is the crash hook's activity and argument for the
 // worker's first incarnation. When the test ends they are stopped and the
 // cluster's running workflows ended.
-func (c *cluster) runProcesses(t testing.TB, crashAfter ...string) (worker, starter *process) {
+func (c *cluster) runProcesses(t testing.TB, crashAfter ...string) (worker, starter *crashtest.Process) {
 	t.Helper()
 	wbin, sbin := binaries(t)
 	env := []string{
@@ -137,16 +137,19 @@ func (c *cluster) runProcesses(t testing.TB, crashAfter ...string) (worker, star
 	if c.name != "" {
 		env = append(env, "ATE_CLUSTER_NAME="+string(c.name))
 	}
+	// Only env configures them: the host's TEMPORAL_*, ATE_*, KUBECONFIG,
+	// LEADER_* and OTEL_* are left out.
+	env = append(crashtest.HostEnv("TEMPORAL_", "ATE_", "KUBECONFIG=", "LEADER_", "OTEL_"), env...)
 	logDir := filepath.Join(c.env.Dir, "logs")
-	worker = newProcess(t, "worker", wbin, env, logDir)
-	starter = newProcess(t, "starter", sbin, env, logDir)
+	worker = crashtest.NewProcess(t, "worker", wbin, env, logDir)
+	starter = crashtest.NewProcess(t, "starter", sbin, env, logDir)
 	t.Cleanup(func() { terminateRunning(t, c) }) // after the processes stop
 	if len(crashAfter) == 2 {
-		worker.startCrashing(crashAfter[0], crashAfter[1])
+		worker.StartCrashing(crashAfter[0], crashAfter[1])
 	} else {
-		worker.start()
+		worker.Start()
 	}
-	starter.start()
+	starter.Start()
 	return worker, starter
 }
 

@@ -74,7 +74,7 @@ func runTwoClusters(t *testing.T, killB bool) {
 	}
 
 	a.runProduct(t)
-	var bWorker *process
+	var bWorker *crashtest.Process
 	if killB {
 		bWorker, _ = b.runProcesses(t, "Confirm", newCfg)
 	} else {
@@ -103,9 +103,9 @@ func runTwoClusters(t *testing.T, killB bool) {
 	producttest.Repin(t, a.env.Kube, f.ns, pinnedInA, f.pin)
 	require.NoError(t, b.env.Kube.Delete(ctx, producttest.Pool(f.ns, deletedInB, "")))
 	if killB {
-		bWorker.waitCrash("Confirm", 60*time.Second)
+		bWorker.WaitCrash("Confirm", 60*time.Second)
 		t.Logf("B's worker killed itself after its first Confirm of a move to %s, %s after the changes; restarted", newCfg, time.Since(began).Round(time.Millisecond))
-		bWorker.start()
+		bWorker.Start()
 	}
 
 	want := map[*cluster]map[string]string{}
