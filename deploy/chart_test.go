@@ -27,7 +27,7 @@ var helmLabels = []string{
 }
 
 // onlyInChart are the chart's objects with no kustomize counterpart: the
-// pre-delete hook, which deploy/README.md's "Uninstalling" applies by hand.
+// pre-delete hook, which docs/install.md's "Uninstall" applies by hand.
 var onlyInChart = []string{"Job ate-system/ate-orchestrator-teardown"}
 
 // kustomizeImage is the image deploy/kustomization.yaml's images: sets,

@@ -329,7 +329,7 @@ func toAny(m map[string]string) map[string]any {
 }
 
 // Every ServiceAccount a pod of the documentation runs as exists in
-// `kustomize build deploy/`: deploy/README.md's teardown Job once named one
+// `kustomize build deploy/`: the documented teardown Job once named one
 // that did not, and its pod was never created.
 func TestDocumentedServiceAccountsExist(t *testing.T) {
 	accounts := map[string]bool{}
@@ -339,7 +339,7 @@ func TestDocumentedServiceAccountsExist(t *testing.T) {
 		}
 	}
 	re := regexp.MustCompile(`serviceAccountName:\s*"?([a-z0-9.-]+)`)
-	for _, doc := range []string{"README.md", "chart/README.md", "../README.md"} {
+	for _, doc := range []string{"README.md", "chart/README.md", "../README.md", "../docs/install.md"} {
 		b, err := os.ReadFile(doc)
 		if os.IsNotExist(err) {
 			continue
@@ -349,14 +349,14 @@ func TestDocumentedServiceAccountsExist(t *testing.T) {
 			require.True(t, accounts[m[1]], "%s names the ServiceAccount %s, which kustomize build deploy/ does not have (it has %v)", doc, m[1], accounts)
 		}
 	}
-	// The teardown Job of deploy/README.md, parsed.
-	readme, err := os.ReadFile("README.md")
+	// The teardown Job of docs/install.md, parsed.
+	readme, err := os.ReadFile("../docs/install.md")
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply --server-side -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
-	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
+	require.NotNil(t, m, "docs/install.md has no teardown Job applied with a here-document")
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))
-	require.True(t, accounts[job.Spec.Template.Spec.ServiceAccountName], "deploy/README.md's teardown Job runs as %q", job.Spec.Template.Spec.ServiceAccountName)
+	require.True(t, accounts[job.Spec.Template.Spec.ServiceAccountName], "docs/install.md's teardown Job runs as %q", job.Spec.Template.Spec.ServiceAccountName)
 	require.Equal(t, "ate-orchestrator-worker", job.Spec.Template.Spec.ServiceAccountName, "the ServiceAccount allowed to patch SandboxConfigs")
 }
 
@@ -381,7 +381,7 @@ func TestChartLint(t *testing.T) {
 func TestDocumentedAppliesAreServerSide(t *testing.T) {
 	apply := regexp.MustCompile(`kubectl\s+(?:-n\s+\S+\s+)?apply\s[^\n]*-[kf]\b[^\n]*`)
 	found := 0
-	for _, doc := range []string{"README.md", "kustomization.yaml", "chart/README.md", "components/metrics/kustomization.yaml", "components/networkpolicy/kustomization.yaml"} {
+	for _, doc := range []string{"README.md", "../docs/install.md", "kustomization.yaml", "chart/README.md", "components/metrics/kustomization.yaml", "components/networkpolicy/kustomization.yaml"} {
 		b, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		for _, m := range apply.FindAllString(string(b), -1) {
@@ -389,7 +389,7 @@ func TestDocumentedAppliesAreServerSide(t *testing.T) {
 			found++
 		}
 	}
-	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds deploy/README.md's and the kustomization's applies")
+	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds docs/install.md's and the kustomization's applies")
 }
 
 // Every object of the chart, its hook and the NetworkPolicy component

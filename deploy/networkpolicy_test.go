@@ -166,14 +166,14 @@ func TestNetworkPolicyComponent(t *testing.T) {
 	}
 }
 
-// TestNetworkPolicyLetsTheTeardownJobOut: the teardown Job of deploy/README.md
-// ("Uninstalling") runs in ate-system, so the component's default deny
+// TestNetworkPolicyLetsTheTeardownJobOut: the teardown Job of docs/install.md
+// ("Uninstall") runs in ate-system, so the component's default deny
 // selects it; its pod's labels must let it resolve and reach the API server.
 func TestNetworkPolicyLetsTheTeardownJobOut(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("../docs/install.md")
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?s)kubectl -n ate-system apply --server-side -f - <<'EOF'\n(.*?)\nEOF\n`).FindSubmatch(readme)
-	require.NotNil(t, m, "deploy/README.md has no teardown Job applied with a here-document")
+	require.NotNil(t, m, "docs/install.md has no teardown Job applied with a here-document")
 	var job batchv1.Job
 	require.NoError(t, yaml.UnmarshalStrict(m[1], &job))
 	require.Equal(t, []string{"/usr/local/bin/teardown"}, job.Spec.Template.Spec.Containers[0].Command)

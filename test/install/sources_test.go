@@ -99,7 +99,7 @@ func withoutHooks(objs []*unstructured.Unstructured) []*unstructured.Unstructure
 
 // teardownJob is how the uninstall runs teardown: the container and
 // ServiceAccount of the source's pre-delete hook Job when it has one (the
-// chart's), else those of deploy/README.md's documented Job
+// chart's), else those of docs/install.md's documented Job
 // (/usr/local/bin/teardown with no arguments, as ate-orchestrator-worker).
 func teardownJob(t testing.TB, objs []*unstructured.Unstructured) (args []string, serviceAccount string) {
 	t.Helper()

@@ -18,7 +18,7 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
-// uninstall removes an install as deploy/README.md's "Uninstalling" says
+// uninstall removes an install as docs/install.md's "Uninstall" says
 // (and the chart's pre-delete hook does): the processes stop (their
 // Deployments deleted), teardown runs as the documented Job runs it (the
 // worker's ServiceAccount, no arguments) and releases every
