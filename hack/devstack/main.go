@@ -157,11 +157,6 @@ func (s *stack) run(ctx context.Context) error {
 	if flavour == localstack.TemporalDev && !join {
 		opts.TemporalUI, opts.TemporalUIPort = true, s.cfg.uiPort
 		opts.TemporalDBFile = filepath.Join(state, "temporal.db")
-		// WAL: the UI's reads do not block the server's writes; NORMAL sync
-		// is durable across process crashes (not power loss), and fast.
-		// The dynamic config is what `make bench` measures the product on.
-		opts.SQLitePragmas = servers.DevServerPragmas
-		opts.DynamicConfig = servers.DevServerDynamicConfig()
 	}
 	if join {
 		s.log.Info("starting etcd and kube-apiserver; joining the Temporal server at "+s.cfg.temporalAddress, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)

@@ -225,7 +225,7 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 		return nil, fmt.Errorf("-poller-behavior: %w", err)
 	}
 	defaults.Apply(&workerOpts)
-	s, err := startStack(ctx, cfg, root, dir, n, r, log)
+	s, err := startStack(ctx, cfg, root, dir, n, log)
 	if err != nil {
 		return nil, err
 	}

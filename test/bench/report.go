@@ -21,10 +21,6 @@ type result struct {
 	SlowestOverFastest float64 `json:"slowest_over_fastest,omitempty"`
 	// RunSeconds: the whole measurement of this size, servers included.
 	RunSeconds float64 `json:"run_seconds"`
-	// DynamicConfig, Pragmas: the dev server's settings (none on
-	// temporal-server).
-	DynamicConfig map[string]string `json:"dynamic_config"`
-	Pragmas       []string          `json:"sqlite_pragmas"`
 	// PollerBehavior: the workflow task poller behaviour of the product's
 	// worker and the floor's (-poller-behavior).
 	PollerBehavior string `json:"poller_behavior"`

@@ -15,7 +15,6 @@ import (
 
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // stack is one run's servers, started by localstack as `make dev` starts
@@ -42,8 +41,8 @@ type stack struct {
 // it with, servers.DevServerPragmas and DevServerDynamicConfig; or
 // temporal-server on PostgreSQL at its defaults), etcd with fsync and
 // kube-apiserver with the CRDs, and with -cluster the local cluster
-// around them. It records the dev server's settings in r.
-func startStack(ctx context.Context, cfg config, root, dir string, n int, r *result, log *slog.Logger) (_ *stack, err error) {
+// around them.
+func startStack(ctx context.Context, cfg config, root, dir string, n int, log *slog.Logger) (_ *stack, err error) {
 	s := &stack{}
 	defer func() {
 		if err != nil {
@@ -60,12 +59,10 @@ func startStack(ctx context.Context, cfg config, root, dir string, n int, r *res
 		// A database file, as `make dev` keeps: in memory is faster, and
 		// not what users run.
 		opts.TemporalDBFile = filepath.Join(dir, "temporal.db")
-		opts.SQLitePragmas, opts.DynamicConfig = servers.DevServerPragmas, servers.DevServerDynamicConfig()
 	}
 	if cfg.podReplicas > 0 {
 		opts.Fleet, _ = benchFleet(n, cfg.podReplicas)
 	}
-	r.Pragmas, r.DynamicConfig = opts.SQLitePragmas, opts.DynamicConfig
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return nil, err
 	}

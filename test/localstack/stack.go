@@ -95,13 +95,12 @@ type Options struct {
 	TemporalUIPort int
 	// TemporalNamespace is created at start; default "default".
 	TemporalNamespace string
-	// TemporalDBFile keeps the dev server's state in that SQLite file, with
-	// SQLitePragmas; empty keeps it in memory.
+	// TemporalDBFile keeps the dev server's state in that SQLite file;
+	// empty keeps it in memory.
 	TemporalDBFile string
-	SQLitePragmas  []string
-	// DynamicConfig maps Temporal dynamic config keys to JSON values.
-	// servers.DevServerDynamicConfig is what `make dev`, the bench and the
-	// tests run the dev server with.
+	// DynamicConfig maps Temporal dynamic config keys to JSON values: on
+	// the dev server over servers.DevServerDynamicConfig, which `make dev`,
+	// the bench and the tests all run it with.
 	DynamicConfig map[string]string
 }
 
@@ -274,7 +273,7 @@ func (s *Stack) temporal(opts Options) (*component, error) {
 		t, err := servers.NewTemporal(servers.TemporalConfig{
 			Binary: s.TemporalCLI, Port: opts.TemporalPort,
 			UI: opts.TemporalUI, UIPort: opts.TemporalUIPort,
-			DBFile: opts.TemporalDBFile, SQLitePragmas: opts.SQLitePragmas,
+			DBFile:        opts.TemporalDBFile,
 			DynamicConfig: opts.DynamicConfig,
 			Namespace:     opts.TemporalNamespace,
 			LogFile:       logFile,
