@@ -229,18 +229,13 @@ func inRoot(root, path string) string {
 	return filepath.Join(root, path)
 }
 
-// startPrograms builds and runs the worker and the starter, each only if
-// its package exists yet.
+// startPrograms builds and runs the worker and the starter.
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
 	outDir := s.cfg.binDir
 	if outDir == "" {
 		outDir = filepath.Join(root, "_out", "bin")
 	}
 	for i, name := range []string{"worker", "starter"} {
-		if !hasPackage(root, filepath.Join("cmd", name)) {
-			s.log.Warn("no ./cmd/"+name+" package yet; running the stack without it", "package", "./cmd/"+name)
-			continue
-		}
 		// Distinct ports, since both run on this host: by default the
 		// worker's metrics and probes on 9090 and 9091, the starter's on
 		// 9092 and 9093 (a second stack takes others: -program-ports).
