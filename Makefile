@@ -68,7 +68,6 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow 
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt -l lists files to format (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
-	go vet -tags benchtune ./worker
 	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 	go vet -tags record,crashtest ./replay/... ./internal/crashhook/...
 	$(MAKE) --no-print-directory generate

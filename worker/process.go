@@ -4,16 +4,10 @@ import (
 	"context"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
 )
-
-// tuneWorker, when set, adjusts the Temporal worker's options last. Only the
-// bench's build sets it (tune_bench.go), to measure options the flags do not
-// cover on the product's own code path.
-var tuneWorker func(*worker.Options) error
 
 // Main is the worker process, as cmd/worker's flags configure it, until ctx
 // is done (SIGINT or SIGTERM): logs, probes and metrics, then Run, which
@@ -28,11 +22,6 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 
 	tw := TemporalWorkerOptionsWith(proc.Tracing)
 	wopts.Apply(&tw)
-	if tuneWorker != nil {
-		if err := tuneWorker(&tw); err != nil {
-			return err
-		}
-	}
 
 	// Probes come up first: while Temporal is unreachable the worker is
 	// alive but not ready.

@@ -157,11 +157,6 @@ func (s *stack) run(ctx context.Context) error {
 	if flavour == localstack.TemporalDev && !join {
 		opts.TemporalUI, opts.TemporalUIPort = true, s.cfg.uiPort
 		opts.TemporalDBFile = filepath.Join(state, "temporal.db")
-		// WAL: the UI's reads do not block the server's writes; NORMAL sync
-		// is durable across process crashes (not power loss), and fast.
-		// The dynamic config is what `make bench` measures the product on.
-		opts.SQLitePragmas = servers.DevServerPragmas
-		opts.DynamicConfig = servers.DevServerDynamicConfig()
 	}
 	if join {
 		s.log.Info("starting etcd and kube-apiserver; joining the Temporal server at "+s.cfg.temporalAddress, "etcdData", opts.EtcdDataDir, "cluster", opts.Cluster)
@@ -234,18 +229,13 @@ func inRoot(root, path string) string {
 	return filepath.Join(root, path)
 }
 
-// startPrograms builds and runs the worker and the starter, each only if
-// its package exists yet.
+// startPrograms builds and runs the worker and the starter.
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
 	outDir := s.cfg.binDir
 	if outDir == "" {
 		outDir = filepath.Join(root, "_out", "bin")
 	}
 	for i, name := range []string{"worker", "starter"} {
-		if !hasPackage(root, filepath.Join("cmd", name)) {
-			s.log.Warn("no ./cmd/"+name+" package yet; running the stack without it", "package", "./cmd/"+name)
-			continue
-		}
 		// Distinct ports, since both run on this host: by default the
 		// worker's metrics and probes on 9090 and 9091, the starter's on
 		// 9092 and 9093 (a second stack takes others: -program-ports).

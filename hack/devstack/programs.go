@@ -26,14 +26,6 @@ type program struct {
 	logFile         *os.File
 }
 
-// hasPackage reports whether the program's package directory holds Go
-// files. The worker and starter are written alongside the stack, so the
-// stack must come up without them.
-func hasPackage(root, pkg string) bool {
-	files, _ := filepath.Glob(filepath.Join(root, pkg, "*.go"))
-	return len(files) > 0
-}
-
 // pkg is the program's command package.
 func (p *program) pkg() string { return "./cmd/" + p.name }
 

@@ -135,7 +135,7 @@ func TestWorkerOptionsApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.behavior, func(t *testing.T) {
 			w := WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 3, MaxConcurrentActivities: 100, WorkflowTaskPollerBehavior: tt.behavior}
-			// Set beforehand, as -worker-options might: the two workflow
+			// Set beforehand, as a caller might: the two workflow
 			// poller settings are exclusive, so Apply clears the other.
 			opts := worker.Options{Identity: "kept", MaxConcurrentWorkflowTaskPollers: 2,
 				WorkflowTaskPollerBehavior: worker.NewPollerBehaviorSimpleMaximum(worker.PollerBehaviorSimpleMaximumOptions{MaximumNumberOfPollers: 2})}

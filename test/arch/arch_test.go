@@ -149,7 +149,7 @@ func TestViolations(t *testing.T) {
 // TestImportsPointDown checks the module's own imports, with and without
 // the build tags of its test and bench builds, test files included.
 func TestImportsPointDown(t *testing.T) {
-	for _, tags := range []string{"", "benchtune,crashtest,record"} {
+	for _, tags := range []string{"", "crashtest,record"} {
 		t.Run("tags="+tags, func(t *testing.T) {
 			graph, err := imports(tags)
 			require.NoError(t, err)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +76,51 @@ func TestRepeatsSpreadAndNote(t *testing.T) {
 	}
 	if got := rowNote(&result{Repeats: 1}, "n"); got != "n" {
 		t.Errorf("rowNote of a single run = %q, want %q", got, "n")
+	}
+}
+
+// TestProcessMetrics reads the series the bench sums from a process's
+// /metrics: histograms as their _count and _sum, by the labels asked for,
+// and nothing outside scrapedPrefixes.
+func TestProcessMetrics(t *testing.T) {
+	const body = `# TYPE temporal_activity_execution_latency_seconds histogram
+temporal_activity_execution_latency_seconds_bucket{activity_type="Claim",le="+Inf"} 3
+temporal_activity_execution_latency_seconds_sum{activity_type="Claim"} 0.5
+temporal_activity_execution_latency_seconds_count{activity_type="Claim"} 3
+temporal_activity_execution_latency_seconds_bucket{activity_type="Confirm",le="+Inf"} 2
+temporal_activity_execution_latency_seconds_sum{activity_type="Confirm"} 0.25
+temporal_activity_execution_latency_seconds_count{activity_type="Confirm"} 2
+# TYPE ate_starter_signals_total counter
+ate_starter_signals_total{kind="pool"} 4
+ate_starter_signals_total{kind="config"} 1
+# TYPE temporal_worker_task_slots_used gauge
+temporal_worker_task_slots_used{worker_type="ActivityWorker"} 7
+# TYPE go_goroutines gauge
+go_goroutines 12
+`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(body)) }))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		keep []string
+		want map[string]float64
+	}{
+		{nil, map[string]float64{
+			"temporal_activity_execution_latency_seconds_count": 5, "temporal_activity_execution_latency_seconds_sum": 0.75,
+			"ate_starter_signals_total": 5, "temporal_worker_task_slots_used": 7,
+		}},
+		{[]string{"activity_type", "kind"}, map[string]float64{
+			"temporal_activity_execution_latency_seconds_count|activity_type=Claim": 3, "temporal_activity_execution_latency_seconds_sum|activity_type=Claim": 0.5,
+			"temporal_activity_execution_latency_seconds_count|activity_type=Confirm": 2, "temporal_activity_execution_latency_seconds_sum|activity_type=Confirm": 0.25,
+			"ate_starter_signals_total|kind=pool": 4, "ate_starter_signals_total|kind=config": 1, "temporal_worker_task_slots_used": 7,
+		}},
+	} {
+		got, err := processMetrics(context.Background(), addr, tc.keep...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("processMetrics(keep %v) = %v, want %v", tc.keep, got, tc.want)
+		}
 	}
 }

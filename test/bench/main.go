@@ -27,7 +27,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -56,20 +55,9 @@ type config struct {
 	out            string
 	record         string
 	keep           bool
-	tuned          bool
-	apiConcurrency int
-	samples        int
-	workerMain     string
-	starterMain    string
-	workerOptions  string
-	dynamicConfig  string
 	note           string
-	floorOnly      bool
-	reps           int
 	floorTries     int
-	temporalBinary string
-	temporalStack  string
-	pragmas        string
+	temporal       localstack.Flavour
 	plainMCR       []int
 	cluster        bool
 	repeat         int
@@ -77,28 +65,24 @@ type config struct {
 	podReplicas    int
 }
 
+// The API floor writes this many pools at once (the API server saturates
+// from 8); the costs are read from this many pools' executions per size.
+const (
+	apiConcurrency = 16
+	historySamples = 20
+)
+
 func main() {
 	var cfg config
-	var sizes, plainList string
+	var sizes, plainList, temporal string
 	flag.StringVar(&sizes, "sizes", "10,100,1000", "comma-separated pool counts, one stack each")
 	flag.StringVar(&cfg.out, "out", "test/bench/results/latest.json", "JSON results file (empty: none)")
 	flag.StringVar(&cfg.record, "record", "", "add a dated row per size to this markdown file's run table (e.g. BENCHMARKS.md)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep each run's directory (server state and logs)")
-	flag.BoolVar(&cfg.tuned, "tuned-server", true, "run the dev server with the dynamic config make dev and the tests run (servers.DevServerDynamicConfig; false: its SQLite pragmas only)")
-	flag.IntVar(&cfg.apiConcurrency, "api-concurrency", 16, "pools the API floor writes at once (the API server saturates from 8)")
-	flag.IntVar(&cfg.samples, "history-samples", 20, "pools whose executions are read per size")
-	flag.StringVar(&cfg.workerMain, "worker-main", "", "package of the worker binary (default ./cmd/worker, built with -tags benchtune)")
-	flag.StringVar(&cfg.workerOptions, "worker-options", "", `Temporal worker options as JSON, e.g. {"MaxConcurrentWorkflowTaskPollers":8}, for the product's worker (its -tags benchtune build reads them) and the floor's`)
-	flag.StringVar(&cfg.dynamicConfig, "dynamic-config", "", "extra dev server dynamic config, key=value[,key=value...] (values are JSON)")
-	flag.StringVar(&cfg.starterMain, "starter-main", "./cmd/starter", "package of the starter binary")
 	flag.BoolVar(&cfg.cluster, "cluster", false, "run the local cluster (controller manager, scheduler, kwok's 6 nodes: docs/local-cluster.md) under the product, so its Deployments get pods; its rows are noted as such")
 	flag.StringVar(&cfg.note, "note", "", "a note for the recorded rows")
-	flag.BoolVar(&cfg.floorOnly, "floor-only", false, "only time the Temporal floor, -reps times per size, to compare server and worker settings")
-	flag.IntVar(&cfg.reps, "reps", 3, "repetitions with -floor-only")
 	flag.IntVar(&cfg.floorTries, "floor-tries", 2, "runs of the Temporal floor per size; the best one is the floor")
-	flag.StringVar(&cfg.pragmas, "sqlite-pragmas", "", "extra SQLite pragmas of the dev server, name=value[,name=value...]")
-	flag.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server, as make dev runs it) or "postgres" (temporal-server on PostgreSQL with SQL visibility and 4 history shards, at its defaults plus -dynamic-config; its rows are noted as such)`)
-	flag.StringVar(&cfg.temporalBinary, "temporal-binary", "", "the temporal CLI to run the dev server from (default bin/temporal; an unstripped build helps perf)")
+	flag.StringVar(&temporal, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server, as make dev runs it) or "postgres" (temporal-server on PostgreSQL with SQL visibility and 4 history shards, at its defaults; its rows are noted as such)`)
 	flag.StringVar(&cfg.pollerBehavior, "poller-behavior", options.DefaultWorkflowTaskPollerBehavior, `the workflow task poller behaviour of the product's worker and the floor's: "autoscaling" (the product's default) or "fixed" (docs/decisions/0006-wave-stall.md)`)
 	flag.IntVar(&cfg.podReplicas, "pod-replicas", 0, "with -cluster: after the release and the restart, scale every pool to this many workers (on enough simulated gVisor nodes) and measure their pods coming up, then a wave with them present (pods.go)")
 	flag.IntVar(&cfg.repeat, "repeat", 1, "measure each size this many times, each on fresh servers; every repeat is recorded, and the slowest over the fastest printed")
@@ -111,10 +95,10 @@ func main() {
 	if cfg.repeat < 1 {
 		fail("-repeat: %d is not a positive number", cfg.repeat)
 	}
-	if cfg.workerMain == "" {
-		cfg.workerMain = "./cmd/worker"
-	}
 	var err error
+	if cfg.temporal, err = localstack.ParseFlavour(temporal); err != nil {
+		fail("-temporal: %v", err)
+	}
 	if cfg.sizes, err = positiveInts(sizes); err != nil {
 		fail("-sizes: %v", err)
 	}
@@ -164,8 +148,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if !cfg.keep {
 		defer os.RemoveAll(top)
 	}
-	log.Info("building the worker and the starter", "worker", cfg.workerMain, "starter", cfg.starterMain)
-	bins, err := buildProduct(ctx, root, filepath.Join(top, "bin"), map[string]string{"worker": cfg.workerMain, "starter": cfg.starterMain})
+	log.Info("building the worker and the starter")
+	bins, err := buildProduct(ctx, root, filepath.Join(top, "bin"))
 	if err != nil {
 		return err
 	}
@@ -192,9 +176,6 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			r.Commit, r.Date, r.RunSeconds = commit, started.Format(time.RFC3339), secs(time.Since(began))
 			r.Repeat, r.Repeats = rep, cfg.repeat
 			log.Info("size done", "N", n, "repeat", rep, "runSeconds", r.RunSeconds)
-			if cfg.floorOnly {
-				continue
-			}
 			repeats = append(repeats, r)
 			results = append(results, r)
 			printTable(os.Stdout, results)
@@ -204,9 +185,6 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			log.Info("repeats of one size", "N", n, "repeats", len(repeats), "fastestSeconds", fastest, "slowestSeconds", slowest,
 				"slowestOverFastest", round(slowest/fastest, 2))
 		}
-	}
-	if cfg.floorOnly {
-		return nil
 	}
 	log.Info("bench done", "seconds", secs(time.Since(started)))
 	if cfg.out != "" {
@@ -220,7 +198,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			path = filepath.Join(root, path)
 		}
 		note := cfg.note
-		if cfg.temporalStack == string(localstack.TemporalPostgres) {
+		if cfg.temporal == localstack.TemporalPostgres {
 			note = strings.TrimSpace(postgresNote + " " + note)
 		}
 		if cfg.cluster {
@@ -237,9 +215,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 // runSize measures one size on a stack of its own.
 func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]string, n int, log *slog.Logger) (_ *result, err error) {
 	log = log.With("N", n)
-	r := &result{Pools: n, Load1: loadAverage(), TunedServer: cfg.tuned, WorkerOptions: cfg.workerOptions, PollerBehavior: cfg.pollerBehavior}
-	// The floor's worker runs with the product's worker options (its
-	// defaults, as the bench starts the product's worker), then -worker-options.
+	r := &result{Pools: n, Load1: loadAverage(), PollerBehavior: cfg.pollerBehavior}
+	// The floor's worker runs with the product's worker options, as the
+	// bench starts the product's worker.
 	var workerOpts worker.Options
 	defaults := options.DefaultWorkerOptions()
 	defaults.WorkflowTaskPollerBehavior = cfg.pollerBehavior
@@ -247,23 +225,7 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 		return nil, fmt.Errorf("-poller-behavior: %w", err)
 	}
 	defaults.Apply(&workerOpts)
-	if cfg.workerOptions != "" {
-		if err := json.Unmarshal([]byte(cfg.workerOptions), &workerOpts); err != nil {
-			return nil, fmt.Errorf("-worker-options: %w", err)
-		}
-		if workerOpts.MaxConcurrentWorkflowTaskPollers > 0 {
-			workerOpts.WorkflowTaskPollerBehavior = nil // a fixed count named: fixed pollers
-		}
-	}
-	tuning, err := benchTuning(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.podReplicas > 0 {
-		tuning.Fleet, _ = benchFleet(n, cfg.podReplicas)
-	}
-	r.DynamicConfig, r.Pragmas = tuning.DynamicConfig, tuning.Pragmas
-	s, err := startStack(ctx, root, dir, tuning, log)
+	s, err := startStack(ctx, cfg, root, dir, n, log)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +240,7 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 	}
 
 	// 1. The API floor.
-	conc := min(n, cfg.apiConcurrency)
+	conc := min(n, apiConcurrency)
 	d, writes, err := apiFloor(ctx, s.kc, conc)
 	if err != nil {
 		return nil, err
@@ -287,10 +249,6 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 	log.Info("API floor", "seconds", r.APIFloorSeconds, "writes", writes, "writesPerSecond", round(float64(writes)/d.Seconds(), 0), "concurrency", conc)
 	if err := provision(ctx, s.kc, s.cs); err != nil {
 		return nil, err
-	}
-
-	if cfg.floorOnly {
-		return r, floorReps(ctx, s, n, workerOpts, cfg, log)
 	}
 
 	// 2. The Temporal floors.
@@ -319,39 +277,6 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 	}
 	r.finish()
 	return r, nil
-}
-
-// benchTuning is the dev server's configuration: defaultTuning, then
-// -dynamic-config and -sqlite-pragmas.
-func benchTuning(cfg config) (serverTuning, error) {
-	tuning := defaultTuning(cfg.tuned)
-	flavour, err := localstack.ParseFlavour(cfg.temporalStack)
-	if err != nil {
-		return tuning, fmt.Errorf("-temporal: %w", err)
-	}
-	if flavour == localstack.TemporalPostgres {
-		// A production server at its defaults: none of the dev server's
-		// tuning, no SQLite.
-		tuning = serverTuning{Stack: flavour}
-	}
-	tuning.Cluster = cfg.cluster
-	if cfg.dynamicConfig != "" {
-		if tuning.DynamicConfig == nil {
-			tuning.DynamicConfig = map[string]string{}
-		}
-		for _, kv := range strings.Split(cfg.dynamicConfig, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return tuning, fmt.Errorf("-dynamic-config: %q is not key=value", kv)
-			}
-			tuning.DynamicConfig[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	if cfg.pragmas != "" {
-		tuning.Pragmas = append(tuning.Pragmas, strings.Split(cfg.pragmas, ",")...)
-	}
-	tuning.Binary = cfg.temporalBinary
-	return tuning, nil
 }
 
 // snap is the counters at one moment.

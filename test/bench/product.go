@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,32 +9,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"ate.dev/orchestrator/test/localstack/procs"
 	"ate.dev/orchestrator/test/localstack/servers"
 )
 
-// buildProduct builds the product's worker and starter from ./cmd/worker and
-// ./cmd/starter (or the bench's variant of a main, when given) into dir.
-func buildProduct(ctx context.Context, root, dir string, mains map[string]string) (map[string]string, error) {
+// buildProduct builds the product's worker and starter from ./cmd/worker
+// and ./cmd/starter into dir.
+func buildProduct(ctx context.Context, root, dir string) (map[string]string, error) {
 	bins := map[string]string{}
 	for _, name := range []string{"worker", "starter"} {
-		pkg := mains[name]
-		if pkg == "" {
-			pkg = "./" + name
-		}
 		out := filepath.Join(dir, name)
-		// The benchtune tag lets the worker take -worker-options
-		// (worker/tune_bench.go); without them it is the product's worker.
-		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "benchtune", "-o", out, pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
 		cmd.Dir = root
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w\n%s", pkg, err, buf.String())
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, b)
 		}
 		bins[name] = out
 	}
@@ -117,7 +110,7 @@ func (p *process) stop() error {
 }
 
 // processMetrics scrapes a process's Prometheus endpoint and sums each
-// series by metric name and the listed labels.
+// series the bench reads (scrapedPrefixes) by name and the listed labels.
 func processMetrics(ctx context.Context, addr string, keep ...string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -125,46 +118,53 @@ func processMetrics(ctx context.Context, addr string, keep ...string) (map[strin
 		return nil, err
 	}
 	defer resp.Body.Close()
+	fams, err := parseMetrics(resp.Body)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
-		}
+	for name, f := range fams {
 		if !scraped(name) {
 			continue
 		}
-		var labels map[string]string
-		var v float64
-		if strings.Contains(line, "{") {
-			var ok bool
-			if labels, v, ok = parseSample(line); !ok {
-				continue
+		for _, m := range f.GetMetric() {
+			key := ""
+			for _, k := range keep {
+				if v := label(m, k); v != "" {
+					key += "|" + k + "=" + v
+				}
 			}
-		} else {
-			f := strings.Fields(line)
-			if len(f) != 2 {
-				continue
-			}
-			if v, err = strconv.ParseFloat(f[1], 64); err != nil {
-				continue
+			switch {
+			case m.Histogram != nil: // as their _count and _sum series
+				out[name+"_count"+key] += float64(m.Histogram.GetSampleCount())
+				out[name+"_sum"+key] += m.Histogram.GetSampleSum()
+			case m.Summary != nil:
+				out[name+"_count"+key] += float64(m.Summary.GetSampleCount())
+				out[name+"_sum"+key] += m.Summary.GetSampleSum()
+			case m.Untyped != nil:
+				out[name+key] += m.Untyped.GetValue()
+			case m.Counter != nil:
+				out[name+key] += m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[name+key] += m.Gauge.GetValue()
 			}
 		}
-		key := name
-		for _, k := range keep {
-			if lv, ok := labels[k]; ok && lv != "" {
-				key += "|" + k + "=" + lv
-			}
-		}
-		out[key] += v
 	}
-	return out, sc.Err()
+	return out, nil
+}
+
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func diffMetrics(after, before map[string]float64) map[string]float64 {

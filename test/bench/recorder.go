@@ -59,6 +59,17 @@ func printTable(w io.Writer, rs []*result) {
 		t.RestartAlmostFree, last.RestartStateTransitionsPerPool, last.RestartSeconds, t.WorkerUnder150MiB, last.WorkerRSSMiB)
 }
 
+// postgresNote starts the note of rows measured on temporal-server on
+// PostgreSQL (-temporal postgres), which BENCHMARKS.md lists beside the dev
+// server's. Its Temporal CPU is temporal-server's alone: PostgreSQL's
+// backends are not counted. clusterNote starts the note of rows measured
+// with -cluster: the local cluster's controllers, scheduler and kwok share
+// the machine, and the product's Deployments get pods.
+const (
+	postgresNote = "temporal-server on PostgreSQL (SQL visibility, 4 shards, default dynamic config)."
+	clusterNote  = "On the local cluster (controller manager, scheduler, kwok)."
+)
+
 // runsMarker precedes the run table in BENCHMARKS.md; rows go right under
 // the table's header, newest first.
 const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"

@@ -11,9 +11,8 @@ type result struct {
 	Date  string `json:"date"`
 	// Commit is the commit measured, "+dirty" when the product's or the
 	// bench's files differed from it.
-	Commit      string  `json:"commit"`
-	Load1       float64 `json:"load1_at_start"`
-	TunedServer bool    `json:"tuned_server"`
+	Commit string  `json:"commit"`
+	Load1  float64 `json:"load1_at_start"`
 	// Repeat is which of Repeats measurements of this size (-repeat) this
 	// is; SlowestOverFastest, on every repeat of a size measured more than
 	// once, is the slowest repeat's Seconds over the fastest's.
@@ -22,12 +21,6 @@ type result struct {
 	SlowestOverFastest float64 `json:"slowest_over_fastest,omitempty"`
 	// RunSeconds: the whole measurement of this size, servers included.
 	RunSeconds float64 `json:"run_seconds"`
-	// DynamicConfig: the dev server's dynamic config values; WorkerOptions:
-	// the Temporal worker options of the product's worker and the floor's
-	// ("": the product's defaults).
-	DynamicConfig map[string]string `json:"dynamic_config"`
-	Pragmas       []string          `json:"sqlite_pragmas"`
-	WorkerOptions string            `json:"worker_options"`
 	// PollerBehavior: the workflow task poller behaviour of the product's
 	// worker and the floor's (-poller-behavior).
 	PollerBehavior string `json:"poller_behavior"`

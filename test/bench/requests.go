@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -101,61 +99,25 @@ func scrapeAPIServer(ctx context.Context, cs kubernetes.Interface) (reqCounts, e
 	if err != nil {
 		return nil, fmt.Errorf("scraping the API server's /metrics: %w", err)
 	}
+	fams, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the API server's /metrics: %w", err)
+	}
 	out := reqCounts{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels, value, ok := parseSample(line)
-		if !ok || labels["resource"] == "" {
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
+		res := label(m, "resource")
+		if res == "" {
 			continue // non-resource URLs (/metrics, discovery)
 		}
-		res := labels["resource"]
-		if g := labels["group"]; g != "" {
+		if g := label(m, "group"); g != "" {
 			res += "." + g
 		}
-		if sub := labels["subresource"]; sub != "" {
+		if sub := label(m, "subresource"); sub != "" {
 			res += "/" + sub
 		}
-		out[reqKey{Verb: labels["verb"], Resource: res}] += value
+		out[reqKey{Verb: label(m, "verb"), Resource: res}] += m.GetCounter().GetValue()
 	}
-	return out, sc.Err()
-}
-
-// parseSample parses one line of the Prometheus text format:
-// name{k="v",...} value.
-func parseSample(line string) (map[string]string, float64, bool) {
-	open, close := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-	if open < 0 || close < open {
-		return nil, 0, false
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(line[close+1:]), 64)
-	if err != nil {
-		return nil, 0, false
-	}
-	labels := map[string]string{}
-	rest := line[open+1 : close]
-	for rest != "" {
-		eq := strings.IndexByte(rest, '=')
-		if eq < 0 || eq+1 >= len(rest) || rest[eq+1] != '"' {
-			return nil, 0, false
-		}
-		name := strings.TrimSpace(rest[:eq])
-		i := eq + 2
-		var b strings.Builder
-		for ; i < len(rest) && rest[i] != '"'; i++ {
-			if rest[i] == '\\' && i+1 < len(rest) {
-				i++
-			}
-			b.WriteByte(rest[i])
-		}
-		labels[name] = b.String()
-		rest = strings.TrimPrefix(rest[min(i+1, len(rest)):], ",")
-	}
-	return labels, v, true
+	return out, nil
 }
 
 // requestCounter counts the bench's own requests the way the API server

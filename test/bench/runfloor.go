@@ -60,22 +60,3 @@ func newShapeFloor(run *floorRun, st *shapeStats, n int) *shapeFloor {
 		TemporalCPUMsPerSwitch: round(1000*run.CPU["temporal"]/float64(n), 1), History: st,
 	}
 }
-
-// floorReps times the floor again and again on one server, for comparing
-// settings with less noise than one run gives.
-func floorReps(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, log *slog.Logger) error {
-	for rep := range cfg.reps {
-		fl, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor-rep%d-", rep+1))
-		if err != nil {
-			return err
-		}
-		st, err := measureFloor(ctx, s, fl)
-		if err != nil {
-			return err
-		}
-		log.Info("floor", "rep", rep+1, "seconds", round(fl.Seconds, 2), "perSecond", round(float64(n)/fl.Seconds, 1),
-			"switchesDone", round(fl.FullSeconds, 2), "stateTransitionsPerSwitch", st.StateTransitions, "eventsPerSwitch", st.EventsPerSwitch,
-			"wftS2S", fl.WorkflowTaskScheduleToStartMs, "actS2S", fl.ActivityScheduleToStartMs, "cpu", formatCPU(fl.CPU), "load", loadAverage())
-	}
-	return nil
-}

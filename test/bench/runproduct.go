@@ -25,7 +25,6 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		// The product's defaults but a readable cluster name: the task
 		// queue is the cluster's own, ate-orchestrator-bench.
 		"ATE_CLUSTER_NAME=" + string(benchCluster),
-		"ATE_BENCH_WORKER_OPTIONS=" + cfg.workerOptions,
 		"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR=" + cfg.pollerBehavior,
 	}
 	wp, err := startProcess("worker", bins["worker"], logDir, env)
@@ -65,7 +64,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	log.Info("product up; every pool on the old default", "warmUpSeconds", r.ProductWarmSeconds)
 
 	// 3. A new class default.
-	sample := productSample(n, min(cfg.samples, n))
+	sample := productSample(n, min(historySamples, n))
 	lrBefore, err := longRunningTransitions(ctx, s.tc, sample)
 	if err != nil {
 		return err

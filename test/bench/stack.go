@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	tclient "go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -17,8 +15,6 @@ import (
 
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/cluster"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // stack is one run's servers, started by localstack as `make dev` starts
@@ -40,33 +36,13 @@ type stack struct {
 	metrics kubernetes.Interface // uncounted: scrapes /metrics, a non-resource URL
 }
 
-// serverTuning is the Temporal server's configuration for the bench: by
-// default the dev server's that `make dev` and the tests run
-// (test/localstack/servers: DevServerPragmas, DevServerDynamicConfig;
-// BENCHMARKS.md tells what each value is worth).
-type serverTuning struct {
-	Stack         localstack.Flavour
-	Binary        string // the temporal CLI; default bin/temporal
-	Pragmas       []string
-	DynamicConfig map[string]string
-	// Cluster runs the local cluster around the API server
-	// (localstack.Options.Cluster), with Fleet's nodes (nil: the default
-	// fleet).
-	Cluster bool
-	Fleet   []cluster.NodeGroup
-}
-
-// defaultTuning is the dev server's settings; without tuned, its SQLite
-// pragmas only.
-func defaultTuning(tuned bool) serverTuning {
-	t := serverTuning{Stack: localstack.TemporalDev, Pragmas: append([]string(nil), servers.DevServerPragmas...)}
-	if tuned {
-		t.DynamicConfig = servers.DevServerDynamicConfig()
-	}
-	return t
-}
-
-func startStack(ctx context.Context, root, dir string, tuning serverTuning, log *slog.Logger) (_ *stack, err error) {
+// startStack starts n's servers in dir: the Temporal server of
+// -temporal (the dev server with the settings `make dev` and the tests run
+// it with, servers.DevServerPragmas and DevServerDynamicConfig; or
+// temporal-server on PostgreSQL at its defaults), etcd with fsync and
+// kube-apiserver with the CRDs, and with -cluster the local cluster
+// around them.
+func startStack(ctx context.Context, cfg config, root, dir string, n int, log *slog.Logger) (_ *stack, err error) {
 	s := &stack{}
 	defer func() {
 		if err != nil {
@@ -76,15 +52,16 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 	opts := localstack.Options{
 		Dir: dir, Root: root,
 		DurableEtcd: true, // as `make dev`
-		Temporal:    tuning.Stack,
-		TemporalCLI: tuning.Binary,
+		Temporal:    cfg.temporal,
+		Cluster:     cfg.cluster,
+	}
+	if opts.Temporal == localstack.TemporalDev {
 		// A database file, as `make dev` keeps: in memory is faster, and
 		// not what users run.
-		TemporalDBFile: filepath.Join(dir, "temporal.db"),
-		SQLitePragmas:  tuning.Pragmas,
-		DynamicConfig:  tuning.DynamicConfig,
-		Cluster:        tuning.Cluster,
-		Fleet:          tuning.Fleet,
+		opts.TemporalDBFile = filepath.Join(dir, "temporal.db")
+	}
+	if cfg.podReplicas > 0 {
+		opts.Fleet, _ = benchFleet(n, cfg.podReplicas)
 	}
 	if s.servers, err = localstack.Start(ctx, opts); err != nil {
 		return nil, err
@@ -114,8 +91,7 @@ func startStack(ctx context.Context, root, dir string, tuning serverTuning, log 
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the Temporal server: %w", err)
 	}
-	log.Info("servers up", "temporal", s.temporal.Address(), "apiserver", s.servers.Kube.RestConfig.Host, "dir", dir,
-		"temporalFlags", strings.Join(append(tuning.Pragmas, mapPairs(tuning.DynamicConfig)...), " "))
+	log.Info("servers up", "temporal", s.temporal.Address(), "apiserver", s.servers.Kube.RestConfig.Host, "dir", dir)
 	return s, nil
 }
 
@@ -128,16 +104,6 @@ func (s *stack) stop() error {
 		return nil
 	}
 	return s.servers.Stop()
-}
-
-// mapPairs renders dynamic config values as the server's flags show them.
-func mapPairs(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func quietLogger() tlog.Logger {

@@ -95,13 +95,12 @@ type Options struct {
 	TemporalUIPort int
 	// TemporalNamespace is created at start; default "default".
 	TemporalNamespace string
-	// TemporalDBFile keeps the dev server's state in that SQLite file, with
-	// SQLitePragmas; empty keeps it in memory.
+	// TemporalDBFile keeps the dev server's state in that SQLite file;
+	// empty keeps it in memory.
 	TemporalDBFile string
-	SQLitePragmas  []string
-	// DynamicConfig maps Temporal dynamic config keys to JSON values.
-	// servers.DevServerDynamicConfig is what `make dev`, the bench and the
-	// tests run the dev server with.
+	// DynamicConfig maps Temporal dynamic config keys to JSON values: on
+	// the dev server over servers.DevServerDynamicConfig, which `make dev`,
+	// the bench and the tests all run it with.
 	DynamicConfig map[string]string
 }
 
@@ -223,11 +222,7 @@ func (s *Stack) components(opts Options) ([]*component, error) {
 		out = append(out, c)
 	}
 	if !opts.NoKube {
-		kube := s.kube
-		if opts.Cluster {
-			kube = s.cluster
-		}
-		c, err := kube(opts)
+		c, err := s.kube(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +269,7 @@ func (s *Stack) temporal(opts Options) (*component, error) {
 		t, err := servers.NewTemporal(servers.TemporalConfig{
 			Binary: s.TemporalCLI, Port: opts.TemporalPort,
 			UI: opts.TemporalUI, UIPort: opts.TemporalUIPort,
-			DBFile: opts.TemporalDBFile, SQLitePragmas: opts.SQLitePragmas,
+			DBFile:        opts.TemporalDBFile,
 			DynamicConfig: opts.DynamicConfig,
 			Namespace:     opts.TemporalNamespace,
 			LogFile:       logFile,
@@ -306,21 +301,21 @@ func (s *Stack) temporalComponent(closer func() error) *component {
 	}
 }
 
+// kube is etcd and kube-apiserver with the CRDs installed, or, with
+// Options.Cluster, the cluster around them (the controller manager, the
+// scheduler, kwok and the fleet), which package cluster starts and stops
+// as one component.
 func (s *Stack) kube(opts Options) (*component, error) {
 	binDir, how := opts.KubeBinDir, "from $KUBEBUILDER_ASSETS or the caller"
 	if binDir == "" {
 		binDir, how = filepath.Join(opts.Root, "bin"), "from the repository's bin/"
 	}
-	etcd, err := servers.FindBinary("etcd", filepath.Join(binDir, "etcd"), how)
+	bins, err := cluster.FindBinaries(binDir, how, opts.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	apiServer, err := servers.FindBinary("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), how)
-	if err != nil {
-		return nil, err
-	}
-	cfg := servers.KubeConfig{
-		EtcdBinary: etcd, APIServerBinary: apiServer,
+	kc := servers.KubeConfig{
+		EtcdBinary: bins.Etcd, APIServerBinary: bins.APIServer,
 		Dir:           filepath.Join(s.Dir, "kube"),
 		EtcdDataDir:   opts.EtcdDataDir,
 		DurableEtcd:   opts.DurableEtcd,
@@ -328,25 +323,43 @@ func (s *Stack) kube(opts Options) (*component, error) {
 		CRDDirs:       opts.CRDDirs,
 		Scheme:        opts.Scheme,
 	}
-	if len(cfg.CRDDirs) == 0 {
-		cfg.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}
+	if len(kc.CRDDirs) == 0 {
+		kc.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}
 	}
-	if cfg.Scheme == nil {
-		cfg.Scheme = servers.NewScheme()
+	if kc.Scheme == nil {
+		kc.Scheme = servers.NewScheme()
 	}
-	if cfg.EtcdLog, err = s.logFile("etcd"); err != nil {
-		return nil, err
-	}
-	if cfg.APIServerLog, err = s.logFile("kube-apiserver"); err != nil {
-		return nil, err
+	name, start := "etcd and kube-apiserver", func(context.Context) (*servers.Kube, error) { return servers.StartKube(kc) }
+	if opts.Cluster {
+		name = "the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
+		start = func(ctx context.Context) (*servers.Kube, error) {
+			c, err := cluster.Start(ctx, cluster.Config{
+				Binaries: bins, Dir: kc.Dir, LogDir: s.LogDir,
+				CRDDirs: kc.CRDDirs, Scheme: kc.Scheme,
+				EtcdDataDir: kc.EtcdDataDir, DurableEtcd: kc.DurableEtcd, APIServerPort: kc.APIServerPort,
+				Fleet: opts.Fleet,
+			})
+			if err != nil {
+				return nil, err
+			}
+			s.Cluster = c
+			return c.Kube, nil
+		}
+	} else {
+		if kc.EtcdLog, err = s.logFile("etcd"); err != nil {
+			return nil, err
+		}
+		if kc.APIServerLog, err = s.logFile("kube-apiserver"); err != nil {
+			return nil, err
+		}
 	}
 	return &component{
-		name: "etcd and kube-apiserver",
-		launch: func(context.Context) error {
-			if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		name: name,
+		launch: func(ctx context.Context) error {
+			if err := os.MkdirAll(kc.Dir, 0o700); err != nil {
 				return err
 			}
-			k, err := servers.StartKube(cfg)
+			k, err := start(ctx)
 			if err != nil {
 				return err
 			}
@@ -358,65 +371,13 @@ func (s *Stack) kube(opts Options) (*component, error) {
 			return nil
 		},
 		stop: func() error {
-			if s.Kube == nil {
-				return nil
-			}
-			return s.Kube.Stop()
-		},
-	}, nil
-}
-
-// cluster is the kube component with Options.Cluster: etcd,
-// kube-apiserver, the controller manager, the scheduler, kwok and the
-// fleet, started and stopped by package cluster as one component (they
-// stop in reverse order within it).
-func (s *Stack) cluster(opts Options) (*component, error) {
-	binDir, how := opts.KubeBinDir, "from $KUBEBUILDER_ASSETS or the caller"
-	if binDir == "" {
-		binDir, how = filepath.Join(opts.Root, "bin"), "from the repository's bin/"
-	}
-	bins, err := cluster.FindBinaries(binDir, how)
-	if err != nil {
-		return nil, err
-	}
-	cfg := cluster.Config{
-		Binaries: bins,
-		Dir:      filepath.Join(s.Dir, "kube"), LogDir: s.LogDir,
-		CRDDirs:       opts.CRDDirs,
-		Scheme:        opts.Scheme,
-		EtcdDataDir:   opts.EtcdDataDir,
-		DurableEtcd:   opts.DurableEtcd,
-		APIServerPort: opts.APIServerPort,
-		Fleet:         opts.Fleet,
-	}
-	if len(cfg.CRDDirs) == 0 {
-		cfg.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}
-	}
-	if cfg.Scheme == nil {
-		cfg.Scheme = servers.NewScheme()
-	}
-	return &component{
-		name: "the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)",
-		launch: func(ctx context.Context) error {
-			if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-				return err
-			}
-			c, err := cluster.Start(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			s.Cluster, s.Kube = c, c.Kube
-			s.KubeconfigPath = filepath.Join(s.Dir, "kubeconfig")
-			if err := os.WriteFile(s.KubeconfigPath, c.Kube.KubeConfig, 0o600); err != nil {
-				return fmt.Errorf("writing %s: %w", s.KubeconfigPath, err)
+			switch {
+			case s.Cluster != nil:
+				return s.Cluster.Stop()
+			case s.Kube != nil:
+				return s.Kube.Stop()
 			}
 			return nil
-		},
-		stop: func() error {
-			if s.Cluster == nil {
-				return nil
-			}
-			return s.Cluster.Stop()
 		},
 	}, nil
 }

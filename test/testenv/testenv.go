@@ -137,9 +137,6 @@ func Start(opts Options) (_ *Env, err error) {
 	if so.TemporalDBFile == "" && opts.PersistTemporal {
 		so.TemporalDBFile = filepath.Join(dir, "temporal.db")
 	}
-	if flavour == StackDev {
-		so.DynamicConfig = dynamicConfig(opts.TemporalDynamicConfig)
-	}
 	if e.stack, err = localstack.Start(context.Background(), so); err != nil {
 		return nil, err
 	}
@@ -212,13 +209,3 @@ func (e *Env) Stop() error {
 
 // Keep keeps Dir (the servers' logs and state) after Stop.
 func (e *Env) Keep() { e.keep = true }
-
-// dynamicConfig is the dev server's dynamic config as `make dev` and the
-// bench run it, with a test's own values on top.
-func dynamicConfig(extra map[string]string) map[string]string {
-	dc := servers.DevServerDynamicConfig()
-	for k, v := range extra {
-		dc[k] = v
-	}
-	return dc
-}

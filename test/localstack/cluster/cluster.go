@@ -23,12 +23,14 @@ type Binaries struct {
 	Etcd, APIServer, ControllerManager, Scheduler, Kwok string
 }
 
-// FindBinaries finds the cluster's programs in dir (the repository's bin/,
-// or $KUBEBUILDER_ASSETS); how says which, for the error. A missing one
-// fails with an error wrapping servers.ErrMissingBinary.
-func FindBinaries(dir, how string) (Binaries, error) {
+// FindBinaries finds the programs in dir (the repository's bin/, or
+// $KUBEBUILDER_ASSETS): etcd and kube-apiserver, and with cluster the
+// controller manager, the scheduler and kwok too; how says which dir, for
+// the error. A missing one fails with an error wrapping
+// servers.ErrMissingBinary.
+func FindBinaries(dir, how string, cluster bool) (Binaries, error) {
 	var b Binaries
-	for _, p := range []struct {
+	programs := []struct {
 		name string
 		dst  *string
 	}{
@@ -37,7 +39,11 @@ func FindBinaries(dir, how string) (Binaries, error) {
 		{"kube-controller-manager", &b.ControllerManager},
 		{"kube-scheduler", &b.Scheduler},
 		{"kwok", &b.Kwok},
-	} {
+	}
+	if !cluster {
+		programs = programs[:2]
+	}
+	for _, p := range programs {
 		path, err := servers.FindBinary(p.name, filepath.Join(dir, p.name), how)
 		if err != nil {
 			return Binaries{}, err

@@ -40,7 +40,7 @@ func binaries(t *testing.T, root string) Binaries {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		dir, how = d, "from $KUBEBUILDER_ASSETS"
 	}
-	b, err := FindBinaries(dir, how)
+	b, err := FindBinaries(dir, how, true)
 	if errors.Is(err, servers.ErrMissingBinary) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)

@@ -174,30 +174,6 @@ func (k *Kube) StartAPIServer() error {
 	return nil
 }
 
-// StopEtcd stops etcd gracefully; its data stays.
-func (k *Kube) StopEtcd() error {
-	if err := k.env.ControlPlane.Etcd.Stop(); err != nil {
-		return fmt.Errorf("kube: stopping etcd: %w", err)
-	}
-	return nil
-}
-
-// KillEtcd kills etcd at once, as a crash would.
-func (k *Kube) KillEtcd() error {
-	if err := k.kill(etcdName); err != nil {
-		return err
-	}
-	return k.StopEtcd()
-}
-
-// StartEtcd starts a stopped etcd on the same client address and data.
-func (k *Kube) StartEtcd() error {
-	if err := procs.OnSpawnerThread(k.env.ControlPlane.Etcd.Start); err != nil {
-		return fmt.Errorf("kube: starting etcd: %w", err)
-	}
-	return nil
-}
-
 func (k *Kube) kill(name string) error {
 	pid, err := procs.ReadPID(k.launcherDir, name)
 	if err != nil {

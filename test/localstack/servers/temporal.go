@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,12 +36,12 @@ type TemporalConfig struct {
 	// UI enables the Web UI, on UIPort (0 picks a free one).
 	UI     bool
 	UIPort int
-	// DBFile is the SQLite file that holds the server's state. Empty keeps
-	// state in memory: it is lost when the server stops.
+	// DBFile is the SQLite file that holds the server's state, with
+	// DevServerPragmas. Empty keeps state in memory: it is lost when the
+	// server stops.
 	DBFile string
-	// SQLitePragmas are "name=value" pragmas, e.g. "journal_mode=wal".
-	SQLitePragmas []string
-	// DynamicConfig maps dynamic config keys to JSON values.
+	// DynamicConfig maps dynamic config keys to JSON values, over
+	// DevServerDynamicConfig.
 	DynamicConfig map[string]string
 	// Namespace is created at start and checked for readiness; default
 	// "default", which the dev server always creates.
@@ -129,17 +130,14 @@ func (t *Temporal) args() []string {
 	}
 	if c.DBFile != "" {
 		args = append(args, "--db-filename", c.DBFile)
+		for _, p := range DevServerPragmas {
+			args = append(args, "--sqlite-pragma", p)
+		}
 	}
-	for _, p := range c.SQLitePragmas {
-		args = append(args, "--sqlite-pragma", p)
-	}
-	keys := make([]string, 0, len(c.DynamicConfig))
-	for k := range c.DynamicConfig {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, "--dynamic-config-value", k+"="+c.DynamicConfig[k])
+	dc := DevServerDynamicConfig()
+	maps.Copy(dc, c.DynamicConfig)
+	for _, k := range slices.Sorted(maps.Keys(dc)) {
+		args = append(args, "--dynamic-config-value", k+"="+dc[k])
 	}
 	if c.Namespace != client.DefaultNamespace {
 		args = append(args, "--namespace", c.Namespace)

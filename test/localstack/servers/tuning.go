@@ -1,8 +1,9 @@
 package servers
 
 // The dev server settings the product is measured with (`make bench`), and
-// so the ones `make dev` and the tests run it with: what users run is what
-// is measured. BENCHMARKS.md tells what each one is worth.
+// so the ones `make dev` and the tests run it with (NewTemporal applies
+// them): what users run is what is measured. BENCHMARKS.md tells what each
+// one is worth.
 
 // DevServerPragmas are the SQLite pragmas of the dev server's database file:
 // the write-ahead log, synced at checkpoints rather than at every commit.
