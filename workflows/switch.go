@@ -322,11 +322,18 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 // stands and is reported.
 func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.TargetCheck, claimed string) (*wfapi.SwitchResult, error) {
 	message := resolve.Keeping(check.Message, in.From)
+	// With no claim, the roll back writes only on the class as planned, and
+	// proves a lost confirm of this run from the pool's states since the plan.
+	rv := claimed
+	if claimed == "" {
+		rv = in.PoolResourceVersion
+	}
 	var w activities.PoolWrite
 	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message, ResourceVersion: claimed,
+		Reason: check.Reason, Message: message, ResourceVersion: rv,
 		Claimed: claimed != "",
+		From:    in.From, ExpectRun: in.FromRun != nil, FromRun: ptr.Deref(in.FromRun, ""),
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
@@ -336,8 +343,8 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	case activities.Superseded:
-		// Another writer took the class since the claim: its state is not
-		// this switch's to report.
+		// Another writer took the class since the claim, or, with no
+		// claim, since the plan: its state is not this switch's to report.
 		return superseded(), nil
 	}
 	// The Warning of this appearance of the failure: the pool keeper
