@@ -25,6 +25,13 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 	}
 	confirm := SettleInput{Class: gvisor, Config: "new", Generation: 2, Claimed: true}
 	rollBack := SettleInput{Class: gvisor, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting", Claimed: true}
+	// A roll back after a refused Protect, of a move planned from from
+	// (and, with expectRun, from the class last written by fromRun).
+	noClaim := func(from string, expectRun bool, fromRun string) SettleInput {
+		r := rollBack
+		r.Claimed, r.From, r.ExpectRun, r.FromRun = false, from, expectRun, fromRun
+		return r
+	}
 	tests := []struct {
 		name       string
 		before     []func(t *testing.T, f *statusFixture)
@@ -42,8 +49,14 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 		{name: "roll back of a standing claim", in: rollBack, wantConfig: "old"},
 		{name: "roll back of a claim another switch displaced", in: rollBack,
 			superseded: true, wantConfig: "old", wantPend: "other"},
-		{name: "roll back with no claim (protection refused) writes its condition", in: func() SettleInput { r := rollBack; r.Claimed = false; return r }(),
-			wantConfig: "old", wantPend: "other"},
+		{name: "roll back with no claim (protection refused) of a class as planned writes its condition", in: noClaim("old", false, ""),
+			wantConfig: "old"},
+		{name: "roll back with no claim of a class holding another claim writes nothing", in: noClaim("old", false, ""),
+			superseded: true, wantConfig: "old", wantPend: "other"},
+		{name: "roll back with no claim of a class off its plan's From writes nothing", in: noClaim("older", false, ""),
+			superseded: true, wantConfig: "old"},
+		{name: "roll back with no claim of a class another run wrote since the plan writes nothing", in: noClaim("old", true, "run-0"),
+			superseded: true, wantConfig: "old"},
 	}
 	// The state before each settle: "new" claimed, then changed by the
 	// case's other writer.
@@ -55,7 +68,7 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 	}}
 	tests[3].before = []func(*testing.T, *statusFixture){claim("new")}
 	tests[4].before = []func(*testing.T, *statusFixture){claim("new"), claim("other")}
-	tests[5].before = []func(*testing.T, *statusFixture){claim("other")}
+	tests[6].before = []func(*testing.T, *statusFixture){claim("other")}
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

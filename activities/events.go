@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.temporal.io/sdk/activity"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,10 +56,37 @@ func (a *Activities) RecordEvent(ctx context.Context, in poolevents.Event) error
 		},
 	}
 	_, err := a.Clientset.EventsV1().Events(in.Pool.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("recording %s event %q on WorkerPool %s: %w", in.Reason, ev.Name, in.Pool, err)
+	switch {
+	case err == nil || apierrors.IsAlreadyExists(err):
+		return nil
+	case noNamespace(err):
+		// The pool's namespace is being deleted (every create there is
+		// refused) or is gone: the pool goes with it, and so would the
+		// event. Retrying cannot record it; it would only hold the pool's
+		// switch ID for ever. Say so, and let the switch end.
+		a.logger(ctx).Warn("the event cannot be recorded: the pool's namespace is being deleted or is gone",
+			"pool", in.Pool.String(), "uid", in.Pool.UID, "reason", in.Reason, "event", ev.Name, "error", err.Error())
+		return nil
 	}
-	return nil
+	err = fmt.Errorf("recording %s event %q on WorkerPool %s: %w", in.Reason, ev.Name, in.Pool, err)
+	if activity.IsActivity(ctx) {
+		// The switch's step itself (not a step's failure report, which
+		// logs its own): the SDK logs no failed attempt of a local
+		// activity, and this step reports no condition, so this line is
+		// what says why it retries.
+		if info := activity.GetInfo(ctx); info.IsLocalActivity && info.ActivityType.Name == "RecordEvent" {
+			a.logger(ctx).Warn("Local activity error.", "step", "RecordEvent", "pool", in.Pool.String(), "Attempt", info.Attempt, "Error", err.Error())
+		}
+	}
+	return err
+}
+
+// noNamespace reports whether an event's create was refused because its
+// namespace is being deleted (403 with the NamespaceTerminating cause) or
+// does not exist (404: nothing else of an event's create can be missing).
+func noNamespace(err error) bool {
+	return apierrors.IsNotFound(err) ||
+		(apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause))
 }
 
 func truncate(s string, n int) string {

@@ -36,7 +36,7 @@ func TestAStatusWriteKeepsWhatItWasNotGiven(t *testing.T) {
 		}},
 		{name: "RollBack", wantRef: "old", write: func(f *statusFixture) error {
 			_, err := f.acts.RollBack(context.Background(), SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-				Reason: "SandboxConfigNotFound", Message: "gone"})
+				Reason: "SandboxConfigNotFound", Message: "gone", From: "old"})
 			return err
 		}},
 	}

@@ -381,6 +381,24 @@ type SettleInput struct {
 	// the switch writes the class's configRef, so a roll back that finds
 	// the class on the config knows an earlier run confirmed it.
 	Claimed bool `json:"claimed,omitempty"`
+	// From and FromRun are the move's plan, for a roll back with no claim:
+	// it writes only while the class is still on From with no claim and,
+	// with ExpectRun, last written by the run FromRun (see Claim). Without
+	// a claim, ResourceVersion is the plan's.
+	From      string `json:"from,omitempty"`
+	ExpectRun bool   `json:"expectRun,omitempty"`
+	FromRun   string `json:"fromRun,omitempty"`
+}
+
+// asPlanned reports whether a class is as a roll back with no claim
+// expects it: on From, holding no claim, and last written by the planned
+// run when the plan named one.
+func asPlanned(st *v1alpha1.WorkerPoolSandboxClassStatus, in SettleInput) bool {
+	if st == nil {
+		return in.From == "" && (!in.ExpectRun || in.FromRun == "")
+	}
+	return st.ConfigRef.NameOf() == in.From && st.PendingConfigRef == nil &&
+		(!in.ExpectRun || st.LastSwitch.RunIDOf() == in.FromRun)
 }
 
 // Confirm moves the class to the claimed config: configRef = the config,
@@ -460,25 +478,43 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 	run := switchRun(ctx)
 	var confirmed, superseded bool
 	var since *metav1.Time
+	// No claim (Protect or Claim refused the target), and nothing of this
+	// run on the class: the roll back explains why the class keeps From, so
+	// it is written only while the class is as the move was planned. A
+	// stale plan, or a switch started by hand, is not this class's story,
+	// and its stamp would later read as this run's confirm (P4).
+	planned := func(pool *v1alpha1.WorkerPool) error {
+		st := pool.Status.ClassStatus(in.Class)
+		if superseded = !in.Claimed && ownWriteOn(st, run, in.From, in.Config) == ownNone && !asPlanned(st, in); superseded {
+			a.logger(ctx).Warn("the class is not as the switch was planned; its roll back writes nothing",
+				"pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.Config)
+			return errNoWrite
+		}
+		return nil
+	}
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
 		func(pool *v1alpha1.WorkerPool) {
-			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			st := pool.Status.ClassStatus(in.Class)
 			// An earlier run of the switch's task confirmed (its own stamp
 			// on the class, on the config): keep it, whatever made this
 			// run roll back. A re-run whose Protect is refused (the target
 			// deleted since the confirm) comes here without its claim.
-			own := ownWriteOn(entry, run, "", in.Config)
+			// Only this run's confirm can leave that state: a roll back
+			// writes only on a class still on From (below).
+			own := ownWriteOn(st, run, in.From, in.Config)
 			if confirmed = own == ownConfirm; confirmed {
 				return
 			}
 			// The switch's own claim, known from the stamp even when the
 			// workflow did not see it (a re-run refused before its Claim).
-			claimed := in.Claimed || own == ownClaim
-			if superseded = claimed && !claimStands(entry, in.Config, run) && !rolledBack(entry, in, run); superseded {
-				return // another writer took the class since the claim
+			if in.Claimed || own == ownClaim {
+				if superseded = !claimStands(st, in.Config, run) && !rolledBack(st, in, run); superseded {
+					return // another writer took the class since the claim
+				}
 			}
-			if entry.PendingConfigRef != nil && entry.PendingConfigRef.Name == in.Config {
-				entry.PendingConfigRef = nil
+			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
+			if claimStands(entry, in.Config, run) {
+				entry.PendingConfigRef = nil // only this run's claim is its to clear
 			}
 			stamp(entry, run)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
@@ -486,13 +522,16 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved); c != nil {
 				since = c.LastTransitionTime.DeepCopy()
 			}
-		}, specHas(in.Class))
+		}, specHas(in.Class), planned)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case res.Outcome == PoolGone:
-		if in.Claimed && a.landedBeforeGone(ctx, in) {
+		// With or without its claim: a re-run whose Protect is refused
+		// because the target went with the pool (kubectl delete -f of
+		// both) comes here with its confirm maybe landed and unreported.
+		if a.landedBeforeGone(ctx, in) {
 			res.Outcome = LandedThenGone
 		}
 	case confirmed:
@@ -509,6 +548,9 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 // earlier attempt landed, its completion lost): the claim cleared and the
 // Resolved condition False with this reason and message.
 func rolledBack(entry *v1alpha1.WorkerPoolSandboxClassStatus, in SettleInput, run *v1alpha1.SwitchRunReference) bool {
+	if entry == nil {
+		return false
+	}
 	c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved)
 	return entry.PendingConfigRef == nil && stampedBy(entry, run) && c != nil && c.Status == metav1.ConditionFalse &&
 		c.Reason == in.Reason && c.Message == in.Message

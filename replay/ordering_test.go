@@ -654,11 +654,16 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 			require.Equal(t, in.Class, p.Class)
 			require.Equal(t, in.To, p.Config)
 			require.Equal(t, claimed, p.Claimed, "%s knows whether the claim stands", c.Type)
-			wantRV := ""
 			if claimed {
-				wantRV = claim.ResourceVersion
+				require.Equal(t, claim.ResourceVersion, p.ResourceVersion, "%s writes on the claim's resourceVersion", c.Type)
+			} else {
+				// A roll back with no claim writes only on the class as
+				// planned, and proves a lost confirm from the plan's version.
+				require.Equal(t, in.PoolResourceVersion, p.ResourceVersion, "%s with no claim writes on the plan's resourceVersion", c.Type)
+				require.Equal(t, in.From, p.From, "%s with no claim writes only while the class is on From", c.Type)
+				require.Equal(t, in.FromRun != nil, p.ExpectRun, "%s with no claim expects the run the plan saw", c.Type)
+				require.Equal(t, ptr.Deref(in.FromRun, ""), p.FromRun, "%s with no claim expects the run the plan saw", c.Type)
 			}
-			require.Equal(t, wantRV, p.ResourceVersion, "%s writes on the claim's resourceVersion", c.Type)
 			var w activities.PoolWrite
 			if c.Result != nil {
 				decode(t, c.Result, &w)

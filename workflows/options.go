@@ -11,6 +11,8 @@
 package workflows
 
 import (
+	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -66,25 +68,62 @@ func withLiveList(ctx workflow.Context) workflow.Context {
 
 // withLocalActivities sets the options of the steps that run as local
 // activities, in the workflow's own task, saving a round trip through the
-// server each: every step of a switch (see Switch). An attempt is bounded as
-// a regular activity's is. They retry as the regular activities do, forever: the SDK retries a
-// failing local activity inside the workflow task while the backoff is
-// shorter than the task's timeout, and from a server timer once it is
-// longer. A switch whose step gave up would leave its claim standing, and
-// an API server outage may outlast any bound.
+// server each: every step of a switch (see Switch and step). An attempt is
+// bounded as a regular activity's is; the quick retries of a step are
+// bounded by localRetryWindow, after which step hands it to the server.
 func withLocalActivities(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    activityTimeout,
-		ScheduleToCloseTimeout: localGiveUpAfter,
+		ScheduleToCloseTimeout: localRetryWindow,
 		RetryPolicy:            retryForever,
 	})
 }
 
-// localGiveUpAfter is "never" for a local activity. The SDK gives one
-// without a schedule-to-close timeout its start-to-close timeout instead,
-// so a local step would stop retrying after 10 s: an API server down for
-// longer must delay a pass or a switch, not fail it.
-const localGiveUpAfter = 10 * 365 * 24 * time.Hour
+// localRetryWindow is how long a switch's step is retried as a local
+// activity: inside the workflow task, with no history event per retry, and
+// within the 8 s after which the SDK would heartbeat the task (80% of its
+// 10 s timeout), each heartbeat three events. With the 0.2 s doubling
+// backoff that is six attempts, the last 6.2 s after the first: enough for a
+// conflict or a blip. A local activity retried past the task's timeout
+// would wait on a server timer, six events a retry (51,200 events, the
+// server's limit, in about three days at the 30 s cap): step runs it as a
+// regular activity instead (docs/decisions/0012-stuck-step-history.md).
+const localRetryWindow = 8 * time.Second
+
+// step runs one step of a switch: first as a local activity, retried in the
+// workflow task for localRetryWindow; then, if it still fails with an error
+// a retry can fix, as a regular activity with the same input, which the
+// server retries for as long as it fails without adding a history event per
+// attempt (its last failure and attempt count show in the workflow's pending
+// activities). Every step is idempotent and reads what it acts on, so its
+// regular run after failed local attempts is one more attempt. The future
+// holds the step's result, or its error; cancelling ctx cancels the step.
+func step(ctx workflow.Context, activity, arg any) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		local := workflow.ExecuteLocalActivity(withLocalActivities(ctx), activity, arg)
+		if err := local.Get(ctx, nil); !stillFailing(err) {
+			settle.Chain(local)
+			return
+		}
+		settle.Chain(workflow.ExecuteActivity(withActivities(ctx), activity, arg))
+	})
+	return f
+}
+
+// stillFailing says whether a local step ended with an error a retry can fix
+// (it ran out of its local retries), rather than succeeding, being
+// cancelled, or failing in a way no retry changes.
+func stillFailing(err error) bool {
+	if err == nil || temporal.IsCanceledError(err) {
+		return false
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && (app.NonRetryable() || slices.Contains(retryForever.NonRetryableErrorTypes, app.Type())) {
+		return false
+	}
+	return true
+}
 
 // historyLimit is where a long-lived workflow continues as new even if the
 // server has not suggested it yet, so a replay never has to walk far.

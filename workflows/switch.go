@@ -49,7 +49,9 @@ import (
 // of an activity's three events and the workflow task that follows them.
 // What that gives up: a local activity's input is not in the history (its
 // type and result are, in a marker), and a step runs inside a workflow
-// task, so the worker needs enough workflow task pollers.
+// task, so the worker needs enough workflow task pollers. A step still
+// failing after its local retries is handed to the server as a regular
+// activity (step), so a stuck switch adds no history event per retry.
 func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, error) {
 	// The ID names the cluster and the pool: a switch acts on that pool
 	// of that cluster only, whoever started it with whatever input.
@@ -132,11 +134,10 @@ func Switch(ctx workflow.Context, in wfapi.SwitchInput) (*wfapi.SwitchResult, er
 
 // move runs the move, step by step, as the Switch doc describes.
 func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) (*wfapi.SwitchResult, error) {
-	local := withLocalActivities(ctx)
 	if in.To == "" {
 		atStep(ctx, state, "AbandonClaim")
 		var w activities.PoolWrite
-		if err := workflow.ExecuteLocalActivity(local, act.AbandonClaim, activities.ClaimInput{
+		if err := step(ctx, act.AbandonClaim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.Abandon,
 		}).Get(ctx, &w); err != nil {
 			return nil, err
@@ -151,14 +152,14 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	}
 
 	atStep(ctx, state, "Protect")
-	check, yielding, err := protectBeforeClaim(ctx, local, in)
+	check, yielding, err := protectBeforeClaim(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	var claim activities.PoolWrite
 	if check.OK || yielding {
 		atStep(ctx, state, "Claim")
-		if err := workflow.ExecuteLocalActivity(local, act.Claim, activities.ClaimInput{
+		if err := step(ctx, act.Claim, activities.ClaimInput{
 			Pool: in.Pool, Class: in.Class, Config: in.To, ResourceVersion: in.PoolResourceVersion,
 			ExpectFrom: true, From: in.From,
 			ExpectSpec: in.SpecConfigRef != nil, SpecConfigRef: ptr.Deref(in.SpecConfigRef, ""),
@@ -254,10 +255,10 @@ func ended(ctx workflow.Context, state *wfapi.SwitchState, outcome string) {
 // continues as new with no input only if the class holds nothing of this
 // run (see move). From the claim on, a signal waits for the switch's end
 // (finish).
-func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (check activities.TargetCheck, yielding bool, err error) {
-	pctx, cancel := workflow.WithCancel(local)
+func protectBeforeClaim(ctx workflow.Context, in wfapi.SwitchInput) (check activities.TargetCheck, yielding bool, err error) {
+	pctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	f := workflow.ExecuteLocalActivity(pctx, act.Protect,
+	f := step(pctx, act.Protect,
 		activities.ProtectInput{Config: in.To, Class: in.Class, FromCache: true, Pool: in.Pool})
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
 	signalled := false
@@ -284,19 +285,18 @@ func protectBeforeClaim(ctx, local workflow.Context, in wfapi.SwitchInput) (chec
 // class, in deletion) rolls back. Being local, Confirm may follow an
 // earlier run of itself whatever its attempt number.
 func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInput, claimed string) (*wfapi.SwitchResult, error) {
-	local := withLocalActivities(ctx)
 	settle := activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation, ResourceVersion: claimed, Claimed: true,
 	}
 	atStep(ctx, state, "Confirm")
 	var w activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
+	if err := step(ctx, act.Confirm, settle).Get(ctx, &w); err != nil {
 		return nil, err
 	}
 	if w.Outcome == activities.Refused && w.Refusal.Reason == v1alpha1.ReasonSandboxConfigNotProtected {
 		atStep(ctx, state, "Protect")
 		var check activities.TargetCheck
-		if err := workflow.ExecuteLocalActivity(local, act.Protect,
+		if err := step(ctx, act.Protect,
 			activities.ProtectInput{Config: in.To, Class: in.Class, Pool: in.Pool}).Get(ctx, &check); err != nil {
 			return nil, err
 		}
@@ -306,7 +306,7 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 		}
 		atStep(ctx, state, "Confirm")
 		w = activities.PoolWrite{}
-		if err := workflow.ExecuteLocalActivity(local, act.Confirm, settle).Get(ctx, &w); err != nil {
+		if err := step(ctx, act.Confirm, settle).Get(ctx, &w); err != nil {
 			return nil, err
 		}
 	}
@@ -322,11 +322,18 @@ func confirm(ctx workflow.Context, state *wfapi.SwitchState, in wfapi.SwitchInpu
 // stands and is reported.
 func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.TargetCheck, claimed string) (*wfapi.SwitchResult, error) {
 	message := resolve.Keeping(check.Message, in.From)
+	// With no claim, the roll back writes only on the class as planned, and
+	// proves a lost confirm of this run from the pool's states since the plan.
+	rv := claimed
+	if claimed == "" {
+		rv = in.PoolResourceVersion
+	}
 	var w activities.PoolWrite
-	if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RollBack, activities.SettleInput{
+	if err := step(ctx, act.RollBack, activities.SettleInput{
 		Pool: in.Pool, Class: in.Class, Config: in.To, Generation: in.Generation,
-		Reason: check.Reason, Message: message, ResourceVersion: claimed,
+		Reason: check.Reason, Message: message, ResourceVersion: rv,
 		Claimed: claimed != "",
+		From:    in.From, ExpectRun: in.FromRun != nil, FromRun: ptr.Deref(in.FromRun, ""),
 	}).Get(ctx, &w); err != nil {
 		return nil, err
 	}
@@ -336,15 +343,15 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	case activities.PoolGone:
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 	case activities.Superseded:
-		// Another writer took the class since the claim: its state is not
-		// this switch's to report.
+		// Another writer took the class since the claim, or, with no
+		// claim, since the plan: its state is not this switch's to report.
 		return superseded(), nil
 	}
 	// The Warning of this appearance of the failure: the pool keeper
 	// reports the same one under the same name, so it is recorded once.
 	if w.FailingSince != nil {
 		ev := poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
-		if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+		if err := step(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -357,7 +364,7 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 func rolledBackEarlier(ctx workflow.Context, in wfapi.SwitchInput, earlier *activities.EarlierRollBack) (*wfapi.SwitchResult, error) {
 	if earlier.Reason != "" && earlier.FailingSince != nil {
 		ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
-		if err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, ev).Get(ctx, nil); err != nil {
+		if err := step(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -369,7 +376,7 @@ func wake(ctx workflow.Context, state *wfapi.SwitchState, configs []string) erro
 		return nil
 	}
 	atStep(ctx, state, "WakeReleases")
-	return workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.WakeReleases, configs).Get(ctx, nil)
+	return step(ctx, act.WakeReleases, configs).Get(ctx, nil)
 }
 
 // finish records the outcome, and hands a re-resolution asked for
@@ -402,7 +409,7 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 	}
 	// The key is this switch's run: a retried event activity, even after a
 	// worker crash, creates the same event name and so records it once.
-	err := workflow.ExecuteLocalActivity(withLocalActivities(ctx), act.RecordEvent, poolevents.Event{
+	err := step(ctx, act.RecordEvent, poolevents.Event{
 		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, nil)

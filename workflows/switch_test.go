@@ -242,18 +242,21 @@ func TestSwitchRetriesAFailedClaim(t *testing.T) {
 }
 
 // TestSwitchRetriesAFailingLocalStepForever: a local step that keeps
-// failing is retried, in the workflow task while the backoff is short and
-// from a timer once it outgrows the task's timeout, until it succeeds; the
-// switch never gives up, and no later step runs before it.
+// failing is retried, in the workflow task for its first 8 s (six attempts),
+// then as a regular activity, which the server retries without adding
+// history events, until it succeeds; the switch never gives up, and no
+// later step runs before it. (The test environment caps a regular
+// activity's attempts at 10; the server does not.)
 func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 	tests := []struct {
 		name     string
 		failures int
+		regular  int // the attempts made as a regular activity
 	}{
 		// 0.2 s doubling: every retry inside the workflow task.
 		{name: "a few failures", failures: 3},
-		// 0.2 s doubling to the 30 s cap: the later retries wait on timers.
-		{name: "failures for minutes", failures: 12},
+		// Six local attempts in 6.2 s, then the server's retries.
+		{name: "failures for minutes", failures: 12, regular: 12 - 6 + 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,8 +270,12 @@ func TestSwitchRetriesAFailingLocalStepForever(t *testing.T) {
 			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
 			want := []string{local("Protect"), local("Claim")}
-			for range tt.failures + 1 {
-				want = append(want, local("Confirm"))
+			for i := range tt.failures + 1 {
+				if i < tt.failures+1-tt.regular {
+					want = append(want, local("Confirm"))
+				} else {
+					want = append(want, "Confirm")
+				}
 			}
 			require.Equal(t, append(want, local("RecordEvent")), *order)
 			env.AssertExpectations(t)

@@ -26,9 +26,12 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(nil, refused)
 		env.OnActivity(act.Claim, mock.Anything, mock.MatchedBy(func(in activities.ClaimInput) bool { return in.OnlyOwn })).
 			Return(&activities.PoolWrite{Outcome: activities.Unclaimed}, nil).Once()
+		// Past the step's local retries: the signal cancels its regular run.
+		// (The test environment gives a regular activity 10 attempts, about
+		// 80 s of backoff; the server, as many as it takes.)
 		env.RegisterDelayedCallback(func() {
 			env.SignalWorkflow(wfapi.SignalReresolve, nil)
-		}, 5*time.Minute)
+		}, 30*time.Second)
 		_, err := runSwitch(t, env, switchIn)
 		var can *workflow.ContinueAsNewError
 		require.ErrorAs(t, err, &can)
@@ -39,8 +42,9 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 		require.Greater(t, len(*order), 5, "Protect was retried until the signal")
 		steps := *order
 		for _, a := range steps[:len(steps)-1] {
-			require.Equal(t, local("Protect"), a, "nothing but Protect ran before the signal")
+			require.Contains(t, []string{local("Protect"), "Protect"}, a, "nothing but Protect ran before the signal")
 		}
+		require.Contains(t, steps, "Protect", "the step, still failing after its local retries, was handed to the server")
 		require.Equal(t, local("Claim"), steps[len(steps)-1], "then a Claim that only looks, and finds nothing of the run: no claim")
 		env.AssertExpectations(t)
 	})

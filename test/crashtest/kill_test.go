@@ -30,6 +30,10 @@ import (
 //   - gone: as switch, killed after Confirm, and the pool is deleted while
 //     the worker is down: the retried Confirm finds no pool, yet the move
 //     happened, so its event is still recorded;
+//   - gone-both: as gone, and the target is deleted (and released: no pool
+//     names it any more) while the worker is down too: the re-run's Protect
+//     is refused, and its roll back proves the confirm from the pool's last
+//     states, so the event is still recorded;
 //   - recreated: as release, killed after Unprotect, and the config is
 //     created again, used by a pool and deleted while the worker is down
 //     (runRecreatedCase).
@@ -50,6 +54,7 @@ var killCases = []killCase{
 	{"release", "CachedUsers"},
 	{"release", "Unprotect"},
 	{"gone", "Confirm"},
+	{"gone-both", "Confirm"},
 	{"recreated", "Unprotect"},
 }
 
@@ -135,7 +140,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	t.Logf("%s: set up", since())
 
 	switch kc.scenario {
-	case "switch", "gone":
+	case "switch", "gone", "gone-both":
 		require.NoError(t, patchPool(ctx, kube, ns, name, pin(target)))
 		starter.pool(t, ns, name)
 	case "rollback":
@@ -156,12 +161,19 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	}
 	w.WaitCrash(kc.activity, stepBound)
 	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
-	if kc.scenario == "gone" {
+	if kc.scenario == "gone" || kc.scenario == "gone-both" {
 		var wp v1alpha1.WorkerPool
 		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
 		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].ConfigRef), "the confirm is written")
 		require.NoError(t, kube.Delete(ctx, &wp))
 		starter.pool(t, ns, name)
+	}
+	if kc.scenario == "gone-both" {
+		// Deleted with the pool (kubectl delete -f of both): the re-run's
+		// Protect finds the target in deletion, or gone once its release,
+		// with no pool naming it, let it go.
+		require.NoError(t, kube.Delete(ctx, gvisorConfig(target, false)))
+		starter.release(t, target)
 	}
 	w.Start()
 
@@ -191,7 +203,11 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		waitReleased(t, old)
 		waitGone(t, gvisorConfig(old, false))
 		want = []string{uses, switched}
-	case "gone":
+	case "gone", "gone-both":
+		if kc.scenario == "gone-both" {
+			waitReleased(t, target)
+			waitGone(t, gvisorConfig(target, false))
+		}
 		waitQuery(t, fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed' AND Outcome = %q", testenv.Current().ClusterName.SwitchWorkflowID(ns, name), wfapi.OutcomePoolGone))
 		want = []string{uses, switched}
 	}
