@@ -113,8 +113,16 @@ func SetPoolCondition(status *v1alpha1.WorkerPoolStatus, c metav1.Condition) boo
 // the appearance of a failure, which its Warning is keyed by (see
 // poolevents.FailureWarning and the pool keeper's Deployment warnings), and
 // the API server keeps whole seconds.
+//
+// For a condition whose failures are reported by a Warning (see
+// warnsOnFailure), a False condition whose reason or message changes is a
+// transition too, as Cluster API's conditions count one: the time then
+// names the failure as it reads now, so a failure that changes and changes
+// back (pinned to a missing x, then y, then x again) is a new Warning each
+// time, while the same failure seen again keeps its time and its Warning.
 func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
-	if old := meta.FindStatusCondition(*conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {
+	old := meta.FindStatusCondition(*conditions, c.Type)
+	if c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status || failureChanged(old, c)) {
 		at := now().Truncate(time.Second)
 		if old != nil {
 			if next := old.LastTransitionTime.Add(time.Second).Truncate(time.Second); at.Before(next) {
@@ -122,8 +130,27 @@ func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
 			}
 		}
 		c.LastTransitionTime = metav1.NewTime(at)
+		if old != nil && old.Status == c.Status {
+			// meta.SetStatusCondition moves the time only with the status.
+			old.LastTransitionTime = c.LastTransitionTime
+		}
 	}
 	return meta.SetStatusCondition(conditions, c)
+}
+
+// failureChanged reports whether c, False like old, reports another failure
+// than old does, on a condition whose failures are Warnings.
+func failureChanged(old *metav1.Condition, c metav1.Condition) bool {
+	return warnsOnFailure(c.Type) && c.Status == metav1.ConditionFalse && old.Status == metav1.ConditionFalse &&
+		(old.Reason != c.Reason || old.Message != c.Message)
+}
+
+// warnsOnFailure reports whether a False condition of this type is reported
+// by a Warning keyed by its lastTransitionTime: the class's Resolved, the
+// pool's DeploymentApplied. Available mirrors the Deployment's and its
+// message counts ready workers: its time stays the status's.
+func warnsOnFailure(conditionType string) bool {
+	return conditionType == v1alpha1.ConditionResolved || conditionType == v1alpha1.ConditionDeploymentApplied
 }
 
 // now is the clock of transitions; tests set it.

@@ -31,6 +31,57 @@ func TestTransitionsNameTheirSecond(t *testing.T) {
 	require.Equal(t, time.Unix(2000, 0), set(true).Time, "the clock once it is ahead")
 }
 
+func TestAChangedFailureIsANewTransition(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	tests := []struct {
+		name string
+		set  func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time
+		// moves: a changed failure takes a new time.
+		moves bool
+	}{
+		{name: "a class's Resolved", moves: true, set: func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+			SetClassCondition(st, v1alpha1.SandboxClassGVisor, ClassCondition(ok, reason, message, 1))
+			return meta.FindStatusCondition(st.SandboxClasses[0].Conditions, v1alpha1.ConditionResolved).LastTransitionTime
+		}},
+		{name: "the pool's DeploymentApplied", moves: true, set: poolCondition(v1alpha1.ConditionDeploymentApplied)},
+		{name: "the pool's Available: no Warning, its message counts workers", set: poolCondition(v1alpha1.ConditionAvailable)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st v1alpha1.WorkerPoolStatus
+			x := tc.set(&st, "NotFound", "x not found", false)
+			require.Equal(t, x, tc.set(&st, "NotFound", "x not found", false), "the same failure again: the same time")
+			y := tc.set(&st, "NotFound", "y not found", false)
+			if !tc.moves {
+				require.Equal(t, x, y)
+				require.Equal(t, x, tc.set(&st, "Mismatch", "x not found", false))
+				return
+			}
+			require.Equal(t, x.Add(time.Second), y.Time, "another message: a new time")
+			xAgain := tc.set(&st, "NotFound", "x not found", false)
+			require.Equal(t, y.Add(time.Second), xAgain.Time, "changed back: a new time, not the first one's")
+			reason := tc.set(&st, "Mismatch", "x not found", false)
+			require.Equal(t, xAgain.Add(time.Second), reason.Time, "another reason: a new time")
+			ok := tc.set(&st, "Resolved", "fine", true)
+			require.Equal(t, reason.Add(time.Second), ok.Time)
+			require.Equal(t, ok, tc.set(&st, "Resolved", "fine now", true), "a True condition's message is no transition")
+		})
+	}
+}
+
+func poolCondition(conditionType string) func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+	return func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		SetPoolCondition(st, metav1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: 1})
+		return meta.FindStatusCondition(st.Conditions, conditionType).LastTransitionTime
+	}
+}
+
 func TestSummary(t *testing.T) {
 	const gen = int64(2)
 	class := v1alpha1.SandboxClassGVisor
