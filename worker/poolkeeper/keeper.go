@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -214,7 +215,11 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 		// the pool, its watch event not in) would read as
 		// SandboxConfigNotFound, with a Warning for a failure that never
 		// was: a live read settles it. Only a miss costs the read.
-		if pinned := entry.ConfigRef.NameOf(); pinned != "" &&
+		// A name no config can have (not a DNS subdomain: "ns/name", "..",
+		// "a%b", from a pool stored before the CRD refused it) is not
+		// found, as resolution says, and needs no read: a GET could not
+		// even send it, and failing the look on it would stop the pool.
+		if pinned := entry.ConfigRef.NameOf(); pinned != "" && len(validation.IsDNS1123Subdomain(pinned)) == 0 &&
 			!slices.ContainsFunc(configs, func(c resolve.Config) bool { return c.Name == pinned }) {
 			var live v1alpha1.SandboxConfig
 			err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: pinned}, &live)
