@@ -104,6 +104,8 @@ func TestSummary(t *testing.T) {
 	failedAt := func(g int64) metav1.Condition {
 		return ClassCondition(false, v1alpha1.ReasonSandboxConfigNotFound, `SandboxConfig "b" not found; keeping "a"`, g)
 	}
+	stepFailing := metav1.Condition{Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
+		Reason: "Protect", Message: `Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`, ObservedGeneration: gen}
 	cases := []struct {
 		name    string
 		spec    []v1alpha1.WorkerPoolSandboxClass
@@ -134,6 +136,18 @@ func TestSummary(t *testing.T) {
 			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "c"`},
 		{name: "unpinned failure", spec: unpinned, classes: entry("a", "", failedAt(gen)),
 			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSandboxConfigNotFound, message: `sandbox class "gvisor": SandboxConfig "b" not found; keeping "a"`},
+		{name: "a new default's move failing: the target only the step's error names", spec: unpinned, classes: entry("a", "", resolvedAt(gen), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a re-pin's move failing", spec: pinnedTo("b"), classes: entry("a", "", resolvedAt(gen-1), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" to "b" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a claimed move failing", spec: unpinned, classes: entry("a", "b", resolvedAt(gen), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" to "b" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a first resolution failing", spec: unpinned, classes: entry("", "", stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
 		{name: "confirmed for an earlier generation", spec: unpinned, classes: entry("a", "", resolvedAt(gen-1)),
 			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending, message: `sandbox class "gvisor" has not been resolved for generation 2 yet`},
 	}

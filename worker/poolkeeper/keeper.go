@@ -183,8 +183,10 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 }
 
 // settleClasses sets the Resolved condition of every class that needs no
-// switch, and drops a config name that may not be kept (confirmDrops has
-// confirmed it live). It reports whether a class needs a switch.
+// switch, removes the SwitchStepFailing condition of one on the config its
+// spec resolves to, and drops a config name that may not be kept
+// (confirmDrops has confirmed it live). It reports whether a class needs a
+// switch.
 func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switching bool) {
 	for _, entry := range pool.Spec.SandboxClasses {
 		p := resolve.PlanClass(entry, &pool.Status, configs)
@@ -195,6 +197,16 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switchi
 		res := p.Result
 		if res.Target == "" && p.Current != "" {
 			poolstatus.EnsureClass(&pool.Status, entry.Name).ConfigRef = nil
+		}
+		if res.Resolved && res.Target == p.Current {
+			// Where its spec puts it: a failing step is of a move no
+			// longer wanted (the class default changed back while a
+			// switch could not protect the new one), and its condition
+			// would keep the summary False. A switch still failing on
+			// that move sets it again.
+			if st := pool.Status.ClassStatus(entry.Name); st != nil {
+				meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSwitchStepFailing)
+			}
 		}
 		poolstatus.SetClassCondition(&pool.Status, entry.Name,
 			poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation))
