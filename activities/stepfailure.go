@@ -118,8 +118,9 @@ func StepFailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, step, m
 	}
 }
 
-// setStepFailure sets the class's SwitchStepFailing condition, writing
-// nothing when it already says this. It reports whether the pool is the
+// setStepFailure sets the class's SwitchStepFailing condition, and the
+// pool's summary that reports it, writing nothing when they already say
+// this. It reports whether the pool is the
 // switch's (true too when it could not tell: the Warning is still due).
 func (a *Activities) setStepFailure(ctx context.Context, ref wfapi.PoolRef, class v1alpha1.SandboxClass, step, message string) (bool, error) {
 	ours := true
@@ -137,14 +138,19 @@ func (a *Activities) setStepFailure(ctx context.Context, ref wfapi.PoolRef, clas
 			return nil
 		}
 		entry := poolstatus.EnsureClass(&pool.Status, class)
-		if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionSwitchStepFailing); c != nil &&
-			c.Status == metav1.ConditionTrue && c.Reason == step && c.Message == message {
+		c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionSwitchStepFailing)
+		same := c != nil && c.Status == metav1.ConditionTrue && c.Reason == step && c.Message == message
+		if !same {
+			meta.SetStatusCondition(&entry.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
+				Reason: step, Message: message, ObservedGeneration: pool.Generation,
+			})
+		}
+		// The summary says the move fails (poolstatus.Summary), so that
+		// SandboxConfigResolved is not True while the pool waits for it.
+		if summaryChanged := poolstatus.SetSummary(&pool); same && !summaryChanged {
 			return nil
 		}
-		meta.SetStatusCondition(&entry.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
-			Reason: step, Message: message, ObservedGeneration: pool.Generation,
-		})
 		if err := a.Live.Status().Update(ctx, &pool); err != nil {
 			return fmt.Errorf("setting %s on WorkerPool %s: %w", v1alpha1.ConditionSwitchStepFailing, ref, err)
 		}

@@ -18,7 +18,8 @@ import (
 // TestAFailingStepReportsOnItsClass: a step that keeps failing sets the
 // class's SwitchStepFailing condition and records one Warning per distinct
 // error of its run, from its reportStepFailureAfter-th attempt; its retries
-// add nothing; the next status write of the switch clears the condition.
+// add nothing; the pool's SandboxConfigResolved says the move fails while
+// it does; the next status write of the switch clears the condition.
 func TestAFailingStepReportsOnItsClass(t *testing.T) {
 	f := newStatusFixture(t)
 	cs := kubefake.NewClientset()
@@ -47,15 +48,22 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 	}
 	for _, s := range steps {
 		f.acts.reportFailure(ctx, s.attempt, "run-1", StepProtect, f.ref, gvisor, s.err)
-		st := f.pool(t).Status.ClassStatus(gvisor)
+		pool := f.pool(t)
+		st := pool.Status.ClassStatus(gvisor)
 		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing)
+		summary := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
 		if s.wantCond == "" {
 			require.Nil(t, c, s.name)
+			require.Nil(t, summary, s.name+": the fixture's pool has no summary until a report")
 		} else {
 			require.NotNil(t, c, s.name)
 			require.Equal(t, metav1.ConditionTrue, c.Status, s.name)
 			require.Equal(t, StepProtect, c.Reason, s.name)
 			require.Equal(t, s.wantCond, c.Message, s.name)
+			require.NotNil(t, summary, s.name)
+			require.Equal(t, metav1.ConditionFalse, summary.Status, s.name)
+			require.Equal(t, v1alpha1.ReasonSwitchStepFailing, summary.Reason, s.name)
+			require.Equal(t, `the switch of sandbox class "gvisor" from "old" is failing: `+s.wantCond, summary.Message, s.name)
 		}
 		evs, err := cs.EventsV1().Events("ns").List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
@@ -71,9 +79,11 @@ func TestAFailingStepReportsOnItsClass(t *testing.T) {
 	// The step succeeds at last and the switch claims: the condition goes.
 	_, err := f.acts.Claim(ctx, ClaimInput{Pool: f.ref, Class: gvisor, Config: "new", ExpectFrom: true, From: "old"})
 	require.NoError(t, err)
-	st := f.pool(t).Status.ClassStatus(gvisor)
+	pool := f.pool(t)
+	st := pool.Status.ClassStatus(gvisor)
 	require.Nil(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing))
 	require.Equal(t, "new", st.PendingConfigRef.Name)
+	require.Equal(t, v1alpha1.ReasonSwitching, meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.ConditionSandboxConfigResolved).Reason)
 }
 
 // TestAStepOfAnotherPoolReportsNothing: a pool recreated under the name is

@@ -108,8 +108,19 @@ const (
 	// quota). Its reason is the step (Protect, Claim, Confirm, RollBack,
 	// AbandonClaim); its message names the step and the API error. The next
 	// status write of the switch, which the step's success leads to,
-	// removes it.
+	// removes it, and so does the pool keeper once the class resolves to
+	// the config it is on (the move is no longer wanted). While it is set,
+	// the pool's SandboxConfigResolved is False (ReasonSwitchStepFailing).
 	ConditionSwitchStepFailing = "SwitchStepFailing"
+	// ReasonSwitchStepFailing is the reason of the top-level
+	// SandboxConfigResolved condition, False, while a class shows
+	// SwitchStepFailing: a move its switch cannot make (a new class default
+	// whose finalizer patch an admission policy refuses). The message names
+	// the class, the config it keeps and, when the status knows it, the
+	// target, then the step's condition message (the API error). It turns
+	// True once the move is made, or once the class no longer needs it (the
+	// pool keeper then removes the class's SwitchStepFailing).
+	ReasonSwitchStepFailing = "SwitchStepFailing"
 	// EventReasonSwitchStepFailing is the reason of the Warning recorded once
 	// per distinct error of a failing step of a switch run.
 	EventReasonSwitchStepFailing = "SwitchStepFailing"

@@ -77,6 +77,7 @@ const (
 	celSelectorTerms   = "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term"
 	celNodeSelectorKey = "spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
 	celPoolName        = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
+	celConfigRefName   = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
 )
 
 // Fields as the API server names them in its causes.
@@ -283,10 +284,23 @@ func TestWorkerPoolValidation(t *testing.T) {
 			want: []cause{{fieldClasses + "[0].name", msgUnsupported}}},
 		{name: "configRef name empty", mutate: func(p *atev1alpha1.WorkerPool) {
 			p.Spec.SandboxClasses[0].ConfigRef = &atev1alpha1.SandboxConfigReference{}
-		}, want: []cause{{fieldClasses + "[0].configRef.name", msgAtLeast1Char}}},
+		}, want: []cause{{fieldClasses + "[0].configRef.name", msgAtLeast1Char}, {fieldClasses + "[0].configRef.name", celConfigRefName}}},
 		{name: "configRef name too long", mutate: func(p *atev1alpha1.WorkerPool) {
 			p.Spec.SandboxClasses[0].ConfigRef = &atev1alpha1.SandboxConfigReference{Name: long(254)}
 		}, want: []cause{{fieldClasses + "[0].configRef.name", msgTooLong}}},
+		// configRef.name: a name a SandboxConfig can have (a DNS subdomain),
+		// or no config could ever be found by it.
+		{name: "configRef name with dots and dashes", mutate: pinTo("gvisor-v2.1.example")},
+		{name: "configRef name with a namespace", mutate: pinTo("ate-system/gvisor-v2"),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
+		{name: "configRef name ..", mutate: pinTo(".."),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
+		{name: "configRef name with a percent sign", mutate: pinTo("a%b"),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
+		{name: "configRef name upper-case", mutate: pinTo("GVisor"),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
+		{name: "configRef name ending in a dash", mutate: pinTo("gvisor-"),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
 
 		// spec.template: every field at its limit.
 		{name: "template at the limits", mutate: func(p *atev1alpha1.WorkerPool) {
@@ -425,8 +439,15 @@ func TestWorkerPoolValidation(t *testing.T) {
 	}
 }
 
+func pinTo(name string) func(*atev1alpha1.WorkerPool) {
+	return func(p *atev1alpha1.WorkerPool) {
+		p.Spec.SandboxClasses[0].ConfigRef = &atev1alpha1.SandboxConfigReference{Name: name}
+	}
+}
+
 // TestWorkerPoolSandboxClassImmutable updates a created pool: the class
-// names may not change, everything else may.
+// names may not change, everything else may (within the rules a create
+// is checked by: a configRef.name no config can have is refused here too).
 func TestWorkerPoolSandboxClassImmutable(t *testing.T) {
 	env := testenv.Current()
 	ns := env.Namespace(t)
@@ -446,6 +467,8 @@ func TestWorkerPoolSandboxClassImmutable(t *testing.T) {
 		{name: "configRef set", mutate: func(p *atev1alpha1.WorkerPool) {
 			p.Spec.SandboxClasses[0].ConfigRef = &atev1alpha1.SandboxConfigReference{Name: "other"}
 		}},
+		{name: "configRef set to a name no config can have", mutate: pinTo("x/y"),
+			want: []cause{{fieldClasses + "[0].configRef.name", celConfigRefName}}},
 		{name: "replicas, image and template changed", mutate: func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Replicas = ptr.To[int32](7)
 			p.Spec.WorkerImage = "registry.example/worker:2"

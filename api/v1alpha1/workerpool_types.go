@@ -42,7 +42,10 @@ type WorkerPoolSandboxClass struct {
 
 	// configRef names the SandboxConfig to use. Without it the pool follows
 	// the newest config of the class annotated
-	// sandboxconfig.ate.dev/is-class-default: "true".
+	// sandboxconfig.ate.dev/is-class-default: "true". Its name must be one a
+	// SandboxConfig can have (a DNS subdomain, with no namespace: configs
+	// are cluster-scoped).
+	// +kubebuilder:validation:XValidation:rule="self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix",fieldPath=".name"
 	// +optional
 	ConfigRef *SandboxConfigReference `json:"configRef,omitempty"`
 }

@@ -35,10 +35,12 @@ type Event struct {
 
 // FailureWarning is the Warning of one appearance of a failed resolution: a
 // class's Resolved condition False with this reason and message since
-// since (its lastTransitionTime). A failure that goes away and comes back is
-// a new appearance (a new transition time) and is reported again; the same
-// appearance, reported by a switch's roll back, by the pool reconciler, or
-// by either after a crash, is the same event, recorded once.
+// since (its lastTransitionTime). A failure that goes away and comes back,
+// or changes and changes back (a False condition's new reason or message is
+// a transition too: poolstatus.SetClassCondition), is a new appearance (a
+// new transition time) and is reported again; the same appearance, reported
+// by a switch's roll back, by the pool reconciler, or by either after a
+// crash, is the same event, recorded once.
 func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) Event {
 	return Event{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,

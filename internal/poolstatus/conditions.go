@@ -37,6 +37,11 @@ func ClassCondition(resolved bool, reason, message string, generation int64) met
 // --for=condition=SandboxConfigResolved` returns only once the pool runs
 // what its spec asks. Per class, in spec order:
 //
+//   - a SwitchStepFailing condition (a step of its switch keeps failing,
+//     such as a new default's finalizer patch refused by an admission
+//     policy): False, SwitchStepFailing, naming the move as far as the
+//     status knows it and the step's error; the class waits for a move it
+//     cannot make, whatever its Resolved condition says of its config;
 //   - no Resolved condition yet: Unknown, Pending;
 //   - a claim (pendingConfigRef): Unknown, Switching, naming the move;
 //   - a pin to a config the status does not name: Unknown, Switching, unless
@@ -62,11 +67,15 @@ func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPo
 				st = &classes[i]
 			}
 		}
-		var c *metav1.Condition
+		var c, failing *metav1.Condition
 		if st != nil {
 			c = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+			failing = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing)
 		}
 		switch {
+		case failing != nil && failing.Status == metav1.ConditionTrue:
+			return summary(metav1.ConditionFalse, v1alpha1.ReasonSwitchStepFailing,
+				failingMessage(entry, st, failing.Message))
 		case c == nil && (st == nil || st.PendingConfigRef == nil):
 			return summary(metav1.ConditionUnknown, v1alpha1.ReasonPending,
 				fmt.Sprintf("sandbox class %q has not been resolved yet", entry.Name))
@@ -85,6 +94,25 @@ func Summary(spec []v1alpha1.WorkerPoolSandboxClass, classes []v1alpha1.WorkerPo
 		}
 	}
 	return summary(metav1.ConditionTrue, v1alpha1.ReasonResolved, SummaryResolvedMessage)
+}
+
+// failingMessage names the move a failing step is part of: the config the
+// class keeps, and the target when the status knows it (its claim, or the
+// config its spec pins); a new class default's is known only to the
+// switch, and the step's error names it.
+func failingMessage(entry v1alpha1.WorkerPoolSandboxClass, st *v1alpha1.WorkerPoolSandboxClassStatus, step string) string {
+	move := fmt.Sprintf("the switch of sandbox class %q", entry.Name)
+	if from := st.ConfigRef.NameOf(); from != "" {
+		move += fmt.Sprintf(" from %q", from)
+	}
+	to := st.PendingConfigRef.NameOf()
+	if to == "" && entry.ConfigRef.NameOf() != st.ConfigRef.NameOf() {
+		to = entry.ConfigRef.NameOf()
+	}
+	if to != "" {
+		move += fmt.Sprintf(" to %q", to)
+	}
+	return move + " is failing: " + step
 }
 
 func switchingMessage(class v1alpha1.SandboxClass, from, to string) string {
@@ -113,8 +141,16 @@ func SetPoolCondition(status *v1alpha1.WorkerPoolStatus, c metav1.Condition) boo
 // the appearance of a failure, which its Warning is keyed by (see
 // poolevents.FailureWarning and the pool keeper's Deployment warnings), and
 // the API server keeps whole seconds.
+//
+// For a condition whose failures are reported by a Warning (see
+// warnsOnFailure), a False condition whose reason or message changes is a
+// transition too, as Cluster API's conditions count one: the time then
+// names the failure as it reads now, so a failure that changes and changes
+// back (pinned to a missing x, then y, then x again) is a new Warning each
+// time, while the same failure seen again keeps its time and its Warning.
 func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
-	if old := meta.FindStatusCondition(*conditions, c.Type); c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status) {
+	old := meta.FindStatusCondition(*conditions, c.Type)
+	if c.LastTransitionTime.IsZero() && (old == nil || old.Status != c.Status || failureChanged(old, c)) {
 		at := now().Truncate(time.Second)
 		if old != nil {
 			if next := old.LastTransitionTime.Add(time.Second).Truncate(time.Second); at.Before(next) {
@@ -122,8 +158,27 @@ func setCondition(conditions *[]metav1.Condition, c metav1.Condition) bool {
 			}
 		}
 		c.LastTransitionTime = metav1.NewTime(at)
+		if old != nil && old.Status == c.Status {
+			// meta.SetStatusCondition moves the time only with the status.
+			old.LastTransitionTime = c.LastTransitionTime
+		}
 	}
 	return meta.SetStatusCondition(conditions, c)
+}
+
+// failureChanged reports whether c, False like old, reports another failure
+// than old does, on a condition whose failures are Warnings.
+func failureChanged(old *metav1.Condition, c metav1.Condition) bool {
+	return warnsOnFailure(c.Type) && c.Status == metav1.ConditionFalse && old.Status == metav1.ConditionFalse &&
+		(old.Reason != c.Reason || old.Message != c.Message)
+}
+
+// warnsOnFailure reports whether a False condition of this type is reported
+// by a Warning keyed by its lastTransitionTime: the class's Resolved, the
+// pool's DeploymentApplied. Available mirrors the Deployment's and its
+// message counts ready workers: its time stays the status's.
+func warnsOnFailure(conditionType string) bool {
+	return conditionType == v1alpha1.ConditionResolved || conditionType == v1alpha1.ConditionDeploymentApplied
 }
 
 // now is the clock of transitions; tests set it.

@@ -31,6 +31,57 @@ func TestTransitionsNameTheirSecond(t *testing.T) {
 	require.Equal(t, time.Unix(2000, 0), set(true).Time, "the clock once it is ahead")
 }
 
+func TestAChangedFailureIsANewTransition(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	tests := []struct {
+		name string
+		set  func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time
+		// moves: a changed failure takes a new time.
+		moves bool
+	}{
+		{name: "a class's Resolved", moves: true, set: func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+			SetClassCondition(st, v1alpha1.SandboxClassGVisor, ClassCondition(ok, reason, message, 1))
+			return meta.FindStatusCondition(st.SandboxClasses[0].Conditions, v1alpha1.ConditionResolved).LastTransitionTime
+		}},
+		{name: "the pool's DeploymentApplied", moves: true, set: poolCondition(v1alpha1.ConditionDeploymentApplied)},
+		{name: "the pool's Available: no Warning, its message counts workers", set: poolCondition(v1alpha1.ConditionAvailable)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st v1alpha1.WorkerPoolStatus
+			x := tc.set(&st, "NotFound", "x not found", false)
+			require.Equal(t, x, tc.set(&st, "NotFound", "x not found", false), "the same failure again: the same time")
+			y := tc.set(&st, "NotFound", "y not found", false)
+			if !tc.moves {
+				require.Equal(t, x, y)
+				require.Equal(t, x, tc.set(&st, "Mismatch", "x not found", false))
+				return
+			}
+			require.Equal(t, x.Add(time.Second), y.Time, "another message: a new time")
+			xAgain := tc.set(&st, "NotFound", "x not found", false)
+			require.Equal(t, y.Add(time.Second), xAgain.Time, "changed back: a new time, not the first one's")
+			reason := tc.set(&st, "Mismatch", "x not found", false)
+			require.Equal(t, xAgain.Add(time.Second), reason.Time, "another reason: a new time")
+			ok := tc.set(&st, "Resolved", "fine", true)
+			require.Equal(t, reason.Add(time.Second), ok.Time)
+			require.Equal(t, ok, tc.set(&st, "Resolved", "fine now", true), "a True condition's message is no transition")
+		})
+	}
+}
+
+func poolCondition(conditionType string) func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+	return func(st *v1alpha1.WorkerPoolStatus, reason, message string, ok bool) metav1.Time {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		SetPoolCondition(st, metav1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message, ObservedGeneration: 1})
+		return meta.FindStatusCondition(st.Conditions, conditionType).LastTransitionTime
+	}
+}
+
 func TestSummary(t *testing.T) {
 	const gen = int64(2)
 	class := v1alpha1.SandboxClassGVisor
@@ -53,6 +104,8 @@ func TestSummary(t *testing.T) {
 	failedAt := func(g int64) metav1.Condition {
 		return ClassCondition(false, v1alpha1.ReasonSandboxConfigNotFound, `SandboxConfig "b" not found; keeping "a"`, g)
 	}
+	stepFailing := metav1.Condition{Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
+		Reason: "Protect", Message: `Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`, ObservedGeneration: gen}
 	cases := []struct {
 		name    string
 		spec    []v1alpha1.WorkerPoolSandboxClass
@@ -83,6 +136,18 @@ func TestSummary(t *testing.T) {
 			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonSwitching, message: `sandbox class "gvisor" is switching from "a" to "c"`},
 		{name: "unpinned failure", spec: unpinned, classes: entry("a", "", failedAt(gen)),
 			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSandboxConfigNotFound, message: `sandbox class "gvisor": SandboxConfig "b" not found; keeping "a"`},
+		{name: "a new default's move failing: the target only the step's error names", spec: unpinned, classes: entry("a", "", resolvedAt(gen), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a re-pin's move failing", spec: pinnedTo("b"), classes: entry("a", "", resolvedAt(gen-1), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" to "b" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a claimed move failing", spec: unpinned, classes: entry("a", "b", resolvedAt(gen), stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" from "a" to "b" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
+		{name: "a first resolution failing", spec: unpinned, classes: entry("", "", stepFailing),
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonSwitchStepFailing,
+			message: `the switch of sandbox class "gvisor" is failing: Protect keeps failing, retrying with backoff: SandboxConfig "b": denied`},
 		{name: "confirmed for an earlier generation", spec: unpinned, classes: entry("a", "", resolvedAt(gen-1)),
 			status: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending, message: `sandbox class "gvisor" has not been resolved for generation 2 yet`},
 	}

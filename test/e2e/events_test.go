@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +44,43 @@ func TestAFailureIsReportedEachTimeItAppears(t *testing.T) {
 	producttest.Scale(t, kube, ns, "flaky", 2)
 	p.WaitForDeployment(t, ns, "flaky", 2)
 	require.Equal(t, []string{uses, gone, gone}, p.Events(t, ns, "flaky"))
+}
+
+// TestAFailureThatChangesBackIsReportedAgain: a pinned pool's failure
+// changes (re-pinned from one missing config to another) and changes back
+// (re-pinned to the first), with the condition False throughout: each
+// change is reported, the change back too, and the same failure seen again
+// (a restart, a scale) is not.
+func TestAFailureThatChangesBackIsReportedAgain(t *testing.T) {
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("good", false)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "flip", "good")))
+	p.WaitForConfig(t, ns, "flip", "good", metav1.ConditionTrue)
+
+	uses := `Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "good"`
+	missingX := `Warning SandboxConfigNotFound: SandboxConfig "x" not found; keeping "good"`
+	missingY := `Warning SandboxConfigNotFound: SandboxConfig "y" not found; keeping "good"`
+	repinFailing := func(config string) {
+		t.Helper()
+		producttest.Repin(t, kube, ns, "flip", config)
+		got := p.WaitForConfig(t, ns, "flip", "good", metav1.ConditionFalse)
+		require.Equal(t, fmt.Sprintf(`SandboxConfig %q not found; keeping "good"`, config), producttest.ResolvedCondition(got).Message)
+	}
+	repinFailing("x")
+	p.WaitForEvents(t, ns, "flip", []string{uses, missingX})
+	repinFailing("y")
+	p.WaitForEvents(t, ns, "flip", []string{uses, missingX, missingY})
+	repinFailing("x")
+	p.WaitForEvents(t, ns, "flip", []string{uses, missingX, missingY, missingX})
+
+	// Looks that find the same failure report nothing more.
+	p.Stop(t)
+	p.Start(t)
+	producttest.Scale(t, kube, ns, "flip", 2)
+	p.WaitForDeployment(t, ns, "flip", 2)
+	require.Equal(t, []string{uses, missingX, missingY, missingX}, p.Events(t, ns, "flip"))
 }

@@ -80,6 +80,62 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "guarded"`})
 }
 
+// TestAMoveThatCannotBeMadeIsNotResolved: an unpinned pool's new class
+// default is refused its protection finalizer by an admission policy, so
+// the pool stays on the old default. Its SandboxConfigResolved condition
+// does not say True meanwhile (kubectl wait, Argo CD and Flux read it): it
+// is False with SwitchStepFailing, naming the class, the config it keeps
+// and the step's error, which names the target. Once the default changes
+// back it is True (the class is where its spec puts it); made the default
+// again, False again; once the refusal is lifted and the pool has moved,
+// True.
+func TestAMoveThatCannotBeMadeIsNotResolved(t *testing.T) {
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "waits", "")))
+	p.WaitForConfig(t, ns, "waits", "gvisor-now", metav1.ConditionTrue)
+
+	p.CreateAfterOthers(t, producttest.GVisorConfig("guarded", false))
+	refuseProtection(t, kube, "guarded")
+	producttest.SetDefault(t, kube, "guarded", true)
+
+	var summary *metav1.Condition
+	producttest.Eventually(t, "SandboxConfigResolved to say the move fails", func() (bool, string) {
+		summary = meta.FindStatusCondition(p.Get(t, ns, "waits").Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
+		return summary != nil && summary.Status != metav1.ConditionTrue, fmt.Sprintf("%+v", summary)
+	})
+	got := p.Get(t, ns, "waits")
+	require.Equal(t, metav1.ConditionFalse, summary.Status)
+	require.Equal(t, v1alpha1.ReasonSwitchStepFailing, summary.Reason)
+	require.Contains(t, summary.Message, `the switch of sandbox class "gvisor" from "gvisor-now" is failing: Protect keeps failing, retrying with backoff: `)
+	require.Contains(t, summary.Message, `SandboxConfig "guarded"`)
+	require.Contains(t, summary.Message, refusal)
+	require.Equal(t, got.Generation, summary.ObservedGeneration)
+	require.Equal(t, "gvisor-now", producttest.RefName(got.Status.SandboxClasses[0].ConfigRef), "the pool keeps its config meanwhile")
+
+	summaryIs := func(want metav1.ConditionStatus, reason string) {
+		t.Helper()
+		producttest.Eventually(t, fmt.Sprintf("SandboxConfigResolved %s, %s", want, reason), func() (bool, string) {
+			s := meta.FindStatusCondition(p.Get(t, ns, "waits").Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
+			return s != nil && s.Status == want && s.Reason == reason, fmt.Sprintf("%+v", s)
+		})
+	}
+	producttest.SetDefault(t, kube, "guarded", false)
+	summaryIs(metav1.ConditionTrue, v1alpha1.ReasonResolved)
+	producttest.SetDefault(t, kube, "guarded", true)
+	summaryIs(metav1.ConditionFalse, v1alpha1.ReasonSwitchStepFailing)
+
+	liftRefusal(t, kube)
+	got = p.WaitForConfig(t, ns, "waits", "guarded", metav1.ConditionTrue)
+	summary = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
+	require.Equal(t, metav1.ConditionTrue, summary.Status)
+	require.Equal(t, v1alpha1.ReasonResolved, summary.Reason)
+}
+
 const refusal = "protection refused by the test policy"
 
 // refuseProtection installs a ValidatingAdmissionPolicy that refuses adding

@@ -133,7 +133,8 @@ func invalidAtGeneration(pool *v1alpha1.WorkerPool) *metav1.Condition {
 // failure: the DeploymentApplied condition False with this reason and
 // message since its lastTransitionTime. Like poolevents.FailureWarning, a
 // failure that clears and comes back is a new appearance and is reported
-// again, and a changed reason or message is a new event; the same one,
+// again, and a changed reason or message (a new transition time too, so
+// also when it changes back) is a new event; the same one,
 // seen again by any pass or after a crash, is recorded once.
 func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) poolevents.Event {
 	return poolevents.Event{

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -182,8 +183,10 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 }
 
 // settleClasses sets the Resolved condition of every class that needs no
-// switch, and drops a config name that may not be kept (confirmDrops has
-// confirmed it live). It reports whether a class needs a switch.
+// switch, removes the SwitchStepFailing condition of one on the config its
+// spec resolves to, and drops a config name that may not be kept
+// (confirmDrops has confirmed it live). It reports whether a class needs a
+// switch.
 func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switching bool) {
 	for _, entry := range pool.Spec.SandboxClasses {
 		p := resolve.PlanClass(entry, &pool.Status, configs)
@@ -194,6 +197,16 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switchi
 		res := p.Result
 		if res.Target == "" && p.Current != "" {
 			poolstatus.EnsureClass(&pool.Status, entry.Name).ConfigRef = nil
+		}
+		if res.Resolved && res.Target == p.Current {
+			// Where its spec puts it: a failing step is of a move no
+			// longer wanted (the class default changed back while a
+			// switch could not protect the new one), and its condition
+			// would keep the summary False. A switch still failing on
+			// that move sets it again.
+			if st := pool.Status.ClassStatus(entry.Name); st != nil {
+				meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSwitchStepFailing)
+			}
 		}
 		poolstatus.SetClassCondition(&pool.Status, entry.Name,
 			poolstatus.ClassCondition(res.Resolved, res.Reason, res.Message, pool.Generation))
@@ -214,7 +227,11 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 		// the pool, its watch event not in) would read as
 		// SandboxConfigNotFound, with a Warning for a failure that never
 		// was: a live read settles it. Only a miss costs the read.
-		if pinned := entry.ConfigRef.NameOf(); pinned != "" &&
+		// A name no config can have (not a DNS subdomain: "ns/name", "..",
+		// "a%b", from a pool stored before the CRD refused it) is not
+		// found, as resolution says, and needs no read: a GET could not
+		// even send it, and failing the look on it would stop the pool.
+		if pinned := entry.ConfigRef.NameOf(); pinned != "" && len(validation.IsDNS1123Subdomain(pinned)) == 0 &&
 			!slices.ContainsFunc(configs, func(c resolve.Config) bool { return c.Name == pinned }) {
 			var live v1alpha1.SandboxConfig
 			err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: pinned}, &live)

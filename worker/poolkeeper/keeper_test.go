@@ -334,3 +334,41 @@ func TestReconcilerConfirmsAMissingDefaultLive(t *testing.T) {
 		})
 	}
 }
+
+// TestAFailingStepOfAMoveNoLongerWantedIsCleared: a class showing
+// SwitchStepFailing (its switch could not protect a new default) keeps it
+// while it still needs the move, and loses it, with the pool's summary True
+// again, once it resolves to the config it is on (the default changed back).
+func TestAFailingStepOfAMoveNoLongerWantedIsCleared(t *testing.T) {
+	failing := func() *v1alpha1.WorkerPool {
+		p := pool("old", "")
+		p.Status.SandboxClasses[0].Conditions = []metav1.Condition{{Type: v1alpha1.ConditionSwitchStepFailing, Status: metav1.ConditionTrue,
+			Reason: "Protect", Message: "Protect keeps failing, retrying with backoff: denied", ObservedGeneration: 2, LastTransitionTime: metav1.Now()}}
+		return p
+	}
+	tests := []struct {
+		name        string
+		configs     []ctrlclient.Object
+		wantFailing bool
+		wantSummary metav1.ConditionStatus
+	}{
+		{name: "the new default still wanted: kept", configs: []ctrlclient.Object{config("old", false), config("new", true)},
+			wantFailing: true},
+		{name: "the default changed back: cleared", configs: []ctrlclient.Object{config("old", true), config("new", false)},
+			wantSummary: metav1.ConditionTrue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := reconcileOnce(t, append(tt.configs, failing())...)
+			c := meta.FindStatusCondition(got.Status.ClassStatus(gvisor).Conditions, v1alpha1.ConditionSwitchStepFailing)
+			require.Equal(t, tt.wantFailing, c != nil, "SwitchStepFailing: %+v", c)
+			summary := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
+			if tt.wantFailing {
+				require.Equal(t, metav1.ConditionFalse, summary.Status)
+				require.Equal(t, v1alpha1.ReasonSwitchStepFailing, summary.Reason)
+				return
+			}
+			require.Equal(t, tt.wantSummary, summary.Status)
+		})
+	}
+}
