@@ -151,7 +151,7 @@ func StartOperator(ctx context.Context, c client.Client, scope Scope) error {
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.KubernetesClusterKey.ValueSet(string(scope.Cluster))),
-		Memo:                     map[string]any{"summary": "takes operators' reresolve and recheck signals (docs/operating-with-the-cli.md)"},
+		Memo:                     map[string]any{"summary": OperatorSummary},
 		StaticSummary:            fmt.Sprintf("[%s] operators' reresolve and recheck requests", scope.Cluster),
 	}, OperatorWorkflow, OperatorInput{})
 	if err != nil {

@@ -113,7 +113,7 @@ func waveOf(t *testing.T, p *producttest.Product, ns, name, firstRun string) (ru
 	ctx := context.Background()
 	tc := p.TemporalClient()
 	id := p.Cluster().SwitchWorkflowID(ns, name)
-	resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", id)})
+	resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q AND TaskQueue = %q", id, p.Scope().TaskQueue)})
 	require.NoError(t, err)
 	for _, e := range resp.Executions {
 		run := e.Execution.RunId
