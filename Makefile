@@ -57,11 +57,12 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(BIN)/controller-gen rbac:roleName=ate-orchestrator-worker $(foreach d,$(RBAC_WORKER_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac/worker
 	$(BIN)/controller-gen rbac:roleName=ate-orchestrator-starter $(foreach d,$(RBAC_STARTER_DIRS),paths=./$(d)/...) output:rbac:artifacts:config=deploy/rbac/starter
-	@# The Helm chart's copies of the CRDs and roles (deploy/chart_test.go compares the chart with deploy/).
+	@# The Helm chart's copies of the CRDs, roles and admission policy (deploy/chart_test.go compares the chart with deploy/).
 	rm -f deploy/chart/files/crds/*.yaml && cp deploy/crds/*.yaml deploy/chart/files/crds/
 	cp deploy/rbac/worker/role.yaml deploy/chart/files/rbac/worker.yaml
 	cp deploy/rbac/starter/role.yaml deploy/chart/files/rbac/starter.yaml
 	cp deploy/rbac/users/roles.yaml deploy/chart/files/rbac/users.yaml
+	cp deploy/policy/workerpool-policy.yaml deploy/chart/files/policy/workerpool-policy.yaml
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated files and workflow determinism.

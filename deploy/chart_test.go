@@ -166,13 +166,30 @@ components:
 	}
 }
 
+// With admissionPolicy.enabled, the chart renders what an overlay listing
+// deploy/policy beside deploy/ does: the policy, its binding and its
+// ConfigMap, the values' defaults being parameters.yaml's.
+func TestChartAdmissionPolicyRendersDeployPolicy(t *testing.T) {
+	overlay := t.TempDir()
+	root, err := filepath.Rel(overlay, repoRoot(t))
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(overlay, "kustomization.yaml"), fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %[1]s/deploy
+  - %[1]s/deploy/policy
+`, root))
+	requireSameObjects(t, renderChart(t, map[string]any{"admissionPolicy": map[string]any{"enabled": true}}), buildDir(t, overlay))
+}
+
 // The chart's copies of deploy/'s generated CRDs and roles (files/) are
 // deploy/'s, byte for byte: `make generate` writes both.
 func TestChartFilesAreDeploysFiles(t *testing.T) {
 	want := map[string]string{
-		"chart/files/rbac/worker.yaml":  "rbac/worker/role.yaml",
-		"chart/files/rbac/starter.yaml": "rbac/starter/role.yaml",
-		"chart/files/rbac/users.yaml":   "rbac/users/roles.yaml",
+		"chart/files/rbac/worker.yaml":              "rbac/worker/role.yaml",
+		"chart/files/rbac/starter.yaml":             "rbac/starter/role.yaml",
+		"chart/files/rbac/users.yaml":               "rbac/users/roles.yaml",
+		"chart/files/policy/workerpool-policy.yaml": "policy/workerpool-policy.yaml",
 	}
 	crds, err := filepath.Glob("crds/*.yaml")
 	require.NoError(t, err)

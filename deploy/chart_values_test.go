@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -247,6 +248,27 @@ func TestChartValues(t *testing.T) {
 				require.Equal(t, 7243, np.Spec.Egress[0].Ports[0].Port.IntValue())
 			},
 		},
+		{
+			name: "the admission policy's lists and namespace",
+			values: map[string]any{
+				"namespace": map[string]any{"name": "ate"},
+				"admissionPolicy": map[string]any{"enabled": true,
+					"allowedRegistries": []any{"ghcr.io/my-org", "registry.example/ate"},
+					"protectedNodeKeys": []any{"node-role.kubernetes.io/control-plane", "dedicated=infra"}},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var cm corev1.ConfigMap
+				chartObject(t, objs, "ConfigMap", "ate", "ate-orchestrator-workerpool-policy", &cm)
+				require.Equal(t, map[string]string{
+					"allowedRegistries": "ghcr.io/my-org,registry.example/ate",
+					"protectedNodeKeys": "node-role.kubernetes.io/control-plane\ndedicated=infra",
+				}, cm.Data)
+				var binding admissionv1.ValidatingAdmissionPolicyBinding
+				chartObject(t, objs, "ValidatingAdmissionPolicyBinding", "", "ate-orchestrator-workerpool", &binding)
+				require.Equal(t, "ate", binding.Spec.ParamRef.Namespace, "the binding's parameters are the release namespace's ConfigMap")
+				require.Equal(t, cm.Name, binding.Spec.ParamRef.Name)
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check(t, renderChart(t, tc.values))
@@ -366,9 +388,10 @@ func TestChartLint(t *testing.T) {
 	for _, values := range []map[string]any{
 		nil,
 		{
-			"metrics":       map[string]any{"component": map[string]any{"enabled": true}},
-			"networkPolicy": map[string]any{"enabled": true},
-			"image":         map[string]any{"digest": testDigest},
+			"metrics":         map[string]any{"component": map[string]any{"enabled": true}},
+			"networkPolicy":   map[string]any{"enabled": true},
+			"admissionPolicy": map[string]any{"enabled": true},
+			"image":           map[string]any{"digest": testDigest},
 		},
 	} {
 		require.NoError(t, helmchart.Lint(helmchart.ChartDir(), values))
@@ -392,8 +415,8 @@ func TestDocumentedAppliesAreServerSide(t *testing.T) {
 	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds docs/install.md's and the kustomization's applies")
 }
 
-// Every object of the chart, its hook and the NetworkPolicy component
-// included, is valid for a real API server (server-side apply, dry run), as
+// Every object of the chart, its hook, the NetworkPolicy component and the
+// admission policy (its expressions compiled by the API server) included, is valid for a real API server (server-side apply, dry run), as
 // TestKustomizeAppliesToAPIServer checks deploy/'s. The PodMonitor needs the
 // Prometheus Operator's CRDs, which the test API server has not.
 func TestChartAppliesToAPIServer(t *testing.T) {
@@ -401,8 +424,9 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	objs := renderChart(t, map[string]any{
-		"networkPolicy": map[string]any{"enabled": true},
-		"image":         map[string]any{"digest": testDigest},
+		"networkPolicy":   map[string]any{"enabled": true},
+		"admissionPolicy": map[string]any{"enabled": true},
+		"image":           map[string]any{"digest": testDigest},
 	})
 	owner := client.FieldOwner("ate-chart-test")
 	for _, o := range objs {

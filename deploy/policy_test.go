@@ -109,7 +109,7 @@ func TestWorkerPoolPolicyMatchesTheCRD(t *testing.T) {
 			list   string
 			fields []string
 		}{
-			{"tolerations", []string{"key", "operator"}},
+			{"tolerations", []string{"key", "operator", "value"}},
 		} {
 			items := tmpl.Properties[c.list].Items
 			require.NotNil(t, items, "%s: %s has no items", v.Name, c.list)
@@ -123,6 +123,53 @@ func TestWorkerPoolPolicyMatchesTheCRD(t *testing.T) {
 		require.NotNil(t, exprs, "%s: nodeSelectorTerms[] has no matchExpressions", v.Name)
 		require.Contains(t, exprs.Schema.Properties, "key")
 		require.Contains(t, exprs.Schema.Properties, "operator")
+		require.Contains(t, exprs.Schema.Properties, "values")
 	}
 	require.NotEmpty(t, versions)
+}
+
+// The policy's fallback list of protected node keys, used when the
+// ConfigMap leaves protectedNodeKeys out, is the list the ConfigMap ships:
+// an overlay that replaces the ConfigMap with an older one (allowed
+// registries only) keeps the guard it had, not a narrower one.
+func TestWorkerPoolPolicyDefaultsAreTheShippedParameters(t *testing.T) {
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "policy")
+	require.NoError(t, err, "kustomize build deploy/policy")
+	var policy admissionv1.ValidatingAdmissionPolicy
+	var shipped string
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		require.NoError(t, err)
+		switch r.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			require.NoError(t, yaml.UnmarshalStrict(b, &policy))
+		case "ConfigMap":
+			data := r.GetDataMap()
+			require.Contains(t, data, "protectedNodeKeys", "deploy/policy's ConfigMap")
+			shipped = data["protectedNodeKeys"]
+		}
+	}
+	split := func(s string) []string {
+		var keys []string
+		for _, k := range strings.Split(strings.ReplaceAll(s, "\n", ","), ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	var fallback []string
+	for _, v := range policy.Spec.Variables {
+		if v.Name != "protectedNodes" {
+			continue
+		}
+		m := regexp.MustCompile(`params\.\?data\.\?protectedNodeKeys\.orValue\('([^']*)'\)`).FindStringSubmatch(v.Expression)
+		require.NotNil(t, m, "the variable protectedNodes reads no protectedNodeKeys with a fallback: %s", v.Expression)
+		fallback = split(m[1])
+	}
+	require.NotEmpty(t, fallback, "the policy has no variable protectedNodes")
+	require.Equal(t, split(shipped), fallback, "the ConfigMap's protectedNodeKeys (expected) and the policy's fallback (actual)")
+	for _, want := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
+		require.Contains(t, fallback, want)
+	}
 }

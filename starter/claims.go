@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // staleClaimAfter is how long a pool may hold the claim of its next move
@@ -63,6 +64,11 @@ type moveKey struct {
 
 func keyOf(m resolve.Move) moveKey {
 	return moveKey{class: string(m.Class), from: m.From, to: m.To, abandon: m.Abandon, set: true}
+}
+
+// keyOfRun is the move a switch run was started with (wfapi.RunningSwitch).
+func keyOfRun(in wfapi.SwitchInput) moveKey {
+	return moveKey{class: string(in.Class), from: in.From, to: in.To, abandon: in.Abandon, set: true}
 }
 
 func newClaims() *claims {
@@ -136,6 +142,23 @@ func (c *claims) signalled(key types.NamespacedName, move resolve.Move) {
 	defer c.mu.Unlock()
 	seen := c.pools[key]
 	seen.known = keyOf(move)
+	c.pools[key] = seen
+}
+
+// knowsRunning reports whether the starter knows which move the pool's
+// running switch works on: one it started or signalled since its own start.
+func (c *claims) knowsRunning(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pools[key].known.set
+}
+
+// running records the move the pool's running switch was found to work on.
+func (c *claims) running(key types.NamespacedName, k moveKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.pools[key]
+	seen.known = k
 	c.pools[key] = seen
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 func TestClaimsWait(t *testing.T) {
@@ -111,4 +112,34 @@ func TestClaimsBackOffRefusedStarts(t *testing.T) {
 	again, ask = c.refused(key, toB)
 	require.Equal(t, firstSwitchRunningBackoff, again, "so does a pool that needed nothing")
 	require.True(t, ask)
+}
+
+// TestClaimsLearnTheRunningSwitchsMove: a starter that knows nothing of a
+// pool's running switch (after its own restart) looks it up before asking
+// it to re-plan; once it knows the switch makes the move, a refused start
+// asks nothing, and another move asks once.
+func TestClaimsLearnTheRunningSwitchsMove(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "p"}
+	move := resolve.Move{Class: v1alpha1.SandboxClassGVisor, From: "a", To: "b"}
+	c := newClaims()
+
+	require.False(t, c.knowsRunning(key), "a fresh starter knows nothing of the running switch")
+	_, ask := c.refused(key, move)
+	require.True(t, ask, "unknown: the caller looks the switch up")
+	c.running(key, keyOfRun(wfapi.SwitchInput{Class: move.Class, From: "a", To: "b"}))
+	require.True(t, c.knowsRunning(key))
+	_, ask = c.refused(key, move)
+	require.False(t, ask, "the running switch makes this very move")
+
+	other := resolve.Move{Class: v1alpha1.SandboxClassGVisor, From: "a", To: "c"}
+	_, ask = c.refused(key, other)
+	require.True(t, ask, "another move: ask the switch to re-plan")
+	c.signalled(key, other)
+	_, ask = c.refused(key, other)
+	require.False(t, ask, "once per distinct move")
+
+	abandon := resolve.Move{Class: v1alpha1.SandboxClassGVisor, From: "a", Abandon: "b"}
+	c.running(key, keyOfRun(wfapi.SwitchInput{Class: move.Class, From: "a", To: "b"}))
+	_, ask = c.refused(key, abandon)
+	require.True(t, ask, "clearing a claim is not the move that made it")
 }

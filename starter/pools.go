@@ -54,6 +54,9 @@ func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (r
 	case errors.Is(err, wfapi.ErrSwitchRunning):
 		r.metrics.signalled("switch-running")
 		again, ask := r.inFlight.refused(req.NamespacedName, move)
+		if ask && !r.inFlight.knowsRunning(req.NamespacedName) {
+			ask = r.differs(ctx, req.NamespacedName, move)
+		}
 		if ask {
 			// The running switch works on another move than the pool now
 			// needs (or one this starter does not know): ask it to re-plan.
@@ -74,6 +77,28 @@ func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (r
 	r.metrics.signalled("switch")
 	log.V(1).Info("started a switch", "class", move.Class, "from", move.From, "to", move.To, "abandon", move.Abandon)
 	return reconcile.Result{RequeueAfter: again}, nil
+}
+
+// differs reports whether the pool's running switch, which this starter
+// neither started nor signalled (a switch of its predecessor, before a
+// restart or a leader handover), works on another move than move. A switch
+// making the very move the pool needs is left alone: a `reresolve` would
+// make it yield before its claim and run again from a live read, or make
+// the server refuse the completion of a task in flight and run it again,
+// for the same move. A run that decides its move itself (started by an
+// operator, or continued as new for a fresh look), or one that cannot be
+// read, is asked as before: once per distinct move.
+func (r *switchStarter) differs(ctx context.Context, key types.NamespacedName, move resolve.Move) bool {
+	in, err := wfapi.RunningSwitch(ctx, r.temporal, r.scope.Cluster, key.Namespace, key.Name)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("could not read the running switch's move; asking it to re-plan", "error", err.Error())
+		return true
+	}
+	if !in.IsMove() {
+		return true
+	}
+	r.inFlight.running(key, keyOfRun(in))
+	return keyOfRun(in) != keyOf(move)
 }
 
 // plan reads a pool and the configs from r and returns the pool's next

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"go.temporal.io/sdk/client"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +101,67 @@ func TestOperatorLosesNoSignalAcrossContinueAsNew(t *testing.T) {
 	require.Equal(t, 4, last.Received)
 	require.Empty(t, last.Pending)
 	require.Len(t, last.Recent, 4)
+}
+
+// TestOperatorMergesIdenticalRequestsAndBoundsItsQueue: a request identical
+// to one still waiting merges into it (counted, not queued); one identical
+// to the request under way waits, as that one may have looked already; a
+// request beyond a full queue is rejected and counted; a note is cut short.
+// What the next run is handed stays bounded however many signals came.
+func TestOperatorMergesIdenticalRequestsAndBoundsItsQueue(t *testing.T) {
+	defer func(was int) { operatorPendingMax = was }(operatorPendingMax)
+	operatorPendingMax = 3
+	long := strings.Repeat("n", 5000)
+	next, got := runOperator(t, 3, wfapi.OperatorInput{}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.SignalWorkflow(wfapi.SignalReresolve, map[string]string{"pool": "ns/a", "by": "first"})
+		env.SignalWorkflow(wfapi.SignalReresolve, map[string]string{"pool": "ns/a", "by": long})
+		env.SignalWorkflow(wfapi.SignalReresolve, map[string]string{"pool": "ns/a", "by": "third"})
+		env.SignalWorkflow(wfapi.SignalReresolve, "ns/b")
+		env.SignalWorkflow(wfapi.SignalReresolve, "ns/c")
+		env.SignalWorkflow(wfapi.SignalRecheck, "gvisor-default")
+	})
+	require.Equal(t, []wfapi.OperatorRequest{
+		{Seq: 1, Signal: wfapi.SignalReresolve, Pool: "ns/a", By: "first"},
+		{Seq: 2, Signal: wfapi.SignalReresolve, Pool: "ns/a", By: wfapi.Truncate(long, operatorInputKept), Repeats: 1},
+		{Seq: 4, Signal: wfapi.SignalReresolve, Pool: "ns/b"},
+	}, got)
+	require.Equal(t, 6, next.Received)
+	require.Equal(t, 2, next.Rejected)
+	require.Empty(t, next.Pending)
+	var rejected []int
+	for _, r := range next.Recent {
+		if r.Rejected != "" {
+			rejected = append(rejected, r.Seq)
+			require.Contains(t, r.Rejected, "3 requests wait already")
+		}
+		if r.Result != nil {
+			require.Len(t, r.Result.Workflows, 1)
+		}
+	}
+	require.Equal(t, []int{5, 6}, rejected)
+}
+
+// TestOperatorRecordsKeepFewWorkflowIDs: the `state` query's records, which
+// cross continue-as-new, keep the first few workflow IDs a request
+// signalled; the activity's result in the history keeps them all.
+func TestOperatorRecordsKeepFewWorkflowIDs(t *testing.T) {
+	defer func(was int) { operatorRequestsPerRun = was }(operatorRequestsPerRun)
+	operatorRequestsPerRun = 1
+	env, _, _ := newTestEnv(t)
+	ids := make([]string, wfapi.MaxRecordedWorkflows)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c/workerpool/ns/pool-%d/switch", i)
+	}
+	env.OnActivity(act.OperatorReresolve, mock.Anything, mock.Anything).Return(
+		wfapi.OperatorResult{Matched: len(ids), Signalled: len(ids), Workflows: ids}, nil)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(wfapi.SignalReresolve, "ns/*") }, time.Minute)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.OperatorWorkflowID()})
+	env.ExecuteWorkflow(Operator, wfapi.OperatorInput{})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next wfapi.OperatorInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Len(t, next.Recent, 1)
+	require.Equal(t, len(ids), next.Recent[0].Result.Signalled)
+	require.Equal(t, ids[:operatorRecentWorkflows], next.Recent[0].Result.Workflows)
 }

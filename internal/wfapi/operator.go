@@ -19,6 +19,10 @@ import (
 // the direct CLI forms send, paced.
 const OperatorWorkflow = "Operator"
 
+// OperatorSummary is the operator workflow's one line in the Web UI's list
+// (its memo), set at its start; a continued run adds what it was handed.
+const OperatorSummary = "takes operators' reresolve and recheck signals (docs/operating-with-the-cli.md)"
+
 // OperatorInput starts (or continues) the operator workflow.
 type OperatorInput struct {
 	// Pending are requests received and not yet carried out, carried
@@ -27,6 +31,9 @@ type OperatorInput struct {
 	// Received counts the signals received so far, across runs; each
 	// request is numbered by it.
 	Received int `json:"received,omitempty"`
+	// Rejected counts the signals received and not carried out, across
+	// runs: an input it cannot use, or a request beyond a full queue.
+	Rejected int `json:"rejected,omitempty"`
 	// Recent are the last requests handled, kept for the `state` query.
 	Recent []OperatorRecord `json:"recent,omitempty"`
 }
@@ -46,8 +53,22 @@ type OperatorRequest struct {
 	Class     string `json:"class,omitempty"`
 	// Config is the config to recheck (recheck).
 	Config string `json:"config,omitempty"`
-	// By is the operator's free-text note (who, why), recorded as given.
+	// By is the operator's free-text note (who, why), recorded as given
+	// up to its first 200 bytes (the whole note is in the signal's history
+	// event).
 	By string `json:"by,omitempty"`
+	// Repeats counts the identical requests (same signal, same selection)
+	// received while this one waited, carried out with it: one look at
+	// the pools after all of them answers each. Their notes are in their
+	// signals' history events.
+	Repeats int `json:"repeats,omitempty"`
+}
+
+// SameSelection reports whether two requests ask for the same thing: the
+// same signal, selecting the same pools or config. Their notes and numbers
+// may differ.
+func (r OperatorRequest) SameSelection(o OperatorRequest) bool {
+	return r.Signal == o.Signal && r.Pool == o.Pool && r.Namespace == o.Namespace && r.Class == o.Class && r.Config == o.Config
 }
 
 // String is how the request is written in logs and summaries.
@@ -103,6 +124,7 @@ type OperatorRecord struct {
 // OperatorState is what the operator workflow's `state` query returns.
 type OperatorState struct {
 	Received int               `json:"received"`
+	Rejected int               `json:"rejected,omitempty"`
 	Pending  []OperatorRequest `json:"pending,omitempty"`
 	Recent   []OperatorRecord  `json:"recent,omitempty"`
 }

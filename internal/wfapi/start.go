@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"ate.dev/orchestrator/internal/searchattr"
@@ -108,6 +109,37 @@ func SignalSwitch(ctx context.Context, c client.Client, cluster Cluster, namespa
 	return nil
 }
 
+// RunningSwitch returns the input the pool's current switch run was
+// started with: the move a starter planned for it, or no move for a run an
+// operator started or one continued as new for a fresh look (such a run
+// decides its move on a live read). It reads the run's first history event
+// only; a starter that knows nothing of a running switch (after its own
+// restart, or a leader handover) asks this before asking the switch to
+// re-plan.
+func RunningSwitch(ctx context.Context, c client.Client, cluster Cluster, namespace, name string) (SwitchInput, error) {
+	id := cluster.SwitchWorkflowID(namespace, name)
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return SwitchInput{}, fmt.Errorf("reading the start of switch workflow %s: empty history", id)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return SwitchInput{}, fmt.Errorf("reading the start of switch workflow %s: %w", id, err)
+	}
+	started := ev.GetWorkflowExecutionStartedEventAttributes()
+	if started == nil {
+		return SwitchInput{}, fmt.Errorf("reading the start of switch workflow %s: its first event is %s", id, ev.GetEventType())
+	}
+	var in SwitchInput
+	if started.GetInput() == nil {
+		return in, nil
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(started.GetInput(), &in); err != nil {
+		return SwitchInput{}, fmt.Errorf("decoding the input of switch workflow %s: %w", id, err)
+	}
+	return in, nil
+}
+
 // StartOperator starts the cluster's operator workflow unless it runs: with
 // USE_EXISTING, a start while it runs returns the running execution and
 // changes nothing.
@@ -119,7 +151,7 @@ func StartOperator(ctx context.Context, c client.Client, scope Scope) error {
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.KubernetesClusterKey.ValueSet(string(scope.Cluster))),
-		Memo:                     map[string]any{"summary": "takes operators' reresolve and recheck signals (docs/operating-with-the-cli.md)"},
+		Memo:                     map[string]any{"summary": OperatorSummary},
 		StaticSummary:            fmt.Sprintf("[%s] operators' reresolve and recheck requests", scope.Cluster),
 	}, OperatorWorkflow, OperatorInput{})
 	if err != nil {

@@ -21,6 +21,12 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
+// The policy's parameters: the ConfigMap and its key of node keys.
+const (
+	policyParams      = "ate-orchestrator-workerpool-policy"
+	protectedNodeKeys = "protectedNodeKeys"
+)
+
 // installPolicy applies `kustomize build deploy/policy` as shipped, as an
 // admin would with `kubectl apply -k deploy/policy` after deploy/.
 func installPolicy(t *testing.T) {
@@ -135,31 +141,70 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 			"spec.workerImage \"busybox\" is not from an allowed registry"},
 		{"control-plane toleration", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-		}, "spec.template.tolerations must not tolerate the control-plane taints"},
+		}, "spec.template.tolerations must not tolerate the taints of control-plane and system nodes"},
 		{"master toleration", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists}}
-		}, "spec.template.tolerations must not tolerate the control-plane taints"},
+		}, "spec.template.tolerations must not tolerate the taints of control-plane and system nodes"},
 		{"exists-all toleration", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		}, "spec.template.tolerations must not have an Exists toleration without a key"},
 		{"control-plane nodeSelector", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"node-role.kubernetes.io/control-plane": ""}
-		}, "spec.template.nodeSelector must not select control-plane nodes"},
+		}, "spec.template.nodeSelector must not select control-plane or system nodes"},
 		{"master nodeSelector", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"node-role.kubernetes.io/master": "true"}
-		}, "spec.template.nodeSelector must not select control-plane nodes"},
+		}, "spec.template.nodeSelector must not select control-plane or system nodes"},
+		// Other distributions' control-plane and system nodes.
+		{"RKE2 etcd toleration", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/etcd", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+		}, "spec.template.tolerations must not tolerate the taints of control-plane and system nodes"},
+		{"RKE1 controlplane toleration", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/controlplane", Operator: corev1.TolerationOpEqual, Value: "true"}}
+		}, "spec.template.tolerations must not tolerate the taints of control-plane and system nodes"},
+		{"OpenShift infra nodeSelector", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"node-role.kubernetes.io/infra": ""}
+		}, "spec.template.nodeSelector must not select control-plane or system nodes"},
+		{"CriticalAddonsOnly toleration (k3s/RKE2 servers, AKS and EKS system pools)", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists}}
+		}, "spec.template.tolerations must not tolerate the taints of control-plane and system nodes"},
+		{"AKS system pool nodeSelector", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"kubernetes.azure.com/mode": "system"}
+		}, "spec.template.nodeSelector must not select control-plane or system nodes"},
+		{"AKS user pool nodeSelector", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"kubernetes.azure.com/mode": "user"}
+		}, ""},
+		{"AKS system pool required node affinity", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "kubernetes.azure.com/mode", Operator: corev1.NodeSelectorOpIn, Values: []string{"user", "system"}},
+				}}},
+			}}
+		}, "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must not select control-plane or system nodes"},
+		{"AKS user pool required node affinity", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "kubernetes.azure.com/mode", Operator: corev1.NodeSelectorOpIn, Values: []string{"user"}},
+				}}},
+			}}
+		}, ""},
 		{"control-plane required node affinity", func(p *atev1alpha1.WorkerPool) {
 			p.Spec.Template.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 					{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.NodeSelectorOpExists},
 				}}},
 			}}
-		}, "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must not select control-plane nodes"},
+		}, "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must not select control-plane or system nodes"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pool(fmt.Sprintf("pool-%d", i), tc.mut)
-			err := env.Kube.Create(ctx, p)
+			var opts []client.CreateOption
+			if i > 0 {
+				// Only the compliant pool is kept (the update below);
+				// another admitted one would hold the package's configs.
+				opts = append(opts, client.DryRunAll)
+			}
+			err := env.Kube.Create(ctx, p, opts...)
 			if tc.want == "" {
 				require.NoError(t, err, "a compliant WorkerPool must be admitted")
 				return
@@ -178,7 +223,53 @@ func TestWorkerPoolAdmissionPolicy(t *testing.T) {
 		p.Spec.Template.Tolerations = append(p.Spec.Template.Tolerations, corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists})
 		err := env.Kube.Update(ctx, p)
 		require.Error(t, err, "an update tolerating the control plane was admitted")
-		require.Contains(t, err.Error(), "spec.template.tolerations must not tolerate the control-plane taints")
+		require.Contains(t, err.Error(), "spec.template.tolerations must not tolerate the taints of control-plane and system nodes")
+	})
+
+	// The list is the ConfigMap's protectedNodeKeys: an operator's own
+	// key is refused, and a default left out of the list is admitted.
+	t.Run("configured keys", func(t *testing.T) {
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, env.Kube.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: policyParams}, cm))
+		shipped := cm.Data[protectedNodeKeys]
+		require.Contains(t, shipped, "node-role.kubernetes.io/control-plane", "the shipped list")
+		setKeys := func(v string) {
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, env.Kube.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: policyParams}, cm))
+			cm.Data[protectedNodeKeys] = v
+			require.NoError(t, env.Kube.Update(ctx, cm))
+		}
+		t.Cleanup(func() { setKeys(shipped) })
+		setKeys("node-role.kubernetes.io/control-plane\nexample.com/pool=ops")
+		own := pool("own-key", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"example.com/pool": "ops"}
+		})
+		var err error
+		require.Eventually(t, func() bool {
+			err = env.Kube.Create(ctx, own.DeepCopy(), client.DryRunAll)
+			return err != nil
+		}, time.Minute, 200*time.Millisecond, "a nodeSelector on the configured key example.com/pool=ops was admitted")
+		require.Contains(t, err.Error(), "spec.template.nodeSelector must not select control-plane or system nodes (node-role.kubernetes.io/control-plane, example.com/pool=ops;")
+		other := pool("other-value", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.NodeSelector = map[string]atev1alpha1.LabelValue{"example.com/pool": "batch"}
+		})
+		require.NoError(t, env.Kube.Create(ctx, other, client.DryRunAll), "another value of a key=value entry")
+		etcd := pool("etcd-left-out", func(p *atev1alpha1.WorkerPool) {
+			p.Spec.Template.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/etcd", Operator: corev1.TolerationOpExists}}
+		})
+		require.NoError(t, env.Kube.Create(ctx, etcd, client.DryRunAll), "a default the configured list leaves out")
+
+		// A ConfigMap without the key (an overlay's older one): the
+		// policy's own defaults, the shipped list.
+		cm = &corev1.ConfigMap{}
+		require.NoError(t, env.Kube.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: policyParams}, cm))
+		delete(cm.Data, protectedNodeKeys)
+		require.NoError(t, env.Kube.Update(ctx, cm))
+		require.Eventually(t, func() bool {
+			err = env.Kube.Create(ctx, etcd.DeepCopy(), client.DryRunAll)
+			return err != nil
+		}, time.Minute, 200*time.Millisecond, "with no protectedNodeKeys, an etcd toleration was admitted")
+		require.Contains(t, err.Error(), "must not tolerate the taints of control-plane and system nodes (node-role.kubernetes.io/control-plane, node-role.kubernetes.io/master, node-role.kubernetes.io/controlplane, node-role.kubernetes.io/etcd,")
 	})
 
 	// The compliant pool follows the gvisor class default: left behind, it
