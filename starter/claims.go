@@ -162,6 +162,15 @@ func (c *claims) running(key types.NamespacedName, k moveKey) {
 	c.pools[key] = seen
 }
 
+// runningMove returns the move the pool's running switch is known to work
+// on, if the starter knows one.
+func (c *claims) runningMove(key types.NamespacedName) (moveKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.pools[key].known
+	return k, k.set
+}
+
 // forget drops what was remembered of a pool that needs nothing.
 func (c *claims) forget(key types.NamespacedName) {
 	c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,9 +39,13 @@ type switchStarter struct {
 
 func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pool, move, err := plan(ctx, r.cache, req.NamespacedName)
-	if err != nil || pool == nil {
-		r.inFlight.forget(req.NamespacedName)
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if pool == nil {
+		r.withdraw(ctx, req.NamespacedName)
+		r.inFlight.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
 	}
 	if wait := r.inFlight.wait(req.NamespacedName, move); wait > 0 {
 		// The pool holds the claim of this move, or the move was started
@@ -99,6 +104,48 @@ func (r *switchStarter) differs(ctx context.Context, key types.NamespacedName, m
 	}
 	r.inFlight.running(key, keyOfRun(in))
 	return keyOfRun(in) != keyOf(move)
+}
+
+// withdraw asks the pool's running switch to re-plan when the pool needs no
+// move but the switch this starter knows of has not made its move: the move
+// was withdrawn (the new default lost its annotation, the pin went back)
+// while the switch was stuck before its claim. Left alone, it would make the
+// move once its step passed, and another switch would move the pool back:
+// two SandboxConfigSwitched events for a move nobody wanted. Asked, it
+// yields before its claim and ends from a fresh look; after its claim it
+// finishes and looks again. A switch whose move shows on the pool is done
+// and is not asked: a wave costs no signal.
+func (r *switchStarter) withdraw(ctx context.Context, key types.NamespacedName) {
+	known, ok := r.inFlight.runningMove(key)
+	if !ok {
+		return
+	}
+	var pool v1alpha1.WorkerPool
+	if err := r.cache.Get(ctx, key, &pool); err != nil || pool.DeletionTimestamp != nil {
+		// Gone or going: the switch finds that at its next write.
+		return
+	}
+	if madeMove(&pool, known) {
+		return
+	}
+	if err := wfapi.SignalSwitch(ctx, r.temporal, r.scope.Cluster, key.Namespace, key.Name); err != nil {
+		if !isNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "could not ask the running switch to drop a withdrawn move", "class", known.class, "to", known.to)
+		}
+		return
+	}
+	r.metrics.signalled("reresolve")
+	ctrl.LoggerFrom(ctx).V(1).Info("asked the running switch to drop a withdrawn move", "class", known.class, "from", known.from, "to", known.to)
+}
+
+// madeMove reports whether the pool's status shows k done: the class on
+// k's target, or, for a move that only clears a claim, no claim left.
+func madeMove(pool *v1alpha1.WorkerPool, k moveKey) bool {
+	st := pool.Status.ClassStatus(v1alpha1.SandboxClass(k.class))
+	if k.to != "" {
+		return st != nil && st.ConfigRef.NameOf() == k.to
+	}
+	return st == nil || st.PendingConfigRef.NameOf() == ""
 }
 
 // plan reads a pool and the configs from r and returns the pool's next
@@ -194,4 +241,11 @@ func sameRef(a, b *v1alpha1.SandboxConfigReference) bool {
 		return a == b
 	}
 	return a.Name == b.Name
+}
+
+// isNotFound reports whether Temporal found no running workflow to signal:
+// the switch ended meanwhile, which is what asking it was for.
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
 }

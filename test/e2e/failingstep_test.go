@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -217,4 +218,50 @@ func (r *countingProtectRun) ExecuteActivity(ctx context.Context, in *intercepto
 		r.c.n.Add(1)
 	}
 	return r.Next.ExecuteActivity(ctx, in)
+}
+
+// A switch stuck before its claim on a new default that is then withdrawn
+// is told to stop: the starter, finding the pool needs no move while the
+// switch it knows of works on one, asks it to re-plan, and the switch ends
+// without moving the pool. Before, nothing told it: once the refusal was
+// lifted it moved the pool to the withdrawn config and a second switch moved
+// it back, two SandboxConfigSwitched events for a move nobody wanted.
+func TestAWithdrawnMoveIsNotMade(t *testing.T) {
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", true)))
+	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "withdrawn", "")))
+	p.WaitForConfig(t, ns, "withdrawn", "gvisor-now", metav1.ConditionTrue)
+
+	p.CreateAfterOthers(t, producttest.GVisorConfig("guarded", false))
+	refuseProtection(t, kube, "guarded")
+	producttest.SetDefault(t, kube, "guarded", true)
+	producttest.Eventually(t, "the switch to guarded to be failing", func() (bool, string) {
+		c := meta.FindStatusCondition(p.Get(t, ns, "withdrawn").Status.SandboxClasses[0].Conditions, v1alpha1.ConditionSwitchStepFailing)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c)
+	})
+
+	producttest.SetDefault(t, kube, "guarded", false)
+	id := p.Cluster().SwitchWorkflowID(ns, "withdrawn")
+	producttest.Eventually(t, "the withdrawn move's switch to end", func() (bool, string) {
+		d, err := p.TemporalClient().DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		st := d.GetWorkflowExecutionInfo().GetStatus()
+		return st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st.String()
+	})
+
+	// No switch runs for the pool now: lifting the refusal can move nothing.
+	liftRefusal(t, kube)
+	got := p.WaitForConfig(t, ns, "withdrawn", "gvisor-now", metav1.ConditionTrue)
+	require.Nil(t, got.Status.SandboxClasses[0].PendingConfigRef, "no claim is left")
+	for _, e := range p.Events(t, ns, "withdrawn") {
+		if strings.Contains(e, v1alpha1.EventReasonSandboxConfigSwitched) {
+			require.NotContains(t, e, `"guarded"`, "a move to the withdrawn default was made")
+		}
+	}
 }
