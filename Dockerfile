@@ -44,6 +44,7 @@ CMD ["/usr/local/bin/worker"]
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="ate-orchestrator" \
       org.opencontainers.image.description="WorkerPool SandboxConfig orchestration on Temporal: worker, starter and teardown" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}"
 
 FROM runtime AS compose

@@ -340,6 +340,7 @@ func releaseDivergences(df *dockerfile) []string {
 	for k, v := range map[string]string{
 		release.AnnotationTitle:       release.Title,
 		release.AnnotationDescription: release.Description,
+		release.AnnotationLicenses:    release.License,
 		release.AnnotationVersion:     "${VERSION}",
 	} {
 		if l[k] != v {

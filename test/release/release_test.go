@@ -292,6 +292,7 @@ func TestImageConfig(t *testing.T) {
 				"org.opencontainers.image.revision": g.Revision(),
 				"org.opencontainers.image.source":   source,
 				"org.opencontainers.image.created":  "2026-12-01T00:00:00Z",
+				"org.opencontainers.image.licenses": "Apache-2.0", // LICENSE
 			} {
 				require.Equal(t, v, cf.Config.Labels[k], k)
 			}
@@ -446,6 +447,7 @@ func TestSBOM(t *testing.T) {
 	require.Equal(t, image, bom.Metadata.Component.Name)
 	require.Equal(t, version, bom.Metadata.Component.Version)
 	require.Equal(t, strings.TrimPrefix(res.IndexDigest, "sha256:"), (*bom.Metadata.Component.Hashes)[0].Value)
+	require.Equal(t, &cdx.Licenses{{License: &cdx.License{ID: "Apache-2.0"}}}, bom.Metadata.Component.Licenses, "LICENSE")
 
 	reqs, sums := goMod(t), goSum(t)
 	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()

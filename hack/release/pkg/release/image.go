@@ -32,6 +32,7 @@ const (
 	AnnotationTitle       = "org.opencontainers.image.title"
 	AnnotationDescription = "org.opencontainers.image.description"
 	AnnotationRefName     = "org.opencontainers.image.ref.name"
+	AnnotationLicenses    = "org.opencontainers.image.licenses"
 	AnnotationImageName   = "io.containerd.image.name"
 )
 
@@ -49,6 +50,10 @@ const (
 	Title       = "ate-orchestrator"
 	Description = "WorkerPool SandboxConfig orchestration on Temporal: worker, starter and teardown"
 )
+
+// License is the SPDX identifier of the orchestrator's license (the
+// repository's LICENSE), in the image's labels and the SBOM.
+const License = "Apache-2.0"
 
 // Base is the image whose filesystem the base layer reproduces (its users,
 // groups, CA roots and directories: rootfsEntries), with no base image
@@ -69,6 +74,7 @@ func (m Metadata) Labels() map[string]string {
 	return map[string]string{
 		AnnotationTitle:       Title,
 		AnnotationDescription: Description,
+		AnnotationLicenses:    License,
 		AnnotationVersion:     m.Version,
 		AnnotationRevision:    m.Revision,
 		AnnotationSource:      m.Source,

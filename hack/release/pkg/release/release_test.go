@@ -288,6 +288,7 @@ func TestPlatformImage(t *testing.T) {
 		require.Empty(t, cf.Config.Entrypoint)
 		require.Equal(t, created, cf.Created.Time)
 		require.Equal(t, "abc", cf.Config.Labels[AnnotationRevision])
+		require.Equal(t, "Apache-2.0", cf.Config.Labels[AnnotationLicenses])
 		layers, err := img.Layers()
 		require.NoError(t, err)
 		require.Len(t, layers, 2)

@@ -157,6 +157,7 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 			// purl type oci: the digest is the version, the repository a qualifier.
 			PackageURL: "pkg:oci/" + purlEscape(name) + "@sha256%3A" + digest + "?repository_url=" + purlEscape(in.Image) + "&tag=" + purlEscape(in.Version),
 			Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: digest}},
+			Licenses:   licenses(),
 			Properties: &[]cdx.Property{
 				{Name: AnnotationRevision, Value: in.Revision},
 				{Name: AnnotationSource, Value: in.Source},
@@ -211,6 +212,7 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 			Version:    in.Version,
 			Group:      b.Info.Main.Path,
 			Hashes:     &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: b.SHA256}},
+			Licenses:   licenses(),
 			Properties: &props,
 		})
 	}
@@ -256,6 +258,13 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 	}
 	bom.Dependencies = &dependencies
 	return bom, nil
+}
+
+// licenses is the license of the image and of its binaries, the
+// orchestrator's own; the modules' licenses are their own (the module
+// proxy's zips hold them), not asserted here.
+func licenses() *cdx.Licenses {
+	return &cdx.Licenses{{License: &cdx.License{ID: License}}}
 }
 
 // uuidFromHex shapes the first 128 bits of a hex digest as a UUID (version

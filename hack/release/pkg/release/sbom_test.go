@@ -38,6 +38,9 @@ func TestSBOM(t *testing.T) {
 	require.Equal(t, "pkg:oci/ate-orchestrator@sha256%3A"+strings.Repeat("ab", 32)+"?repository_url=ghcr.io%2Fate-dev%2Fate-orchestrator&tag=v0.1.0",
 		bom.Metadata.Component.PackageURL)
 	require.Equal(t, "2025-12-01T09:59:59Z", bom.Metadata.Timestamp)
+	// The image and the binaries are the orchestrator's, under its LICENSE.
+	apache := &cdx.Licenses{{License: &cdx.License{ID: "Apache-2.0"}}}
+	require.Equal(t, apache, bom.Metadata.Component.Licenses)
 
 	var refs []string
 	for _, c := range *bom.Components {
@@ -52,7 +55,9 @@ func TestSBOM(t *testing.T) {
 		"pkg:golang/golang.org/x/crypto/x509roots/fallback@v0.0.0-20261030153154-30a33513ff6d",
 		"pkg:golang/std@go1.26.8",
 	}, refs)
+	require.Equal(t, apache, (*bom.Components)[0].Licenses)
 	uuidC := (*bom.Components)[3]
+	require.Nil(t, uuidC.Licenses, "a module's license is its own, not asserted")
 	require.Equal(t, "348bda24330eb231c0f27d630212d2833ac0cf2d4782bfa136b6f9edefbde05d", (*uuidC.Hashes)[0].Value)
 
 	deps := map[string][]string{}
