@@ -26,9 +26,23 @@ var helmLabels = []string{
 	"app.kubernetes.io/version",
 }
 
-// onlyInChart are the chart's objects with no kustomize counterpart: the
-// pre-delete hook, which docs/install.md's "Uninstall" applies by hand.
-var onlyInChart = []string{"Job ate-system/ate-orchestrator-teardown"}
+// keepAnnotations are the annotations crds.keep (the default) adds to the
+// chart's CRDs, which deploy/'s have not: uninstalling the chart keeps them,
+// where `kubectl delete -k deploy/` deletes them.
+var keepAnnotations = map[string]string{
+	"helm.sh/resource-policy":         "keep",
+	"argocd.argoproj.io/sync-options": "Delete=false",
+}
+
+// teardownHook is the chart's one object with no kustomize counterpart, with
+// crds.keep=false: the pre-delete hook, which docs/install.md's "Uninstall"
+// applies by hand.
+const teardownHook = "Job ate-system/ate-orchestrator-teardown"
+
+// releaseNamespace is kustomize's one object the chart has not: the
+// namespace, which the chart takes from the release (`helm install -n
+// ate-system --create-namespace`, then docs/install.md's Pod Security label).
+const releaseNamespace = "Namespace ate-system"
 
 // kustomizeImage is the image deploy/kustomization.yaml's images: sets,
 // as the chart's values: repository and tag.
@@ -95,14 +109,31 @@ func renderChart(t testing.TB, values map[string]any) []*unstructured.Unstructur
 }
 
 // requireSameObjects compares the chart's objects with kustomize's, each
-// object whole once Helm's labels are removed; the chart's hook alone has no
-// counterpart.
+// object whole once Helm's labels and the CRDs' keep annotations are
+// removed; kustomize's Namespace is the release's, and the chart's objects
+// named in onlyInChart have no counterpart.
 //
 // componentLabels are labels removed from the chart's objects that are not
 // in deploy/ itself (a component's), for a component that lacks them.
-func requireSameObjects(t *testing.T, chart, kustomize []*unstructured.Unstructured, componentLabels ...string) {
+func requireSameObjects(t *testing.T, chart, kustomize []*unstructured.Unstructured, onlyInChart []string, componentLabels ...string) {
 	t.Helper()
 	c, k := byKey(t, chart), byKey(t, kustomize)
+	require.Contains(t, k, releaseNamespace)
+	delete(k, releaseNamespace)
+	require.NotContains(t, c, releaseNamespace, "the chart renders the release's namespace, which Helm cannot then own")
+	for name, o := range c {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		a := o.GetAnnotations()
+		for ak, av := range keepAnnotations {
+			if a[ak] == av {
+				delete(a, ak)
+			}
+		}
+		o.SetAnnotations(a)
+		c[name] = o
+	}
 	if len(componentLabels) > 0 {
 		base := byKey(t, build(t))
 		for name, o := range c {
@@ -129,9 +160,11 @@ func requireSameObjects(t *testing.T, chart, kustomize []*unstructured.Unstructu
 
 // TestChartRendersTheKustomization: deploy/chart with its default values
 // and the kustomization's image renders exactly `kustomize build deploy/`,
-// plus its hook and Helm's labels.
+// but for the Namespace (the release's), Helm's labels and the CRDs' keep
+// annotations; with crds.keep=false, plus the teardown hook.
 func TestChartRendersTheKustomization(t *testing.T) {
-	requireSameObjects(t, renderChart(t, nil), build(t))
+	requireSameObjects(t, renderChart(t, nil), build(t), nil)
+	requireSameObjects(t, renderChart(t, map[string]any{"crds": map[string]any{"keep": false}}), build(t), []string{teardownHook})
 }
 
 // Each optional component, turned on by its value, renders what the
@@ -161,7 +194,7 @@ resources:
 components:
   - %[1]s/deploy/components/%[2]s
 `, root, tc.component))
-			requireSameObjects(t, renderChart(t, tc.values), buildDir(t, overlay), tc.componentLabels...)
+			requireSameObjects(t, renderChart(t, tc.values), buildDir(t, overlay), nil, tc.componentLabels...)
 		})
 	}
 }
@@ -179,7 +212,7 @@ resources:
   - %[1]s/deploy
   - %[1]s/deploy/policy
 `, root))
-	requireSameObjects(t, renderChart(t, map[string]any{"admissionPolicy": map[string]any{"enabled": true}}), buildDir(t, overlay))
+	requireSameObjects(t, renderChart(t, map[string]any{"admissionPolicy": map[string]any{"enabled": true}}), buildDir(t, overlay), nil)
 }
 
 // The chart's copies of deploy/'s generated CRDs and roles (files/) are

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +66,8 @@ func TestChartValues(t *testing.T) {
 		{
 			name: "digest wins over the tag",
 			values: map[string]any{"image": map[string]any{
-				"repository": "registry.example/ate/orchestrator", "tag": "v0.1.0", "digest": testDigest}},
+				"repository": "registry.example/ate/orchestrator", "tag": "v0.1.0", "digest": testDigest},
+				"crds": map[string]any{"keep": false}},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				want := "registry.example/ate/orchestrator@" + testDigest
 				for p, d := range chartDeployments(t, objs) {
@@ -216,13 +216,15 @@ func TestChartValues(t *testing.T) {
 			},
 		},
 		{
-			name:   "CRDs kept on uninstall",
-			values: map[string]any{"crds": map[string]any{"keep": true}},
+			name:   "CRDs kept on uninstall by default, and no teardown hook",
+			values: nil,
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				n := 0
 				for _, o := range objs {
+					require.False(t, helmchart.IsHook(o), "%s %s: kept CRDs keep the configs and their protection", o.GetKind(), o.GetName())
 					if o.GetKind() == "CustomResourceDefinition" {
 						require.Equal(t, "keep", o.GetAnnotations()["helm.sh/resource-policy"], o.GetName())
+						require.Equal(t, "Delete=false", o.GetAnnotations()["argocd.argoproj.io/sync-options"], o.GetName())
 						n++
 					}
 				}
@@ -230,12 +232,123 @@ func TestChartValues(t *testing.T) {
 			},
 		},
 		{
+			name:   "crds.keep=false: CRDs deleted on uninstall, after the teardown hook",
+			values: map[string]any{"crds": map[string]any{"keep": false}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, o := range objs {
+					if o.GetKind() == "CustomResourceDefinition" {
+						require.NotContains(t, o.GetAnnotations(), "helm.sh/resource-policy", o.GetName())
+						require.NotContains(t, o.GetAnnotations(), "argocd.argoproj.io/sync-options", o.GetName())
+					}
+				}
+				var job batchv1.Job
+				chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+			},
+		},
+		{
 			name:   "no teardown hook",
-			values: map[string]any{"teardown": map[string]any{"enabled": false}},
+			values: map[string]any{"teardown": map[string]any{"enabled": false}, "crds": map[string]any{"keep": false}},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				for _, o := range objs {
 					require.False(t, helmchart.IsHook(o), "%s %s", o.GetKind(), o.GetName())
 					require.NotEqual(t, "Job", o.GetKind())
+				}
+			},
+		},
+		{
+			name: "pod labels and annotations, beside the selector's labels",
+			values: map[string]any{
+				"podLabels":      map[string]any{"team": "platform", "app.kubernetes.io/component": "ignored"},
+				"podAnnotations": map[string]any{"example.com/scrape": "false"},
+				"crds":           map[string]any{"keep": false},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					require.Equal(t, map[string]string{"team": "platform", "app.kubernetes.io/name": "ate-orchestrator", "app.kubernetes.io/component": p},
+						d.Spec.Template.Labels, "%s: the pod's own labels win, so the selector still selects it", p)
+					require.Equal(t, map[string]string{"app.kubernetes.io/name": "ate-orchestrator", "app.kubernetes.io/component": p}, d.Spec.Selector.MatchLabels, p)
+					require.Equal(t, map[string]string{"example.com/scrape": "false"}, d.Spec.Template.Annotations, p)
+				}
+				var job batchv1.Job
+				chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+				require.Equal(t, "platform", job.Spec.Template.Labels["team"])
+				require.Equal(t, "teardown", job.Spec.Template.Labels["app.kubernetes.io/component"])
+				require.Equal(t, "false", job.Spec.Template.Annotations["example.com/scrape"])
+			},
+		},
+		{
+			name:   "priorityClassName",
+			values: map[string]any{"priorityClassName": "system-cluster-critical", "crds": map[string]any{"keep": false}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					require.Equal(t, "system-cluster-critical", d.Spec.Template.Spec.PriorityClassName, p)
+				}
+				var job batchv1.Job
+				chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+				require.Equal(t, "system-cluster-critical", job.Spec.Template.Spec.PriorityClassName)
+			},
+		},
+		{
+			// deploy/README.md's Temporal profile file, mounted from a Secret.
+			name: "extraEnv, extraVolumes and extraVolumeMounts: a Temporal profile file",
+			values: map[string]any{
+				"extraEnv": []any{
+					map[string]any{"name": "TEMPORAL_CONFIG_FILE", "value": "/etc/ate/temporal-profile/temporal.toml"},
+					map[string]any{"name": "TEMPORAL_PROFILE", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "profile", "key": "name"}}},
+				},
+				"extraVolumes":      []any{map[string]any{"name": "temporal-profile", "secret": map[string]any{"secretName": "temporal-profile"}}},
+				"extraVolumeMounts": []any{map[string]any{"name": "temporal-profile", "mountPath": "/etc/ate/temporal-profile", "readOnly": true}},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					pod := d.Spec.Template.Spec
+					c := pod.Containers[0]
+					v, ok := envValue(c, "TEMPORAL_CONFIG_FILE")
+					require.True(t, ok, p)
+					require.Equal(t, "/etc/ate/temporal-profile/temporal.toml", v, p)
+					require.Equal(t, "LEADER_ELECT", c.Env[0].Name, p)
+					require.Equal(t, "TEMPORAL_PROFILE", c.Env[len(c.Env)-1].Name, p)
+					require.Equal(t, "profile", c.Env[len(c.Env)-1].ValueFrom.ConfigMapKeyRef.Name, p)
+					require.Equal(t, "temporal-profile", pod.Volumes[len(pod.Volumes)-1].Secret.SecretName, p)
+					require.Equal(t, corev1.VolumeMount{Name: "temporal-profile", MountPath: "/etc/ate/temporal-profile", ReadOnly: true}, c.VolumeMounts[len(c.VolumeMounts)-1], p)
+					require.True(t, slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "tmp" }), "%s keeps its /tmp", p)
+				}
+			},
+		},
+		{
+			// OpenShift's restricted SCC refuses a runAsUser outside the
+			// namespace's range and assigns one itself.
+			name: "podSecurityContext without runAsUser and runAsGroup (OpenShift)",
+			values: map[string]any{
+				"podSecurityContext": map[string]any{"runAsUser": nil, "runAsGroup": nil},
+				"crds":               map[string]any{"keep": false},
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				var job batchv1.Job
+				chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
+				pods := []corev1.PodSpec{job.Spec.Template.Spec}
+				for _, d := range chartDeployments(t, objs) {
+					pods = append(pods, d.Spec.Template.Spec)
+				}
+				for _, pod := range pods {
+					sc := pod.SecurityContext
+					require.Nil(t, sc.RunAsUser)
+					require.Nil(t, sc.RunAsGroup)
+					require.True(t, *sc.RunAsNonRoot, "the rest of the default stays")
+					require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+					require.True(t, *pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem)
+				}
+			},
+		},
+		{
+			name:   "securityContext of the containers",
+			values: map[string]any{"securityContext": map[string]any{"readOnlyRootFilesystem": false}},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for p, d := range chartDeployments(t, objs) {
+					sc := d.Spec.Template.Spec.Containers[0].SecurityContext
+					require.False(t, *sc.ReadOnlyRootFilesystem, p)
+					require.False(t, *sc.AllowPrivilegeEscalation, "%s: the other defaults stay", p)
+					require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop, p)
 				}
 			},
 		},
@@ -246,27 +359,6 @@ func TestChartValues(t *testing.T) {
 				var np networkingv1.NetworkPolicy
 				chartObject(t, objs, "NetworkPolicy", systemNamespace, "ate-orchestrator-allow-temporal", &np)
 				require.Equal(t, 7243, np.Spec.Egress[0].Ports[0].Port.IntValue())
-			},
-		},
-		{
-			name: "the admission policy's lists and namespace",
-			values: map[string]any{
-				"namespace": map[string]any{"name": "ate"},
-				"admissionPolicy": map[string]any{"enabled": true,
-					"allowedRegistries": []any{"ghcr.io/my-org", "registry.example/ate"},
-					"protectedNodeKeys": []any{"node-role.kubernetes.io/control-plane", "dedicated=infra"}},
-			},
-			check: func(t *testing.T, objs []*unstructured.Unstructured) {
-				var cm corev1.ConfigMap
-				chartObject(t, objs, "ConfigMap", "ate", "ate-orchestrator-workerpool-policy", &cm)
-				require.Equal(t, map[string]string{
-					"allowedRegistries": "ghcr.io/my-org,registry.example/ate",
-					"protectedNodeKeys": "node-role.kubernetes.io/control-plane\ndedicated=infra",
-				}, cm.Data)
-				var binding admissionv1.ValidatingAdmissionPolicyBinding
-				chartObject(t, objs, "ValidatingAdmissionPolicyBinding", "", "ate-orchestrator-workerpool", &binding)
-				require.Equal(t, "ate", binding.Spec.ParamRef.Namespace, "the binding's parameters are the release namespace's ConfigMap")
-				require.Equal(t, cm.Name, binding.Spec.ParamRef.Name)
 			},
 		},
 	} {
@@ -287,7 +379,7 @@ func TestChartRefusesTwoReplicasWithoutLeaderElection(t *testing.T) {
 // ClusterRole (bound by the release, and deleted only after the hook)
 // grants what teardown does: list SandboxConfigs, get and patch each.
 func TestChartTeardownHook(t *testing.T) {
-	objs := renderChart(t, nil)
+	objs := renderChart(t, map[string]any{"crds": map[string]any{"keep": false}})
 	var job batchv1.Job
 	chartObject(t, objs, "Job", systemNamespace, "ate-orchestrator-teardown", &job)
 	require.Equal(t, map[string]string{
@@ -427,13 +519,12 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 		"networkPolicy":   map[string]any{"enabled": true},
 		"admissionPolicy": map[string]any{"enabled": true},
 		"image":           map[string]any{"digest": testDigest},
+		"crds":            map[string]any{"keep": false},
 	})
 	owner := client.FieldOwner("ate-chart-test")
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			require.NoError(t, env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership))
-		}
-	}
+	// The release's namespace, as `helm install --create-namespace` makes it.
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": systemNamespace}}}
+	require.NoError(t, env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(ns), owner, client.ForceOwnership))
 	for _, o := range objs {
 		err := env.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), owner, client.ForceOwnership, client.DryRunAll)
 		require.NoError(t, err, "server-side apply (dry run) of %s", key(o))

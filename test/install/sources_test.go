@@ -26,9 +26,12 @@ import (
 //   - "install.yaml": the release's install.yaml, rendered by the code
 //     `make release` runs (release.RenderInstall), the image pinned by a
 //     digest (no node here pulls it: kwok runs no container);
-//   - "chart": the Helm chart with its default values, as `helm install`
-//     renders it (helmchart.Render; its pre-delete hook is not applied at
-//     install, and the uninstall runs teardown as it does).
+//   - "chart": the Helm chart with crds.keep=false, as `helm install -n
+//     ate-system --create-namespace` renders it (helmchart.Render; its
+//     pre-delete hook is not applied at install, and the uninstall runs
+//     teardown as it does), after the namespace `--create-namespace` makes,
+//     labelled as docs/install.md says. (The default, crds.keep=true, is
+//     TestHelmUninstallKeepsPools's, with the Helm SDK.)
 var sources = []string{"kustomize", "install.yaml", "chart"}
 
 // testDigest is the digest the install.yaml source pins the image to.
@@ -48,13 +51,28 @@ func manifests(t testing.TB, source string) []*unstructured.Unstructured {
 		require.NoError(t, err, "decoding install.yaml")
 		return objs
 	case "chart":
-		objs, err := helmchart.Render(nil)
+		objs, err := helmchart.Render(map[string]any{"crds": map[string]any{"keep": false}})
 		require.NoError(t, err, "rendering the chart")
-		return objs
+		return append([]*unstructured.Unstructured{releaseNamespace()}, objs...)
 	default:
 		t.Fatalf("unknown manifest source %q", source)
 		return nil
 	}
+}
+
+// releaseNamespace is the chart's namespace as the install makes it:
+// `helm install --create-namespace` creates it, then docs/install.md's
+// `kubectl label namespace ate-system
+// pod-security.kubernetes.io/enforce=restricted`.
+func releaseNamespace() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Namespace",
+		"metadata": map[string]any{
+			"name":   systemNamespace,
+			"labels": map[string]any{"pod-security.kubernetes.io/enforce": "restricted"},
+		},
+	}}
 }
 
 // kustomize runs `kustomize build dir` with kustomize's library, as

@@ -11,13 +11,46 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
 {{- end }}
 
+{{/*
+The namespace of the processes and their objects: the release's, as
+`helm install -n ate-system --create-namespace` expects; the chart renders
+no Namespace (docs/install.md labels it for Pod Security).
+*/}}
 {{- define "ate.namespace" -}}
-{{ .Values.namespace.name }}
+{{ .Release.Namespace }}
 {{- end }}
 
 {{/* The namespace of the leader election Leases and of the Roles granting them. */}}
 {{- define "ate.leaseNamespace" -}}
-{{ .Values.leaderElection.namespace | default .Values.namespace.name }}
+{{ .Values.leaderElection.namespace | default .Release.Namespace }}
+{{- end }}
+
+{{/*
+What every pod of the chart shares: podLabels and podAnnotations beside its
+own labels (never in a selector, which is immutable), priorityClassName,
+imagePullSecrets and podSecurityContext. Args: root, labels (the pod's own).
+*/}}
+{{- define "ate.podMetadata" -}}
+labels:
+  {{- toYaml (merge (deepCopy .labels) (deepCopy .root.Values.podLabels)) | nindent 2 }}
+{{- with .root.Values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "ate.podSpec" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/* The image: repository@digest when a digest is set, else repository:tag (default appVersion). */}}

@@ -30,6 +30,10 @@ import (
 // app.kubernetes.io/instance does.
 const ReleaseName = "ate-orchestrator"
 
+// Namespace is the release namespace Render renders in, as `helm template
+// -n ate-system`: the chart puts its objects in the release's namespace.
+const Namespace = "ate-system"
+
 // HookAnnotation marks the chart's hooks (the teardown Job) among Render's
 // objects.
 const HookAnnotation = "helm.sh/hook"
@@ -53,7 +57,12 @@ func Render(values map[string]any) ([]*unstructured.Unstructured, error) {
 // RenderChart is Render of the chart at path: a directory or a packaged
 // .tgz (Package's).
 func RenderChart(path string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	m, err := RenderManifest(path, values)
+	return RenderChartIn(path, Namespace, values)
+}
+
+// RenderChartIn is RenderChart in the release namespace namespace.
+func RenderChartIn(path, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	m, err := renderManifest(path, namespace, values)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +73,29 @@ func RenderChart(path string, values map[string]any) ([]*unstructured.Unstructur
 // stream, `helm template --include-crds` 's output: the release's manifest,
 // then each hook.
 func RenderManifest(path string, values map[string]any) (string, error) {
+	return renderManifest(path, Namespace, values)
+}
+
+// Notes renders the chart's NOTES.txt, what `helm install` prints, in the
+// release namespace namespace.
+func Notes(path, namespace string, values map[string]any) (string, error) {
 	ch, err := loader.Load(path)
 	if err != nil {
 		return "", fmt.Errorf("loading chart %s: %w", path, err)
 	}
-	rel, err := render(ch, values)
+	rel, err := render(ch, namespace, values)
+	if err != nil {
+		return "", fmt.Errorf("rendering chart %s: %w", path, err)
+	}
+	return rel.Info.Notes, nil
+}
+
+func renderManifest(path, namespace string, values map[string]any) (string, error) {
+	ch, err := loader.Load(path)
+	if err != nil {
+		return "", fmt.Errorf("loading chart %s: %w", path, err)
+	}
+	rel, err := render(ch, namespace, values)
 	if err != nil {
 		return "", fmt.Errorf("rendering chart %s: %w", path, err)
 	}
@@ -82,12 +109,12 @@ func RenderManifest(path string, values map[string]any) (string, error) {
 }
 
 // render is `helm template`: a client-only dry run of an install.
-func render(ch *chartv2.Chart, values map[string]any) (*releasev1.Release, error) {
+func render(ch *chartv2.Chart, namespace string, values map[string]any) (*releasev1.Release, error) {
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil)))
 	install := action.NewInstall(cfg)
 	install.DryRunStrategy = action.DryRunClient
 	install.ReleaseName = ReleaseName
-	install.Namespace = "default"
+	install.Namespace = namespace
 	install.Replace = true
 	install.IncludeCRDs = true
 	r, err := install.RunWithContext(context.Background(), ch, copyValues(values))

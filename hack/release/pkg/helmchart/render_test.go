@@ -41,9 +41,11 @@ func unstructuredContainers(o map[string]any) ([]any, bool, error) {
 	return cs, ok, nil
 }
 
-// Render gives every object once, the hook last, marked as a hook.
+// Render gives every object once, the hook (crds.keep=false) last, marked
+// as a hook.
 func TestRender(t *testing.T) {
-	objs, err := helmchart.Render(nil)
+	noKeep := map[string]any{"crds": map[string]any{"keep": false}}
+	objs, err := helmchart.Render(noKeep)
 	require.NoError(t, err)
 	require.NotEmpty(t, objs)
 	// Helm's install order: the CRDs before the roles and the Deployments.
@@ -63,7 +65,7 @@ func TestRender(t *testing.T) {
 		"ate-orchestrator-worker":   "ate-orchestrator:dev",
 		"ate-orchestrator-starter":  "ate-orchestrator:dev",
 		"ate-orchestrator-teardown": "ate-orchestrator:dev",
-	}, images(t, helmchart.ChartDir(), nil), "the default image is the chart's appVersion, as the kustomization's")
+	}, images(t, helmchart.ChartDir(), noKeep), "the default image is the chart's appVersion, as the kustomization's")
 }
 
 // Package writes a chart of the release's version whose values pin the
