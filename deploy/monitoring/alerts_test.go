@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,22 +67,22 @@ func TestAlertsFire(t *testing.T) {
 			[]series{{map[string]string{"__name__": "ate_switches_total", "outcome": "confirmed", "sandbox_class": "gvisor"}, rising(0, 1)}},
 			nil},
 		{"a failed switch workflow", "ATEWorkflowFailing",
-			[]series{{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SandboxConfigSwitch"}, stepAt10(2)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch"}, stepAt10(2)}},
 			map[string]float64{`{workflow_type="SandboxConfigSwitch"}`: 2}},
 		{"failures long ago, and of other workflows", "ATEWorkflowFailing",
 			[]series{
-				{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SandboxConfigSwitch"}, steady(3)},
-				{map[string]string{"__name__": "temporal_workflow_failed_total", "workflow_type": "SomeoneElsesWorkflow"}, rising(0, 1)},
+				{map[string]string{"__name__": "temporal_workflow_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch"}, steady(3)},
+				{map[string]string{"__name__": "temporal_workflow_failed_total", "ate_process": "worker", "workflow_type": "SomeoneElsesWorkflow"}, rising(0, 1)},
 			},
 			nil},
 		{"a local switch step failing", "ATESwitchStepRetrying",
-			[]series{{map[string]string{"__name__": "temporal_local_activity_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "activity_type": "Confirm"}, rising(0, 6)}},
+			[]series{{map[string]string{"__name__": "temporal_local_activity_execution_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch", "activity_type": "Confirm"}, rising(0, 6)}},
 			map[string]float64{`{activity_type="Confirm"}`: 0.1}},
 		{"Claim failing", "ATESwitchStepRetrying",
-			[]series{{map[string]string{"__name__": "temporal_activity_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "activity_type": "Claim"}, rising(0, 6)}},
+			[]series{{map[string]string{"__name__": "temporal_activity_execution_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch", "activity_type": "Claim"}, rising(0, 6)}},
 			map[string]float64{`{activity_type="Claim"}`: 0.1}},
 		{"a release step failing is not a switch step", "ATESwitchStepRetrying",
-			[]series{{map[string]string{"__name__": "temporal_activity_execution_failed_total", "workflow_type": "SandboxConfigRelease", "activity_type": "ReadConfig"}, rising(0, 6)}},
+			[]series{{map[string]string{"__name__": "temporal_activity_execution_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigRelease", "activity_type": "ReadConfig"}, rising(0, 6)}},
 			nil},
 		{"a release held for more than a day", "ATEReleaseWaitingLong",
 			[]series{
@@ -94,22 +95,22 @@ func TestAlertsFire(t *testing.T) {
 			[]series{{map[string]string{"__name__": "ate_release_waiting_seconds", "sandbox_config": "old", "instance": "a"}, rising(3600, 60)}},
 			nil},
 		{"workflow task failures that stopped", "ATEWorkflowTaskFailures",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, func(m int) float64 { return float64(min(m, 5)) }}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, func(m int) float64 { return float64(min(m, 5)) }}},
 			nil},
 		{"workflow tasks failing", "ATEWorkflowTaskFailures",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, rising(0, 1)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_execution_failed_total", "ate_process": "worker", "workflow_type": "SandboxConfigSwitch", "failure_reason": "NonDeterminismError"}, rising(0, 1)}},
 			map[string]float64{`{failure_reason="NonDeterminismError", workflow_type="SandboxConfigSwitch"}`: 10}},
 		{"a worker polling", "ATEWorkerNotPolling",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_empty_total", "task_queue": "ate-orchestrator"}, rising(0, 1)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_empty_total", "ate_process": "worker", "task_queue": "ate-orchestrator"}, rising(0, 1)}},
 			nil},
 		{"a worker busy, never idle", "ATEWorkerNotPolling",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_succeed_total", "task_queue": "ate-orchestrator"}, rising(0, 10)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_succeed_total", "ate_process": "worker", "task_queue": "ate-orchestrator"}, rising(0, 10)}},
 			nil},
 		{"no worker at all", "ATEWorkerNotPolling",
 			[]series{{map[string]string{"__name__": "ate_starter_signals_total", "kind": "switch"}, rising(0, 1)}},
 			map[string]float64{`{}`: 0}},
 		{"a worker whose polls stopped", "ATEWorkerNotPolling",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_succeed_total", "task_queue": "ate-orchestrator"}, steady(5)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_succeed_total", "ate_process": "worker", "task_queue": "ate-orchestrator"}, steady(5)}},
 			map[string]float64{`{}`: 0}},
 		{"a starter leading, another waiting", "ATEStarterNotLeading",
 			[]series{
@@ -136,7 +137,7 @@ func TestAlertsFire(t *testing.T) {
 			},
 			map[string]float64{`{}`: 0}},
 		{"no starter at all", "ATEStarterNotLeading",
-			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_empty_total", "task_queue": "ate-orchestrator"}, rising(0, 1)}},
+			[]series{{map[string]string{"__name__": "temporal_workflow_task_queue_poll_empty_total", "ate_process": "worker", "task_queue": "ate-orchestrator"}, rising(0, 1)}},
 			map[string]float64{`{}`: 0}},
 	} {
 		if tc.want == nil {
@@ -144,16 +145,50 @@ func TestAlertsFire(t *testing.T) {
 		} else {
 			firing[tc.alert] = true
 		}
-		t.Run(tc.name, func(t *testing.T) {
-			expr, ok := exprs[tc.alert]
-			require.True(t, ok, "no alert %s", tc.alert)
-			got := evaluate(t, expr, tc.series)
-			require.Len(t, got, len(tc.want), "%s gave %v", tc.alert, got)
-			for k, v := range tc.want {
-				require.Contains(t, got, k)
-				require.InDelta(t, v, got[k], 1e-9, k)
+		// Alone, and in a Prometheus that scrapes another application's
+		// Temporal worker too: its series neither fire an alert nor mask one.
+		for _, shared := range []bool{false, true} {
+			name, ss := tc.name, tc.series
+			if shared {
+				name, ss = tc.name+" beside an unrelated worker", append(slices.Clone(tc.series), unrelatedWorker(rising)...)
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				expr, ok := exprs[tc.alert]
+				require.True(t, ok, "no alert %s", tc.alert)
+				got := evaluate(t, expr, ss)
+				require.Len(t, got, len(tc.want), "%s gave %v", tc.alert, got)
+				for k, v := range tc.want {
+					require.Contains(t, got, k)
+					require.InDelta(t, v, got[k], 1e-9, k)
+				}
+			})
+		}
+	}
+}
+
+// unrelatedWorker are the series of another application's Temporal worker
+// scraped by the same Prometheus, as its SDK exports them (namespace is the
+// Temporal namespace, pushed aside by the scrape's own as exported_namespace)
+// with the scrape's labels: it polls busily, its workflow tasks, activities
+// and workflows keep failing, and its own leader election leads. None of it
+// carries the orchestrator's ate_process label.
+func unrelatedWorker(rising func(start, perMinute float64) func(int) float64) []series {
+	other := func(name string, l map[string]string) map[string]string {
+		out := map[string]string{"__name__": name, "job": "billing/billing-worker", "namespace": "billing",
+			"exported_namespace": "billing", "task_queue": "billing", "instance": "10.0.0.9:9090"}
+		for k, v := range l {
+			out[k] = v
+		}
+		return out
+	}
+	return []series{
+		{other("temporal_workflow_task_queue_poll_succeed_total", nil), rising(0, 10)},
+		{other("temporal_workflow_task_queue_poll_empty_total", nil), rising(0, 1)},
+		{other("temporal_workflow_task_execution_failed_total", map[string]string{"workflow_type": "Invoice", "failure_reason": "NonDeterminismError"}), rising(0, 1)},
+		{other("temporal_activity_execution_failed_total", map[string]string{"workflow_type": "Invoice", "activity_type": "Charge"}), rising(0, 6)},
+		{other("temporal_local_activity_execution_failed_total", map[string]string{"workflow_type": "Invoice", "activity_type": "Lookup"}), rising(0, 6)},
+		{other("temporal_workflow_failed_total", map[string]string{"workflow_type": "Invoice"}), rising(0, 1)},
+		{other("leader_election_master_status", map[string]string{"name": "billing-controller"}), rising(1, 0)},
 	}
 }
 

@@ -26,6 +26,28 @@ const (
 	timer
 )
 
+// ProcessLabel is the label every series of a process's handler carries
+// (options.Process tags its handler with it): worker or starter. It scopes
+// the dashboard's and the alerts' queries of the SDK's generic metrics
+// (temporal_*) to this product in a Prometheus that scrapes other Temporal
+// workers too (deploy/monitoring).
+const ProcessLabel = "ate_process"
+
+// exportedLabels renames SDK tags on export. The SDK tags its metrics with
+// the Temporal namespace as "namespace", which the namespace label of
+// Kubernetes service discovery (the Prometheus Operator's PodMonitor, the
+// kubernetes_sd relabelings) would overwrite or push aside as
+// "exported_namespace": exported as temporal_namespace, both are kept.
+var exportedLabels = map[string]string{"namespace": "temporal_namespace"}
+
+// labelName is the Prometheus label of an SDK tag.
+func labelName(tag string) string {
+	if n, ok := exportedLabels[tag]; ok {
+		return n
+	}
+	return sanitize(tag)
+}
+
 // Handler is a client.MetricsHandler that feeds a Prometheus collector.
 type Handler struct {
 	store *store
@@ -41,6 +63,16 @@ func NewHandler(reg prometheus.Registerer) (*Handler, error) {
 		return nil, err
 	}
 	return &Handler{store: s, tags: map[string]string{}}, nil
+}
+
+// ForProcess is the handler of the process named process (worker,
+// starter): NewHandler's, every series labelled ProcessLabel=process.
+func ForProcess(reg prometheus.Registerer, process string) (client.MetricsHandler, error) {
+	h, err := NewHandler(reg)
+	if err != nil {
+		return nil, err
+	}
+	return h.WithTags(map[string]string{ProcessLabel: process}), nil
 }
 
 // WithTags returns a handler that adds tags to every metric it records.
@@ -121,7 +153,7 @@ func (s *store) series(name string, k kind, tags map[string]string) (*family, *s
 	if sr == nil {
 		labels := make(map[string]string, len(tags))
 		for k, v := range tags {
-			labels[sanitize(k)] = v
+			labels[labelName(k)] = v
 		}
 		sr = &series{labels: labels}
 		if k == timer {

@@ -35,3 +35,19 @@ temporal_worker_slots 7
 	require.NoError(t, err)
 	require.Equal(t, 1, count)
 }
+
+// The SDK's namespace tag (the Temporal namespace) is exported as
+// temporal_namespace, beside the namespace label Kubernetes service
+// discovery adds on scrape; the process label scopes every series.
+func TestHandlerRenamesTheTemporalNamespace(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	worker, err := ForProcess(reg, "worker")
+	require.NoError(t, err)
+	worker.WithTags(map[string]string{"namespace": "ate", "task_queue": "ate-orchestrator-c1"}).Counter("temporal_workflow_task_queue_poll_empty").Inc(3)
+
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP temporal_workflow_task_queue_poll_empty_total Workflow task polls that returned no task (long poll timed out).
+# TYPE temporal_workflow_task_queue_poll_empty_total counter
+temporal_workflow_task_queue_poll_empty_total{ate_process="worker",task_queue="ate-orchestrator-c1",temporal_namespace="ate"} 3
+`), "temporal_workflow_task_queue_poll_empty_total"))
+}

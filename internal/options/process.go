@@ -66,7 +66,7 @@ func (o *Options) Process(name string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if copts.MetricsHandler, err = metrics.NewHandler(ctrlmetrics.Registry); err != nil {
+	if copts.MetricsHandler, err = metrics.ForProcess(ctrlmetrics.Registry, name); err != nil {
 		return nil, fmt.Errorf("recording the Temporal SDK's metrics in controller-runtime's registry: %w", err)
 	}
 	tr, err := tracing.Start(context.Background(), o.TracesExporter, name)

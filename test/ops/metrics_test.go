@@ -44,7 +44,9 @@ import (
 func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	env := testenv.Current()
 	ctx := context.Background()
-	handler, err := metrics.NewHandler(ctrlmetrics.Registry)
+	// As options.Process gives the worker's client (one process runs the
+	// worker and the starter here).
+	handler, err := metrics.ForProcess(ctrlmetrics.Registry, "worker")
 	require.NoError(t, err)
 	opts := env.TemporalClientOptions()
 	opts.MetricsHandler = handler
@@ -155,6 +157,28 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	require.Positive(t, counter(fams, "temporal_activity_execution_failed_total"))
 	require.Positive(t, counter(fams, "temporal_local_activity_execution_failed_total"))
 
+	// deploy/monitoring scopes the SDK's metrics by ate_process; the SDK's
+	// Temporal namespace is exported as temporal_namespace, never as the
+	// namespace label a Kubernetes scrape adds.
+	t.Run("the SDK's series carry ate_process and temporal_namespace", func(t *testing.T) {
+		for name := range used {
+			f, ok := fams[name]
+			if !ok || !strings.HasPrefix(name, "temporal_") {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				require.Equal(t, "worker", l[metrics.ProcessLabel], "%s %v", name, l)
+				require.NotContains(t, l, "namespace", "%s %v", name, l)
+				if name == "temporal_workflow_task_queue_poll_succeed_total" {
+					require.Equal(t, env.TemporalNamespace, l["temporal_namespace"], "%s %v", name, l)
+				}
+			}
+		}
+	})
 	t.Run("the leading starter and worker say so", func(t *testing.T) {
 		for _, lease := range []string{starter.LeaseName, worker.LeaseName} {
 			require.Equal(t, 1.0, gaugeWith(fams, "leader_election_master_status", "name", lease), lease)

@@ -233,7 +233,10 @@ const (
 // Prometheus Operator (the file's groups under spec), both in the system
 // namespace. It reads the files, as RenderInstall reads deploy/: the
 // release is cut from the tree, and deploy/ is no library of the product.
-func RenderMonitoring(monitoringDir, version string) ([]byte, error) {
+// The rules' runbook_urls, relative to the repository's root in the tree,
+// become absolute: source's file at the release's tag,
+// <source>/blob/<version>/docs/runbooks.md#<alert>.
+func RenderMonitoring(monitoringDir, version, source string) ([]byte, error) {
 	alerts, err := os.ReadFile(filepath.Join(monitoringDir, "alerts.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("reading the alerting rules: %w", err)
@@ -248,6 +251,9 @@ func RenderMonitoring(monitoringDir, version string) ([]byte, error) {
 	}
 	if _, ok := rules["groups"]; !ok || len(rules) != 1 {
 		return nil, fmt.Errorf("deploy/monitoring/alerts.yaml: want only groups:, have %d keys", len(rules))
+	}
+	if err := absoluteRunbooks(rules, strings.TrimSuffix(source, "/")+"/blob/"+version+"/"); err != nil {
+		return nil, fmt.Errorf("deploy/monitoring/alerts.yaml: %w", err)
 	}
 	labels := func(component string) map[string]any {
 		return map[string]any{
@@ -288,4 +294,24 @@ func RenderMonitoring(monitoringDir, version string) ([]byte, error) {
 		out.Write(b)
 	}
 	return out.Bytes(), nil
+}
+
+// absoluteRunbooks prefixes every rule's relative runbook_url with base.
+func absoluteRunbooks(rules map[string]any, base string) error {
+	groups, ok := rules["groups"].([]any)
+	if !ok {
+		return fmt.Errorf("groups: is not a list")
+	}
+	for _, g := range groups {
+		rs, _ := g.(map[string]any)["rules"].([]any)
+		for _, r := range rs {
+			ann, _ := r.(map[string]any)["annotations"].(map[string]any)
+			u, ok := ann["runbook_url"].(string)
+			if !ok || strings.Contains(u, "://") {
+				continue
+			}
+			ann["runbook_url"] = base + strings.TrimPrefix(u, "/")
+		}
+	}
+	return nil
 }

@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Artifacts = append(res.Artifacts, InstallName)
 
-	mon, err := RenderMonitoring(filepath.Join(cfg.Root, "deploy", "monitoring"), cfg.Version)
+	mon, err := RenderMonitoring(filepath.Join(cfg.Root, "deploy", "monitoring"), cfg.Version, cfg.Metadata.Source)
 	if err != nil {
 		return nil, err
 	}

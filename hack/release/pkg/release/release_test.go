@@ -344,7 +344,7 @@ func TestRenderInstall(t *testing.T) {
 }
 
 func TestRenderMonitoring(t *testing.T) {
-	out, err := RenderMonitoring("../../../../deploy/monitoring", "v0.1.0")
+	out, err := RenderMonitoring("../../../../deploy/monitoring", "v0.1.0", "https://github.com/ate-dev/ate-orchestrator")
 	require.NoError(t, err)
 	objs, err := SplitYAML(out)
 	require.NoError(t, err)
@@ -355,6 +355,16 @@ func TestRenderMonitoring(t *testing.T) {
 	require.Equal(t, "PrometheusRule", objs[1]["kind"])
 	groups := objs[1]["spec"].(map[string]any)["groups"].([]any)
 	require.NotEmpty(t, groups)
+	// Each runbook_url is absolute: the runbook at the release's tag.
+	n := 0
+	for _, g := range groups {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			u := r.(map[string]any)["annotations"].(map[string]any)["runbook_url"].(string)
+			require.Regexp(t, `^https://github\.com/ate-dev/ate-orchestrator/blob/v0\.1\.0/docs/runbooks\.md#[a-z0-9-]+$`, u)
+			n++
+		}
+	}
+	require.Positive(t, n)
 }
 
 func TestUUIDFromHex(t *testing.T) {
