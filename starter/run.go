@@ -12,10 +12,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
@@ -41,8 +39,6 @@ import (
 
 // LeaseName names the starter's leader election Lease.
 const LeaseName = "ate-orchestrator-starter"
-
-type workqueueRL = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Config is what the starter needs.
 type Config struct {

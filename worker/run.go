@@ -126,9 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 	acts.Temporal = cfg.Temporal
 	// Named once the caches have synced: the API server answers by then.
 	if acts.Scope, err = kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue); err != nil {
-		cancel()
-		<-mgrDone
-		return err
+		return errors.Join(err, stopManager(cancel, mgrDone))
 	}
 	// The cluster guard goes first: a step of another cluster's workflow is
 	// refused before any other interceptor or the step itself runs.
@@ -143,9 +141,8 @@ func Run(ctx context.Context, cfg Config) error {
 	workflows.RegisterWorkflows(w)
 	workflows.RegisterActivities(w, acts)
 	if err := w.Start(); err != nil {
-		cancel()
-		<-mgrDone
-		return fmt.Errorf("starting the Temporal worker of cluster %q on task queue %q: %w", acts.Scope.Cluster, acts.Scope.TaskQueue, err)
+		return errors.Join(fmt.Errorf("starting the Temporal worker of cluster %q on task queue %q: %w", acts.Scope.Cluster, acts.Scope.TaskQueue, err),
+			stopManager(cancel, mgrDone))
 	}
 	cfg.Log.Info("worker running", "cluster", acts.Scope.Cluster, "taskQueue", acts.Scope.TaskQueue, "instance", cfg.Instance)
 	var mgrErr error
@@ -161,15 +158,23 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// stopManager stops the manager and waits for it: its error, unless it is
+// the stop's own, joins the one that made the worker stop it.
+func stopManager(cancel context.CancelFunc, mgrDone <-chan error) error {
+	cancel()
+	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the pool reconciler stopped: %w", err)
+	}
+	return nil
+}
+
 // dial connects to Temporal while the manager (and its pool reconciler)
 // runs. Without a client it returns once the manager has stopped (it
 // stops the manager when the dial failed), with the manager's error or the
 // dial's; nil when the worker was shut down while waiting for Temporal.
 func dial(ctx context.Context, cancel context.CancelFunc, cfg Config, mgrDone <-chan error) (client.Client, error) {
 	if cfg.Dial == nil {
-		cancel()
-		<-mgrDone
-		return nil, errors.New("the worker needs a Temporal client or a way to dial one")
+		return nil, errors.Join(errors.New("the worker needs a Temporal client or a way to dial one"), stopManager(cancel, mgrDone))
 	}
 	type dialed struct {
 		c   client.Client

@@ -114,7 +114,7 @@ func MetricNames() (map[string][]string, error) {
 			}
 			name := vs.Name
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					if m.Type != labels.MatchEqual {
 						inspectErr = fmt.Errorf("%s: %q selects metrics by a pattern; name them so they can be checked", q.Source, q.Expr)
 					}

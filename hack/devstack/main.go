@@ -191,7 +191,7 @@ func (s *stack) run(ctx context.Context) error {
 		s.log.Info("stopping the stack (Ctrl-C again to kill it at once)")
 		return nil
 	case <-s.temporalDone():
-		return fmt.Errorf("the Temporal server exited unexpectedly: %v (log: %s)", s.servers.Temporal.Err(), filepath.Join(logDir, "temporal.log"))
+		return fmt.Errorf("the Temporal server exited unexpectedly: %w (log: %s)", s.servers.Temporal.Err(), filepath.Join(logDir, "temporal.log"))
 	}
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tools this project runs (Temporal CLI, kube-apiserver, etcd,
-# controller-gen, workflowcheck, the Temporal server with its SQL schema
+# controller-gen, workflowcheck, golangci-lint, govulncheck and the Go
+# vulnerability database it reads, the Temporal server with its SQL schema
 # tool for the PostgreSQL stack, and the local cluster's kube-controller-manager,
 # kube-scheduler and kwok) from their Go modules, each pinned in its own
 # module under hack/tools/<tool>/, into a cache keyed by tool and version:
@@ -14,6 +15,8 @@
 #
 # Usage: hack/tools/install.sh [tool ...]   (default: all)
 # temporal-server also builds temporal-sql-tool from the same pinned module;
+# vulndb builds golang.org/x/vulndb's indexdb and with it writes the pinned
+# module's OSV files as a govulncheck database, linked as bin/vulndb;
 # kube-controller-manager and kube-scheduler are built from kube-apiserver's
 # module, so the three always share one Kubernetes version.
 set -euo pipefail
@@ -82,6 +85,24 @@ kube_ldflags() {
 	echo "-X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 }
 
+# vulndb is the Go vulnerability database of hack/tools/vulndb's pinned
+# golang.org/x/vulndb, in the layout `govulncheck -db file://...` reads: a
+# snapshot, from the module proxy like every tool, so vulncheck runs offline.
+vulndb() {
+	build vulndb-indexdb golang.org/x/vulndb golang.org/x/vulndb/cmd/indexdb "" vulndb
+	local dir="$root/hack/tools/vulndb" version src db
+	version=$(module_version "$dir" golang.org/x/vulndb)
+	db="$cache/vulndb/$version/db"
+	if [[ ! -e "$db/index/db.json" ]]; then
+		src=$(cd "$dir" && go mod download golang.org/x/vulndb && go list -m -f '{{.Dir}}' golang.org/x/vulndb)
+		rm -rf "$db.tmp"
+		"$bin/vulndb-indexdb" -vulns "$src/data/osv" -out "$db.tmp"
+		mv "$db.tmp" "$db"
+		echo "[$tool_index/$tool_count] wrote the Go vulnerability database $version into $db" >&2
+	fi
+	ln -sfn "$db" "$bin/vulndb"
+}
+
 install_tool() {
 	case $1 in
 	temporal) build temporal github.com/temporalio/cli github.com/temporalio/cli/cmd/temporal ;;
@@ -96,12 +117,15 @@ install_tool() {
 		build temporal-sql-tool go.temporal.io/server go.temporal.io/server/cmd/tools/sql "" temporal-server
 		;;
 	workflowcheck) build workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck ;;
+	golangci-lint) build golangci-lint github.com/golangci/golangci-lint/v2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+	govulncheck) build govulncheck golang.org/x/vuln golang.org/x/vuln/cmd/govulncheck ;;
+	vulndb) vulndb ;;
 	*) echo "unknown tool $1" >&2; exit 2 ;;
 	esac
 }
 
 if [[ $# -eq 0 ]]; then
-	set -- controller-gen workflowcheck etcd kube-apiserver temporal temporal-server \
+	set -- controller-gen workflowcheck golangci-lint govulncheck vulndb etcd kube-apiserver temporal temporal-server \
 		kube-controller-manager kube-scheduler kwok
 fi
 tool_count=$#

@@ -41,7 +41,7 @@ func DialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 			return c, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("could not connect to Temporal at %s (namespace %q) in %d attempts: %w; last error: %v",
+			return nil, fmt.Errorf("could not connect to Temporal at %s (namespace %q) in %d attempts: %w; last error: %w",
 				opts.HostPort, opts.Namespace, attempt, ctx.Err(), err)
 		}
 		wait := delay/2 + rand.N(delay/2+1) // jitter in [delay/2, delay]
@@ -49,7 +49,7 @@ func DialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 			"address", opts.HostPort, "namespace", opts.Namespace, "attempt", attempt, "retryIn", wait.Round(time.Millisecond), "error", err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("could not connect to Temporal at %s (namespace %q) in %d attempts: %w; last error: %v",
+			return nil, fmt.Errorf("could not connect to Temporal at %s (namespace %q) in %d attempts: %w; last error: %w",
 				opts.HostPort, opts.Namespace, attempt, ctx.Err(), err)
 		case <-time.After(wait):
 		}

@@ -81,7 +81,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 		case <-stopped:
 			mu.Lock()
 			defer mu.Unlock()
-			return fmt.Errorf("plain reconciler's manager stopped: %v", mgrErr)
+			return fmt.Errorf("plain reconciler's manager stopped: %w", mgrErr)
 		default:
 			return nil
 		}

@@ -75,7 +75,7 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.proc.Exited() {
-			return fmt.Errorf("%s exited: %v (log %s)", p.name, p.proc.Err(), p.log.Name())
+			return fmt.Errorf("%s exited: %w (log %s)", p.name, p.proc.Err(), p.log.Name())
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.healthAddr+"/readyz", nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 
@@ -206,21 +205,4 @@ func classify(req *http.Request) (reqKey, bool) {
 		}
 	}
 	return reqKey{Verb: verb, Resource: res}, true
-}
-
-// top lists the largest entries of m, for logs.
-func top(m map[string]float64, n int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
-	var b strings.Builder
-	for i, k := range keys {
-		if i == n {
-			break
-		}
-		fmt.Fprintf(&b, "%s=%g ", k, m[k])
-	}
-	return strings.TrimSpace(b.String())
 }

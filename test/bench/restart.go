@@ -209,7 +209,7 @@ func awaitNoneRunning(ctx context.Context, s *stack, query string) error {
 		return quiet >= 3, "none running"
 	})
 	if err != nil && lastErr != nil {
-		return fmt.Errorf("%w (last error: %v)", err, lastErr)
+		return fmt.Errorf("%w (last error: %w)", err, lastErr)
 	}
 	return err
 }

@@ -144,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// makes this conflict, and the pool is looked at again.
 		if err := r.Client.Status().Update(ctx, &pool); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{Requeue: true}, nil //nolint:staticcheck // SA1019: the queue's rate-limited backoff, which a fixed RequeueAfter would replace
 			}
 			return reconcile.Result{}, fmt.Errorf("writing the status of WorkerPool %s: %w", req, err)
 		}

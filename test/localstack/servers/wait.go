@@ -14,7 +14,7 @@ import (
 func waitServing(ctx context.Context, proc *procs.Process, interval time.Duration, probe func(context.Context) error) error {
 	for {
 		if proc.Exited() {
-			return fmt.Errorf("the server exited: %v", proc.Err())
+			return fmt.Errorf("the server exited: %w", proc.Err())
 		}
 		err := probe(ctx)
 		if err == nil {
@@ -22,7 +22,7 @@ func waitServing(ctx context.Context, proc *procs.Process, interval time.Duratio
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
 		case <-proc.Done():
 		case <-time.After(interval):
 		}

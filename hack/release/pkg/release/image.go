@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -302,7 +303,7 @@ func IndexDigest(archive string) (v1.Hash, error) {
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return v1.Hash{}, fmt.Errorf("%s has no index.json", archive)
 		}
 		if err != nil {
