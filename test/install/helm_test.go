@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +35,9 @@ import (
 // cluster; the processes, as installed, resolve a pool and give it its
 // workers; `helm uninstall` then removes the orchestrator and leaves the
 // CRDs, the WorkerPool, the SandboxConfig with its protection and the pool's
-// workers in place (crds.keep).
+// workers in place (crds.keep). Then docs/install.md's way to remove
+// everything: install again, `helm upgrade --reuse-values --set
+// crds.keep=false`, uninstall.
 func TestHelmUninstallKeepsPools(t *testing.T) {
 	requireNotInstalled(t)
 	bins := current.wait(t)
@@ -110,6 +113,58 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	var sc v1alpha1.SandboxConfig
 	require.NoError(t, env.Kube.Get(ctx, client.ObjectKey{Name: ps.configs[0].Name}, &sc), "SandboxConfig after helm uninstall")
 	require.Contains(t, sc.Finalizers, v1alpha1.ProtectionFinalizer, "the config a pool uses keeps its protection")
+
+	// docs/install.md: installed again, the chart takes the kept CRDs over
+	// and the pool is where it was; to remove everything, the release is
+	// switched to crds.keep=false, then uninstalled.
+	r, err = in.RunWithContext(ctx, ch, map[string]any{})
+	require.NoError(t, err, "helm install again, over the kept CRDs")
+	objs, err = helmchart.Decode(r.(*releasev1.Release).Manifest)
+	require.NoError(t, err)
+	waitRolledOut(t, objs)
+	orch = startOrchestrator(t, bins, objs)
+	ps.p.WaitForConfig(t, poolNS, ps.names[0], ps.configs[0].Name, metav1.ConditionTrue)
+	orch.stop(t)
+
+	up := action.NewUpgrade(cfg)
+	up.Namespace = systemNamespace
+	up.ReuseValues = true
+	up.WaitStrategy = helmkube.HookOnlyStrategy
+	r, err = up.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"crds": map[string]any{"keep": false}})
+	require.NoError(t, err, "helm upgrade --reuse-values --set crds.keep=false")
+	rel = r.(*releasev1.Release)
+	for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+		var c apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, admin(t).Get(ctx, client.ObjectKey{Name: crd}, &c))
+		require.NotContains(t, c.Annotations, "helm.sh/resource-policy", "CRD %s after the upgrade to crds.keep=false", crd)
+	}
+	// The pre-delete hook's Job cannot run here (no Job controller, no
+	// container runtime): the uninstall skips it (--no-hooks) and the test
+	// runs its teardown as uninstall() does, as the Job would, first.
+	var hooks []*unstructured.Unstructured
+	for _, h := range rel.Hooks {
+		hs, err := helmchart.Decode(h.Manifest)
+		require.NoError(t, err)
+		hooks = append(hooks, hs...)
+	}
+	args, sa := teardownJob(t, hooks)
+	require.Equal(t, workerSA, sa)
+	require.Len(t, hooks, 1, "the teardown hook, with crds.keep=false")
+	runTeardown(t, bins, args, sa)
+	un = action.NewUninstall(cfg)
+	un.WaitStrategy = helmkube.HookOnlyStrategy
+	un.DisableHooks = true
+	_, err = un.Run(helmchart.ReleaseName)
+	require.NoError(t, err, "helm uninstall --no-hooks")
+	producttest.EventuallyWithin(t, 3*time.Minute, "the CRDs, and with them every pool and config, to be gone", func() (bool, string) {
+		var left []string
+		for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+			if err := admin(t).Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+				left = append(left, "CRD "+crd)
+			}
+		}
+		return len(left) == 0, strings.Join(left, "; ")
+	})
 }
 
 // helmConfig is the Helm SDK's configuration of the helm CLI run with the

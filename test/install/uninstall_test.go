@@ -29,7 +29,6 @@ import (
 // rendered list.
 func uninstall(t testing.TB, orch *orchestrator, bins *binaries, objs []*unstructured.Unstructured) {
 	t.Helper()
-	env := testenv.Current()
 	k := newKube(t)
 	ctx := context.Background()
 	if orch != nil {
@@ -45,17 +44,7 @@ func uninstall(t testing.TB, orch *orchestrator, bins *binaries, objs []*unstruc
 	// impersonating it).
 	args, sa := teardownJob(t, objs)
 	require.Equal(t, workerSA, sa, "teardown runs as the worker's ServiceAccount, which may patch SandboxConfigs")
-	cmd := exec.Command(bins.teardown, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + impersonating(t, sa)}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "teardown %v as %s: %s", args, sa, stderr.String())
-	t.Logf("teardown: %s", strings.TrimSpace(stdout.String()))
-	var configs v1alpha1.SandboxConfigList
-	require.NoError(t, env.Kube.List(ctx, &configs))
-	for _, c := range configs.Items {
-		require.NotContains(t, c.Finalizers, v1alpha1.ProtectionFinalizer, "SandboxConfig %s after teardown", c.Name)
-	}
+	runTeardown(t, bins, args, sa)
 
 	k.deleteAll(t, objs)
 	// The CRDs are gone, so no SandboxConfig or WorkerPool is left,
@@ -63,6 +52,24 @@ func uninstall(t testing.TB, orch *orchestrator, bins *binaries, objs []*unstruc
 	for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
 		err := admin(t).Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})
 		require.True(t, apierrors.IsNotFound(err), "CRD %s after the uninstall: %v", crd, err)
+	}
+}
+
+// runTeardown runs teardown with args as the ServiceAccount sa (the Job's:
+// the in-cluster config; here a kubeconfig impersonating it) and requires
+// that no SandboxConfig keeps the protection finalizer.
+func runTeardown(t testing.TB, bins *binaries, args []string, sa string) {
+	t.Helper()
+	cmd := exec.Command(bins.teardown, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "KUBECONFIG=" + impersonating(t, sa)}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "teardown %v as %s: %s", args, sa, stderr.String())
+	t.Logf("teardown: %s", strings.TrimSpace(stdout.String()))
+	var configs v1alpha1.SandboxConfigList
+	require.NoError(t, testenv.Current().Kube.List(context.Background(), &configs))
+	for _, c := range configs.Items {
+		require.NotContains(t, c.Finalizers, v1alpha1.ProtectionFinalizer, "SandboxConfig %s after teardown", c.Name)
 	}
 }
 
