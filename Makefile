@@ -82,8 +82,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files, workflow det
 	$(MAKE) --no-print-directory vulncheck VULNCHECK_FLAGS=-stdlib=warn
 
 .PHONY: lint
-# .golangci.yml says which linters run and why, and with which build tags
-# (`go vet` checks the benchtune variant of the worker).
+# .golangci.yml says which linters run and why, and with which build tags.
 lint: ## Run golangci-lint (.golangci.yml) on every package.
 	hack/tools/install.sh golangci-lint
 	$(BIN)/golangci-lint run ./...
