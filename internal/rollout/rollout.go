@@ -203,3 +203,6 @@ func Plan(pools []Pool, config string, steps []v1alpha1.RolloutStep, from int32,
 	}
 	return already, planned
 }
+
+// NotAfterOrNil reports whether k comes at or before o; false for no o.
+func (k PoolKey) NotAfterOrNil(o *PoolKey) bool { return o != nil && k.NotAfter(*o) }
