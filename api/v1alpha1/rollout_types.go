@@ -153,7 +153,8 @@ type RolloutPoolRef struct {
 	// +required
 	Name string `json:"name"`
 	// canary is true when the pool was labelled sandboxconfig.ate.dev/canary:
-	// "true" when admitted: canary pools come first.
+	// "true" when admitted: canary pools come first. Always written, so
+	// that a merge patch of the status replaces it.
 	// +optional
-	Canary bool `json:"canary,omitempty"`
+	Canary bool `json:"canary"`
 }
