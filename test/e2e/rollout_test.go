@@ -15,12 +15,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
 )
 
 // rolloutFleet creates n unpinned pools on a class default "old" (the one
@@ -179,7 +181,12 @@ func TestStagedRollout(t *testing.T) {
 // rollout with a Warning and nothing else moves; toggling paused resumes it.
 // Then a new default with a rollout supersedes a running one.
 func TestStagedRolloutHalts(t *testing.T) {
-	p := producttest.Run(t)
+	env := testenv.Current()
+	cs, err := kubernetes.NewForConfig(env.RestConfig)
+	require.NoError(t, err)
+	// Steps' pools move within a second here: 5 s is a deadline that only
+	// a pool that is not Available misses.
+	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, RolloutStepDeadline: 5 * time.Second}).Run(t)
 	kube := p.Env.Kube
 	ns := p.Env.Namespace(t)
 	rolloutFleet(t, p, ns, 6, 3)
