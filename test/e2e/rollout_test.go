@@ -258,4 +258,3 @@ func TestStagedRolloutHalts(t *testing.T) {
 		"the pool the superseded rollout moved stays until the newer one admits it")
 	require.NotNil(t, meta.FindStatusCondition(wp.Status.Conditions, v1alpha1.ConditionAvailable))
 }
-
