@@ -254,9 +254,27 @@ func (r *rolloutRun) step(ctx workflow.Context, n int32, look *activities.Rollou
 		StartToCloseTimeout: rolloutWaitTimeout, HeartbeatTimeout: activityTimeout, RetryPolicy: retryForever,
 	})
 	deadline := workflow.Now(ctx).Add(look.Deadline)
-	if err := workflow.ExecuteActivity(waitCtx, act.WaitRolloutStep, activities.WaitInput{
+	waiting := workflow.ExecuteActivity(waitCtx, act.WaitRolloutStep, activities.WaitInput{
 		Config: r.config, Step: n, Deadline: deadline,
-	}).Get(ctx, &wait); err != nil {
+	})
+	for !waiting.IsReady() {
+		// A pause or resume while the step's pools move is taken in at
+		// once (status says so, and the starter stops re-sending it); it
+		// acts once the step is done.
+		if err := workflow.Await(ctx, func() bool { return waiting.IsReady() || r.dirty }); err != nil {
+			return err
+		}
+		if r.dirty && !waiting.IsReady() {
+			msg := fmt.Sprintf("step %d: %d of %d pools admitted; waiting for them to move and be Available", n, adm.Admitted, adm.Total)
+			if r.paused {
+				msg += "; paused: no further step until resumed"
+			}
+			if err := r.setStatus(ctx, v1alpha1.RolloutProgressing, msg, false); err != nil {
+				return err
+			}
+		}
+	}
+	if err := waiting.Get(ctx, &wait); err != nil {
 		return err
 	}
 	switch wait.Outcome {
@@ -386,7 +404,7 @@ func (r *rolloutRun) recordStep(n int32, adm activities.Admitted) {
 // the steps to come as the last look saw the pools, and which have moved.
 func (r *rolloutRun) queryPlan() wfapi.RolloutPlan {
 	p := r.plan
-	p.Config, p.Phase, p.Message = r.config, string(r.phase), r.message
+	p.Config, p.Phase, p.Message, p.Paused, p.Halted = r.config, string(r.phase), r.message, r.paused, r.halted
 	if len(r.doneSteps) > 0 {
 		p.Step = r.doneSteps[len(r.doneSteps)-1].Step
 	}

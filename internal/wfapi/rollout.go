@@ -83,6 +83,10 @@ type RolloutPlan struct {
 	Phase   string `json:"phase,omitempty"`
 	Step    int32  `json:"step"`
 	Message string `json:"message,omitempty"`
+	// Paused and Halted hold the rollout (the query's answer: the
+	// workflow's own state, which a status write follows).
+	Paused bool `json:"paused,omitempty"`
+	Halted bool `json:"halted,omitempty"`
 	// Total is the number of unpinned pools of the class.
 	Total int `json:"total"`
 	// Admitted are the pools the rollout admitted before Steps (on the
