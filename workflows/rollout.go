@@ -161,7 +161,6 @@ func (r *rolloutRun) run(ctx workflow.Context) (*wfapi.RolloutResult, error) {
 			if err := r.setStatus(ctx, v1alpha1.RolloutCompleted, fmt.Sprintf("all %d steps done", look.Steps), false); err != nil {
 				return nil, err
 			}
-			r.metrics(ctx, v1alpha1.RolloutCompleted)
 			log.Info("rollout completed", "config", r.config)
 			return &wfapi.RolloutResult{Phase: string(v1alpha1.RolloutCompleted)}, nil
 		}
@@ -201,7 +200,6 @@ func (r *rolloutRun) stop(ctx workflow.Context, look *activities.RolloutLook) (*
 		}
 	}
 	r.phase = look.Stop
-	r.metrics(ctx, look.Stop)
 	workflow.GetLogger(ctx).Info("rollout ended", "config", r.config, "phase", look.Stop, "why", look.StopMessage)
 	return &wfapi.RolloutResult{Phase: string(look.Stop), Message: look.StopMessage}, nil
 }
@@ -215,7 +213,6 @@ func (r *rolloutRun) hold(ctx workflow.Context) error {
 	if err := r.setStatus(ctx, phase, msg, false); err != nil {
 		return err
 	}
-	r.metrics(ctx, phase)
 	for {
 		if err := workflow.Await(ctx, func() bool { return r.recheck || r.dirty || !(r.paused || r.halted) }); err != nil {
 			return err
@@ -246,7 +243,6 @@ func (r *rolloutRun) step(ctx workflow.Context, n int32, look *activities.Rollou
 	r.phase, r.dirty = v1alpha1.RolloutProgressing, false
 	r.recordStep(n, adm)
 	r.through = adm.Through
-	r.metrics(ctx, v1alpha1.RolloutProgressing)
 	log.Info("rollout step admitted", "config", r.config, "step", n, "pools", len(adm.Pools), "admitted", adm.Admitted, "total", adm.Total)
 
 	var wait activities.StepWait
@@ -322,7 +318,6 @@ func (r *rolloutRun) bake(ctx workflow.Context, n int32, pause time.Duration) (s
 	if err := r.setStatus(ctx, v1alpha1.RolloutBaking, msg, false); err != nil {
 		return false, err
 	}
-	r.metrics(ctx, v1alpha1.RolloutBaking)
 	timer := workflow.NewTimer(ctx, pause)
 	fired := false
 	for !fired {
@@ -356,8 +351,8 @@ func (r *rolloutRun) halt(ctx workflow.Context, n int32, pool, why string) error
 	r.halted, r.halts = true, r.halts+1
 	r.message = why
 	workflow.GetLogger(ctx).Warn("rollout halted", "config", r.config, "step", n, "pool", pool, "why", why)
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"config": r.config, metricsClusterLabel: string(clusterOf(ctx))}).
-		Counter("ate_rollout_halts").Inc(1)
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"sandbox_config": r.config, metricsClusterLabel: string(clusterOf(ctx))}).
+		Counter("ate_rollout_halts").Inc(1) // its phase gauge is the starter's (ate_rollout_phase)
 	if err := workflow.ExecuteActivity(ctx, act.RecordRolloutEvent, activities.RolloutEventInput{
 		Config: r.config, Key: fmt.Sprintf("%s/halt/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, r.halts),
 		Type: corev1.EventTypeWarning, Reason: activities.EventReasonRolloutHalted,
@@ -374,20 +369,6 @@ func (r *rolloutRun) setStatus(ctx workflow.Context, phase v1alpha1.RolloutPhase
 	return workflow.ExecuteActivity(ctx, act.SetRolloutStatus, activities.RolloutStatusInput{
 		Config: r.config, Phase: phase, Message: msg, WorkflowID: r.id, ObservedGeneration: r.generation, Clear: clear,
 	}).Get(ctx, nil)
-}
-
-// metrics sets the rollout's phase gauge: 1 for its phase, 0 for the others.
-func (r *rolloutRun) metrics(ctx workflow.Context, phase v1alpha1.RolloutPhase) {
-	h := workflow.GetMetricsHandler(ctx)
-	for _, p := range []v1alpha1.RolloutPhase{v1alpha1.RolloutProgressing, v1alpha1.RolloutPaused, v1alpha1.RolloutBaking,
-		v1alpha1.RolloutHalted, v1alpha1.RolloutCompleted, v1alpha1.RolloutSuperseded, v1alpha1.RolloutStopped} {
-		v := 0.0
-		if p == phase {
-			v = 1
-		}
-		h.WithTags(map[string]string{"config": r.config, "phase": string(p), metricsClusterLabel: string(clusterOf(ctx))}).
-			Gauge("ate_rollout_phase").Update(v)
-	}
 }
 
 func (r *rolloutRun) recordStep(n int32, adm activities.Admitted) {
