@@ -21,6 +21,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -223,6 +224,22 @@ func TestStagedRolloutHalts(t *testing.T) {
 		on := producttest.OnConfig(t, kube, ns, "new")
 		return slices.Equal(on, keys(ns, "p03")), fmt.Sprint(on)
 	})
+
+	// The preview lists what moves once resumed, and what would move back.
+	preview, err := starter.Preview(context.Background(), kube, "new")
+	require.NoError(t, err)
+	require.True(t, preview.Default)
+	require.Equal(t, int32(1), preview.Plan.Step)
+	require.Equal(t, keys(ns, "p03"), preview.Plan.Admitted)
+	require.Len(t, preview.Plan.Steps, 1)
+	require.Equal(t, keys(ns, "p00", "p01", "p02", "p04", "p05"), preview.Plan.Steps[0].Pools)
+	require.Equal(t, "old", preview.BackTo)
+	require.Equal(t, keys(ns, "p03"), preview.Back)
+	preview, err = starter.Preview(context.Background(), kube, "old")
+	require.NoError(t, err)
+	require.False(t, preview.Default, "old is a default, not the newest")
+	require.Equal(t, keys(ns, "p00", "p01", "p02", "p04", "p05"), preview.Plan.Admitted, "without spec.rollout: the pools on it")
+	require.Equal(t, keys(ns, "p03"), preview.Plan.Steps[0].Pools, "and the rest in one step")
 
 	// The user fixes the check and toggles paused.
 	fixed.Store(true)
