@@ -275,3 +275,48 @@ func TestStagedRolloutHalts(t *testing.T) {
 		"the pool the superseded rollout moved stays until the newer one admits it")
 	require.NotNil(t, meta.FindStatusCondition(wp.Status.Conditions, v1alpha1.ConditionAvailable))
 }
+
+// TestStagedRolloutSurvivesRestarts: the worker and the starter stopped
+// mid-step (a pool's switch not made yet) and again mid-bake change nothing
+// of the outcome: the rollout goes on where it was, each step after its
+// bake, and no pool moves twice.
+func TestStagedRolloutSurvivesRestarts(t *testing.T) {
+	p := producttest.Run(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+	names := rolloutFleet(t, p, ns, 6, 0)
+
+	// The canary's workers are not ready: step 1 waits on it.
+	producttest.SetAvailable(t, kube, ns, "p00", false)
+	const bake = 3 * time.Second
+	p.CreateAfterOthers(t, producttest.RolloutConfig("new", false, nil, producttest.Step(1, false, bake), producttest.Step(100, true, 0)))
+	p.WaitForConfig(t, ns, "p00", "new", metav1.ConditionTrue)
+	p.WaitForRollout(t, "new", "step 1 waiting for the canary", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Step == 1 && s.Phase == v1alpha1.RolloutProgressing && s.MovedPools == 1
+	})
+
+	// Killed mid-step; the canary becomes ready while nothing runs.
+	p.Stop(t)
+	producttest.SetAvailable(t, kube, ns, "p00", true)
+	p.Start(t)
+	p.WaitForRollout(t, "new", "baking step 1", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Step == 1 && s.Phase == v1alpha1.RolloutBaking
+	})
+	bakeSeen := time.Now()
+
+	// Killed mid-bake: the bake is a workflow timer, and step 2 waits for it.
+	p.Stop(t)
+	require.Equal(t, keys(ns, "p00"), producttest.OnConfig(t, kube, ns, "new"))
+	p.Start(t)
+	p.WaitForRollout(t, "new", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	require.GreaterOrEqual(t, time.Since(bakeSeen), bake-500*time.Millisecond, "step 2 only after step 1's bake")
+	for _, name := range names {
+		p.WaitForConfig(t, ns, name, "new", metav1.ConditionTrue)
+		p.WaitForEvents(t, ns, name, []string{
+			`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "old"`,
+			`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "old" to "new"`,
+		})
+	}
+	plan := p.RolloutPlan(t, "new")
+	require.Len(t, plan.Done, 2)
+}
