@@ -222,6 +222,10 @@ type WaitInput struct {
 	Config   string    `json:"config"`
 	Step     int32     `json:"step"`
 	Deadline time.Time `json:"deadline"`
+	// Since is when the step was (again) admitted: a failing switch
+	// halts it only if it failed since (a failure the user resumed from
+	// gets the step's deadline to clear, as the switch's retries back off).
+	Since time.Time `json:"since"`
 }
 
 // Outcomes of WaitRolloutStep.
@@ -245,7 +249,7 @@ type StepWait struct {
 // WaitRolloutStep polls, heartbeating, until every pool the rollout admits
 // is on the config with its Available condition True (Ready); until one's
 // switch fails (its class shows SwitchStepFailing, or Resolved False: a roll
-// back), or the deadline passes with one not there (Halted); or until the
+// back, since the step was admitted), or the deadline passes with one not there (Halted); or until the
 // config is no longer the rollout's to run (LookAgain). It keeps
 // status.rollout.movedPools current as pools move.
 func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWait, error) {
@@ -311,7 +315,7 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 			continue
 		}
 		switch {
-		case p.Current != c.Name && p.Failing != "":
+		case p.Current != c.Name && p.Failing != "" && !p.FailingSince.Before(in.Since.Truncate(time.Second)):
 			return &StepWait{Outcome: StepHalted, Pool: p.Key.String(), Moved: res.Moved,
 				Message: fmt.Sprintf("the switch of WorkerPool %s to SandboxConfig %q failed: %s", p.Key, c.Name, p.Failing)}, nil
 		case waiting != nil:

@@ -249,9 +249,9 @@ func (r *rolloutRun) step(ctx workflow.Context, n int32, look *activities.Rollou
 	waitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: rolloutWaitTimeout, HeartbeatTimeout: activityTimeout, RetryPolicy: retryForever,
 	})
-	deadline := workflow.Now(ctx).Add(look.Deadline)
+	now := workflow.Now(ctx)
 	waiting := workflow.ExecuteActivity(waitCtx, act.WaitRolloutStep, activities.WaitInput{
-		Config: r.config, Step: n, Deadline: deadline,
+		Config: r.config, Step: n, Deadline: now.Add(look.Deadline), Since: now,
 	})
 	for !waiting.IsReady() {
 		// A pause or resume while the step's pools move is taken in at

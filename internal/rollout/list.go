@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,8 @@ type ClassPool struct {
 	// condition True, or a Resolved condition False (a switch that rolled
 	// back); "" when it is not.
 	Failing string `json:"failing,omitempty"`
+	// FailingSince is when that condition last changed.
+	FailingSince time.Time `json:"failingSince,omitempty"`
 }
 
 // ClassPools lists, in rollout order, the pools of r whose class follows
@@ -43,9 +46,9 @@ func ClassPools(ctx context.Context, r ctrlclient.Reader, class v1alpha1.Sandbox
 		if st := wp.Status.ClassStatus(class); st != nil {
 			cp.Current, cp.Pending = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf()
 			if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSwitchStepFailing); c != nil && c.Status == metav1.ConditionTrue {
-				cp.Failing = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+				cp.Failing, cp.FailingSince = fmt.Sprintf("%s: %s", c.Reason, c.Message), c.LastTransitionTime.Time
 			} else if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionFalse {
-				cp.Failing = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+				cp.Failing, cp.FailingSince = fmt.Sprintf("%s: %s", c.Reason, c.Message), c.LastTransitionTime.Time
 			}
 		}
 		switch c := meta.FindStatusCondition(wp.Status.Conditions, v1alpha1.ConditionAvailable); {

@@ -320,3 +320,38 @@ func TestStagedRolloutSurvivesRestarts(t *testing.T) {
 	plan := p.RolloutPlan(t, "new")
 	require.Len(t, plan.Done, 2)
 }
+
+// TestStagedRolloutHaltsOnAFailingSwitch: an admission policy refuses the
+// protection finalizer on the rolling-out config, so the canary's switch
+// keeps failing: the rollout halts with a Warning naming the pool, and
+// nothing else moves; with the policy lifted and paused toggled, it ends.
+func TestStagedRolloutHaltsOnAFailingSwitch(t *testing.T) {
+	p := producttest.Run(t)
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+	rolloutFleet(t, p, ns, 4, 2)
+
+	p.CreateAfterOthers(t, producttest.RolloutConfig("new", true, nil, producttest.Step(1, false, 0), producttest.Step(100, true, 0)))
+	refuseProtection(t, kube, "new")
+	producttest.SetPaused(t, kube, "new", false)
+	st := p.WaitForRollout(t, "new", "halted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutHalted })
+	require.Contains(t, st.Message, fmt.Sprintf("the switch of WorkerPool %s/p02 to SandboxConfig \"new\" failed: Protect", ns))
+	producttest.Eventually(t, "a Warning on the config", func() (bool, string) {
+		evs := p.ConfigEvents(t, "new")
+		return len(evs) == 1 && strings.Contains(evs[0], "Warning RolloutHalted") && strings.Contains(evs[0], ns+"/p02"), fmt.Sprint(evs)
+	})
+	producttest.RequireStays(t, 2*time.Second, "nothing moves while halted", func() (bool, string) {
+		on := producttest.OnConfig(t, kube, ns, "new")
+		return len(on) == 0, fmt.Sprint(on)
+	})
+
+	liftRefusal(t, kube)
+	producttest.SetPaused(t, kube, "new", true)
+	p.WaitForRollout(t, "new", "the pause taken in", func(s *v1alpha1.RolloutStatus) bool { return s.ObservedGeneration >= 3 })
+	producttest.SetPaused(t, kube, "new", false)
+	p.WaitForRollout(t, "new", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	producttest.Eventually(t, "every pool on new", func() (bool, string) {
+		on := producttest.OnConfig(t, kube, ns, "new")
+		return len(on) == 4, fmt.Sprint(on)
+	})
+}
