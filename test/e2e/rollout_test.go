@@ -355,3 +355,46 @@ func TestStagedRolloutHaltsOnAFailingSwitch(t *testing.T) {
 		return len(on) == 4, fmt.Sprint(on)
 	})
 }
+
+// TestStagedRolloutEnds: removing the annotation mid-bake stops the
+// rollout at once (Stopped, its admission dropped) and moves its pools
+// back, as without a rollout; annotated again, it starts over; deleting the
+// config stops it too, and the config goes once its pools moved off it.
+func TestStagedRolloutEnds(t *testing.T) {
+	p := producttest.Run(t)
+	ctx := context.Background()
+	kube := p.Env.Kube
+	ns := p.Env.Namespace(t)
+	rolloutFleet(t, p, ns, 4, 1)
+
+	p.CreateAfterOthers(t, producttest.RolloutConfig("new", false, nil, producttest.Step(1, false, time.Hour), producttest.Step(100, true, 0)))
+	p.WaitForRollout(t, "new", "baking step 1", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutBaking })
+	require.Equal(t, keys(ns, "p01"), producttest.OnConfig(t, kube, ns, "new"))
+
+	producttest.SetDefault(t, kube, "new", false)
+	st := p.WaitForRollout(t, "new", "stopped", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutStopped })
+	require.Nil(t, st.AdmittedThrough, "the admission dropped")
+	require.Zero(t, st.Step)
+	p.WaitForConfig(t, ns, "p01", "old", metav1.ConditionTrue)
+
+	producttest.SetDefault(t, kube, "new", true)
+	p.WaitForRollout(t, "new", "baking step 1 again", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Phase == v1alpha1.RolloutBaking && s.Step == 1
+	})
+	require.Equal(t, keys(ns, "p01"), producttest.OnConfig(t, kube, ns, "new"), "started over with the same pool")
+
+	require.NoError(t, kube.Delete(ctx, producttest.GVisorConfig("new", true)))
+	producttest.Eventually(t, "the rollout workflow to end Stopped", func() (bool, string) {
+		// Get waits for the end: bounded, so the poll goes on.
+		wait, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		run := p.TemporalClient().GetWorkflow(wait, p.Cluster().RolloutWorkflowID("new"), "")
+		var res wfapi.RolloutResult
+		if err := run.Get(wait, &res); err != nil {
+			return false, err.Error()
+		}
+		return res.Phase == string(v1alpha1.RolloutStopped), fmt.Sprintf("%+v", res)
+	})
+	p.WaitForConfig(t, ns, "p01", "old", metav1.ConditionTrue)
+	p.WaitGone(t, producttest.GVisorConfig("new", true))
+}
