@@ -115,13 +115,21 @@ func (r *rolloutRun) listen(ctx workflow.Context) {
 // toggled. An operator's (no generation) always acts, until the next
 // change of spec.rollout.paused.
 func (r *rolloutRun) signalled(ctx workflow.Context, pause bool, sig wfapi.RolloutSignal) {
-	if sig.Generation != 0 {
-		if sig.Generation <= r.generation {
-			return
+	if r.apply(pause, sig.Generation) {
+		workflow.GetLogger(ctx).Info("rollout signalled", "config", r.config, "pause", pause, "generation", sig.Generation)
+	}
+}
+
+// apply is signalled's rule; it reports whether the signal paused or
+// resumed the rollout.
+func (r *rolloutRun) apply(pause bool, generation int64) bool {
+	if generation != 0 {
+		if generation <= r.generation {
+			return false
 		}
-		r.generation, r.dirty = sig.Generation, true
+		r.generation, r.dirty = generation, true
 		if pause == r.specPaused {
-			return
+			return false
 		}
 		r.specPaused = pause
 	}
@@ -129,7 +137,7 @@ func (r *rolloutRun) signalled(ctx workflow.Context, pause bool, sig wfapi.Rollo
 	if !pause {
 		r.halted = false
 	}
-	workflow.GetLogger(ctx).Info("rollout signalled", "config", r.config, "pause", pause, "generation", sig.Generation)
+	return true
 }
 
 func (r *rolloutRun) run(ctx workflow.Context) (*wfapi.RolloutResult, error) {
@@ -149,6 +157,9 @@ func (r *rolloutRun) run(ctx workflow.Context) (*wfapi.RolloutResult, error) {
 			first = false
 			if st := look.Status; st.Step > 0 && st.Phase != v1alpha1.RolloutStopped {
 				r.done, r.through = st.Step-1, rollout.KeyOfRef(st.AdmittedThrough)
+				// A halt outlives its run (one terminated by hand): it
+				// waits for a resume all the same.
+				r.halted, r.message = st.Phase == v1alpha1.RolloutHalted, st.Message
 			}
 			if look.Generation > r.generation {
 				r.generation, r.specPaused, r.paused = look.Generation, look.Paused, look.Paused
