@@ -101,15 +101,18 @@ func OnConfig(t testing.TB, kube client.Client, ns, config string) []string {
 	return out
 }
 
-// ConfigEvents returns the events about a SandboxConfig as "Type Reason:
-// note".
+// ConfigEvents returns the events about a SandboxConfig (this incarnation:
+// configs are cluster-scoped, and an earlier test's config of the same name
+// left its events) as "Type Reason: note".
 func (p *Product) ConfigEvents(t testing.TB, config string) []string {
 	t.Helper()
+	var c v1alpha1.SandboxConfig
+	require.NoError(t, p.Env.Kube.Get(context.Background(), client.ObjectKey{Name: config}, &c))
 	list, err := p.Clientset.EventsV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	var evs []eventsv1.Event
 	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "SandboxConfig" && ev.Regarding.Name == config {
+		if ev.Regarding.Kind == "SandboxConfig" && ev.Regarding.Name == config && ev.Regarding.UID == c.UID {
 			evs = append(evs, ev)
 		}
 	}
