@@ -15,12 +15,14 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
-// TestKillsMidRollout: a three-step staged rollout over eight pools with
-// running workers (one canary) on the local cluster, the worker killed
-// while a step's pools move and the starter killed while a step bakes,
-// each started again: the rollout completes, every pool moved exactly
-// once, its workers untouched, and the checker finds P1-P6 held
-// throughout.
+// TestKillsMidRollout: the issue's three-step staged rollout (1, 25%,
+// all) over twenty pools with running workers (one canary) on the local
+// cluster: exactly the canary, then five, then all move, each step after
+// the previous one's pools are Available and baked; paused mid-rollout it
+// holds; the worker killed while a step's pools move and the starter killed
+// while a step bakes and while it is paused, each started again, change
+// nothing: the rollout completes, every pool moved exactly once, its
+// workers untouched, and the checker finds P1-P6 held throughout.
 func TestKillsMidRollout(t *testing.T) {
 	isolate(t)
 	env := testenv.Current()
@@ -36,12 +38,12 @@ func TestKillsMidRollout(t *testing.T) {
 	gv := v1alpha1.SandboxClassGVisor
 	require.NoError(t, kube.Create(ctx, gvisorConfig(cfg("old"), true)))
 	var names []string
-	for i := range 8 {
+	for i := range 20 {
 		name := fmt.Sprintf("p%d", i)
 		names = append(names, name)
 		wp := newPool(ns, name, gv, "")
 		wp.Spec.Replicas = ptr(int32(1))
-		if i == 5 {
+		if i == 13 {
 			wp.Labels = map[string]string{v1alpha1.CanaryLabel: "true"}
 		}
 		require.NoError(t, kube.Create(ctx, wp))
@@ -59,7 +61,7 @@ func TestKillsMidRollout(t *testing.T) {
 	next := gvisorConfig(cfg("new"), true)
 	pause := &metav1.Duration{Duration: 3 * time.Second}
 	next.Spec.Rollout = &v1alpha1.SandboxConfigRollout{Steps: []v1alpha1.RolloutStep{
-		{Pools: ptr(int32(1)), Pause: pause}, {Percent: ptr(int32(50)), Pause: pause}, {Percent: ptr(int32(100))},
+		{Pools: ptr(int32(1)), Pause: pause}, {Percent: ptr(int32(25)), Pause: pause}, {Percent: ptr(int32(100))},
 	}}
 	createAfterOthers(t, kube, next)
 	rollout := func(what string, cond func(*v1alpha1.RolloutStatus) bool) {
@@ -72,13 +74,32 @@ func TestKillsMidRollout(t *testing.T) {
 			return cond(c.Status.Rollout), fmt.Sprintf("%+v", *c.Status.Rollout)
 		})
 	}
+	rollout("baking step 1", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 1 && s.Phase == v1alpha1.RolloutBaking })
+	require.Equal(t, 1, onConfig(t, ns, cfg("new")), "exactly the canary after step 1")
+	require.Equal(t, cfg("new"), refName(getPool(t, ns, "p13").Status.SandboxClasses[0].ConfigRef), "the canary first")
 	rollout("at step 2", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 2 && s.Phase == v1alpha1.RolloutProgressing })
 	p.worker.Kill()
 	p.worker.Start()
 	rollout("baking step 2", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 2 && s.Phase == v1alpha1.RolloutBaking })
-	require.Equal(t, 4, onConfig(t, ns, cfg("new")), "half the pools after step 2, none more while it bakes")
+	require.Equal(t, 5, onConfig(t, ns, cfg("new")), "25% after step 2, none more while it bakes")
 	p.starter.Kill()
 	p.starter.Start()
+
+	// Paused (by the spec, as kubectl patch does) before step 3: held.
+	require.NoError(t, kube.Patch(ctx, &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: cfg("new")}},
+		client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"rollout":{"paused":true}}}`))))
+	rollout("paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
+	// Killed while paused and started again: its resync starts nothing the
+	// paused rollout has not admitted.
+	p.starter.Kill()
+	p.starter.Start()
+	held := time.Now()
+	for time.Since(held) < 3*time.Second {
+		require.Equal(t, 5, onConfig(t, ns, cfg("new")), "nothing moves while paused")
+		time.Sleep(100 * time.Millisecond) // the poll interval of an assertion over time
+	}
+	require.NoError(t, kube.Patch(ctx, &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: cfg("new")}},
+		client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"rollout":{"paused":false}}}`))))
 	rollout("completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 
 	requireSound(t, chk, scope)
