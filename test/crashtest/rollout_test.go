@@ -112,3 +112,79 @@ func TestKillsMidRollout(t *testing.T) {
 		require.Equal(t, pods[name], waitReadyPods(t, ns, name, 1), "the pool's workers across the rollout and the kills")
 	}
 }
+
+// TestRolloutHaltsOnWorkersNotReady: on the local cluster, the canary's
+// workers cannot be scheduled (a node selector no node matches), so the
+// Deployment controller reports it not Available: the rollout, admitting
+// it first, halts at the worker's step deadline with a Warning naming it,
+// and nothing else moves. Once its workers run and paused is toggled, the
+// rollout completes.
+func TestRolloutHaltsOnWorkersNotReady(t *testing.T) {
+	isolate(t)
+	env := testenv.Current()
+	ctx := context.Background()
+	kube := env.Kube
+	chk := startChecker(t)
+	ns := env.Namespace(t)
+	prefix := "rh" + shortID()
+	cfg := func(s string) string { return prefix + "-" + s }
+	tq := testenv.TaskQueue(t)
+	p := &product{worker: newProcess(t, "worker", tq, "", "ATE_ROLLOUT_STEP_DEADLINE_SECONDS=5"), starter: newProcess(t, "starter", tq, ""), taskQueue: tq}
+	p.worker.Start()
+	p.starter.Start()
+	scope := Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{p.taskQueue}}
+
+	require.NoError(t, kube.Create(ctx, gvisorConfig(cfg("old"), true)))
+	for i := range 4 {
+		wp := newPool(ns, fmt.Sprintf("p%d", i), v1alpha1.SandboxClassGVisor, "")
+		wp.Spec.Replicas = ptr(int32(1))
+		if i == 2 {
+			// Ten workers: with the product's 10% budget, one may be
+			// missing and the Deployment still Available; none may not.
+			wp.Spec.Replicas = ptr(int32(10))
+			wp.Labels = map[string]string{v1alpha1.CanaryLabel: "true"}
+			wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{NodeSelector: map[string]v1alpha1.LabelValue{"example.com/no-such-node": "x"}}
+		}
+		require.NoError(t, kube.Create(ctx, wp))
+	}
+	settle(t, chk, scope)
+	eventually(t, stepBound, "the canary not Available", func() (bool, string) {
+		c := meta.FindStatusCondition(getPool(t, ns, "p2").Status.Conditions, v1alpha1.ConditionAvailable)
+		return c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("%+v", c)
+	})
+
+	next := gvisorConfig(cfg("new"), true)
+	next.Spec.Rollout = &v1alpha1.SandboxConfigRollout{Steps: []v1alpha1.RolloutStep{{Pools: ptr(int32(1))}, {Percent: ptr(int32(100))}}}
+	createAfterOthers(t, kube, next)
+	var st v1alpha1.RolloutStatus
+	eventually(t, stepBound, "the rollout halted", func() (bool, string) {
+		var c v1alpha1.SandboxConfig
+		if err := kube.Get(ctx, client.ObjectKey{Name: cfg("new")}, &c); err != nil || c.Status.Rollout == nil {
+			return false, fmt.Sprint(err)
+		}
+		st = *c.Status.Rollout
+		return st.Phase == v1alpha1.RolloutHalted, fmt.Sprintf("%+v", st)
+	})
+	require.Contains(t, st.Message, fmt.Sprintf("WorkerPool %s/p2 is not Available", ns))
+	require.Equal(t, 1, onConfig(t, ns, cfg("new")), "only the canary moved")
+
+	// Its workers scheduled, paused toggled: the rollout goes on.
+	require.NoError(t, patchPool(ctx, kube, ns, "p2", func(wp *v1alpha1.WorkerPool) { wp.Spec.Template = nil }))
+	waitReadyPods(t, ns, "p2", 10)
+	for _, paused := range []bool{true, false} {
+		require.NoError(t, kube.Patch(ctx, &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: cfg("new")}},
+			client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"rollout":{"paused":%t}}}`, paused))))
+		eventually(t, stepBound, fmt.Sprintf("paused %t taken in", paused), func() (bool, string) {
+			var c v1alpha1.SandboxConfig
+			require.NoError(t, kube.Get(ctx, client.ObjectKey{Name: cfg("new")}, &c))
+			return c.Status.Rollout.ObservedGeneration == c.Generation, fmt.Sprintf("%+v", *c.Status.Rollout)
+		})
+	}
+	eventually(t, stepBound, "the rollout completed", func() (bool, string) {
+		var c v1alpha1.SandboxConfig
+		require.NoError(t, kube.Get(ctx, client.ObjectKey{Name: cfg("new")}, &c))
+		return c.Status.Rollout.Phase == v1alpha1.RolloutCompleted, fmt.Sprintf("%+v", *c.Status.Rollout)
+	})
+	requireSound(t, chk, scope)
+	require.Equal(t, 4, onConfig(t, ns, cfg("new")))
+}
