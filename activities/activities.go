@@ -7,6 +7,7 @@ package activities
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -49,6 +50,10 @@ type Activities struct {
 	// OperatorStartsPerSecond paces the signal-with-starts of an operator's
 	// request (DefaultOperatorStartsPerSecond when zero).
 	OperatorStartsPerSecond float64
+	// RolloutStepDeadline is how long a staged rollout's step may take for
+	// its pools to move and be Available before the rollout halts
+	// (DefaultRolloutStepDeadline when zero).
+	RolloutStepDeadline time.Duration
 }
 
 func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }

@@ -24,7 +24,9 @@ import (
 //     and protected (see liveTarget);
 //   - a status write for a class the pool's spec lacks is refused (specHas);
 //   - an event is recorded only for the pool the calling workflow's ID
-//     names (RecordEvent).
+//     names (RecordEvent);
+//   - a staged rollout's status and Warning are written only for the
+//     config the calling rollout's ID names (checkRolloutCaller).
 
 // callerNamesPool reports whether a workflow ID is the switch ID of the
 // pool ref names, as wfapi.SwitchPool derives it: the only workflow that

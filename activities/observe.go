@@ -11,6 +11,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -34,6 +35,9 @@ type Observation struct {
 	// ResourceVersion is the pool's, as read: the claim of a switch the pass
 	// runs writes on it without reading the pool again (see updateStatus).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Canary says the pool is labelled sandboxconfig.ate.dev/canary: "true":
+	// a staged rollout admits it before the others of its class.
+	Canary bool `json:"canary,omitempty"`
 }
 
 // NextMove is the move the observation asks of pool (its UID taken from the
@@ -44,7 +48,7 @@ func (o *Observation) NextMove(pool wfapi.PoolRef) (wfapi.SwitchInput, bool) {
 	if !o.Exists {
 		return wfapi.SwitchInput{}, false
 	}
-	m, ok := resolve.NextMove(o.Spec, &o.Status, o.Configs)
+	m, ok := resolve.NextMove(resolve.Pool{Namespace: pool.Namespace, Name: pool.Name, Canary: o.Canary}, o.Spec, &o.Status, o.Configs)
 	if !ok {
 		return wfapi.SwitchInput{}, false
 	}
@@ -78,6 +82,7 @@ func (a *Activities) Observe(ctx context.Context, ref wfapi.PoolRef) (*Observati
 		Generation:      pool.Generation,
 		Spec:            pool.Spec.SandboxClasses,
 		Status:          pool.Status,
+		Canary:          rollout.KeyOf(&pool).Canary,
 	}
 
 	var configs v1alpha1.SandboxConfigList

@@ -273,6 +273,15 @@ func renumber(h *historypb.History) {
 		case *historypb.HistoryEvent_ActivityTaskTimedOutEventAttributes:
 			c := a.ActivityTaskTimedOutEventAttributes
 			c.ScheduledEventId, c.StartedEventId = ids[c.ScheduledEventId], ids[c.StartedEventId]
+		case *historypb.HistoryEvent_ChildWorkflowExecutionStartedEventAttributes:
+			c := a.ChildWorkflowExecutionStartedEventAttributes
+			c.InitiatedEventId = ids[c.InitiatedEventId]
+		case *historypb.HistoryEvent_ChildWorkflowExecutionCompletedEventAttributes:
+			c := a.ChildWorkflowExecutionCompletedEventAttributes
+			c.InitiatedEventId, c.StartedEventId = ids[c.InitiatedEventId], ids[c.StartedEventId]
+		case *historypb.HistoryEvent_ChildWorkflowExecutionFailedEventAttributes:
+			c := a.ChildWorkflowExecutionFailedEventAttributes
+			c.InitiatedEventId, c.StartedEventId = ids[c.InitiatedEventId], ids[c.StartedEventId]
 		}
 	}
 }

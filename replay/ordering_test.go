@@ -71,6 +71,7 @@ var recordedScenarios = []string{
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
 	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
+	"rollout-completed", "rollout-halted", "rollout-resumed",
 }
 
 // TestFixtureExecutions: every fixture keeps the execution it was recorded
@@ -105,6 +106,10 @@ func checkExecution(t testing.TB, fx Fixture, exec Execution, h *historypb.Histo
 		var in wfapi.ReleaseInput
 		startInput(t, h, &in)
 		require.NoError(t, wfapi.CheckReleaseID(exec.WorkflowID, in.Config), "%s: a release's workflow ID", fx.Path)
+	case "rollout":
+		var in wfapi.RolloutInput
+		startInput(t, h, &in)
+		require.NoError(t, wfapi.CheckRolloutID(exec.WorkflowID, in.Config), "%s: a rollout's workflow ID", fx.Path)
 	default:
 		t.Fatalf("%s: no %s workflow is recorded", fx.Path, fx.Kind)
 	}
@@ -118,19 +123,25 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 	require.NoError(t, checkWorkflowType(fx, h))
 	checkExecution(t, fx, exec, h)
 	checkOneAtATime(t, h)
+	if fx.Kind != "rollout" {
+		require.Empty(t, children(h), "only a rollout starts a child: its gate")
+	}
 	switch fx.Kind {
 	case "switch":
 		checkSwitch(t, exec, h)
 	case "release":
 		checkRelease(t, h)
+	case "rollout":
+		checkRollout(t, h)
 	}
 	if check, ok := scenarioChecks[fx.Name()]; ok {
 		check(t, h)
 	}
 }
 
-// checkOneAtATime: neither workflow does two things at once. Each activity
-// is started only after the one before it ended.
+// checkOneAtATime: no workflow does two things at once. Each activity (and
+// each child: a rollout's gate) is started only after the one before it
+// ended.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
@@ -141,7 +152,9 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	for _, c := range activityCalls(t, h) {
 		steps = append(steps, step{"activity " + c.Type, c.Scheduled, c.Closed})
 	}
-	require.Empty(t, children(h), "no workflow starts a child")
+	for _, c := range children(h) { // a rollout's gates
+		steps = append(steps, step{"child " + c.Type, c.Initiated, c.Closed})
+	}
 	slices.SortFunc(steps, func(a, b step) int { return int(a.start - b.start) })
 	for i := 1; i < len(steps); i++ {
 		prev, cur := steps[i-1], steps[i]
@@ -804,6 +817,29 @@ func checkMove(t testing.TB, h *historypb.History, signal, outcome string, steps
 // scenarioChecks check what each recorded scenario did, by fixture name
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
+	// Three steps, each with its gate, the first two with a bake: created
+	// paused, resumed from the spec.
+	"rollout-completed": func(t testing.TB, h *historypb.History) {
+		require.Equal(t, []int32{1, 2, 3}, admittedSteps(t, h))
+		require.Len(t, children(h), 3, "a gate per step")
+		require.Equal(t, 2, countEvents(h, enumspb.EVENT_TYPE_TIMER_FIRED), "a bake after the first two steps")
+		require.Equal(t, []string{wfapi.SignalResume}, signals(h), "resumed by the starter, from spec.rollout.paused")
+		var res wfapi.RolloutResult
+		result(t, h, &res)
+		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)
+	},
+	// Halted at its first step (the canary not Available by the deadline),
+	// exported while it waits for a resume.
+	"rollout-halted": func(t testing.TB, h *historypb.History) {
+		require.True(t, isOpen(h), "exported while halted")
+		require.Equal(t, []int32{1}, admittedSteps(t, h))
+		require.Equal(t, "RecordRolloutEvent", callTypes(activityCalls(t, h))[3], "the Warning right after the halted wait")
+	},
+	// The same, resumed by toggling paused: the step is taken again.
+	"rollout-resumed": func(t testing.TB, h *historypb.History) {
+		require.Equal(t, []int32{1, 1, 2}, admittedSteps(t, h))
+		require.Equal(t, []string{wfapi.SignalPause, wfapi.SignalResume}, signals(h))
+	},
 	// An operator's re-resolution held in its Observe, a regular activity:
 	// the one point where a switch rests between workflow tasks (a
 	// move's steps all run inside one task).

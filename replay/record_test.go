@@ -90,6 +90,7 @@ var scenarios = []scenario{
 	{"observe-held", []string{"switch-open-at-observe"}, recordObserveHeld},
 	{"rerun-landed", []string{"switch-rerun-landed"}, recordRerunLanded},
 	{"rerun-rolled-back", []string{"switch-rerun-rolled-back"}, recordRerunRolledBack},
+	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed"}, recordRollout},
 }
 
 func TestRecord(t *testing.T) {
@@ -157,7 +158,7 @@ func fixtureOf(t testing.TB, name string) Fixture {
 }
 
 func cut(name string) (kind, scenario string, ok bool) {
-	for _, k := range []string{"pool", "switch", "release"} {
+	for _, k := range []string{"pool", "switch", "release", "rollout"} {
 		if len(name) > len(k)+1 && name[:len(k)+1] == k+"-" {
 			return k, name[len(k)+1:], true
 		}

@@ -19,6 +19,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -170,7 +171,7 @@ func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*
 	if err != nil {
 		return nil, resolve.Move{}, err
 	}
-	move, ok := resolve.NextMove(pool.Spec.SandboxClasses, &pool.Status, configs)
+	move, ok := resolve.NextMove(rollout.KeyOf(&pool), pool.Spec.SandboxClasses, &pool.Status, configs)
 	if !ok {
 		return nil, resolve.Move{}, nil
 	}

@@ -86,6 +86,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := releases.setup(mgr, cfg.Concurrency); err != nil {
 		return fmt.Errorf("setting up the release starter: %w", err)
 	}
+	rollouts := &rolloutStarter{cache: mgr.GetClient(), temporal: cfg.Temporal, scope: scope}
+	if err := rollouts.setup(mgr, cfg.Concurrency); err != nil {
+		return fmt.Errorf("setting up the rollout starter: %w", err)
+	}
 	// Leader only: the operator workflow operators signal (operator.go).
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return keepOperatorRunning(ctx, cfg.Temporal, scope)

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"time"
+
 	"context"
 
 	"go.temporal.io/sdk/client"
@@ -37,6 +39,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	// statuses mirrored, and is not ready until Temporal is reachable.
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
-		Dial:        func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
-		OnConnected: endpoints.Connected})
+		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
+		Dial:                func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
+		OnConnected:         endpoints.Connected})
 }

@@ -6,6 +6,8 @@
 package worker
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +63,9 @@ type Config struct {
 	// OperatorStartsPerSecond paces the operator workflow's requests
 	// (activities.DefaultOperatorStartsPerSecond when zero).
 	OperatorStartsPerSecond int
+	// RolloutStepDeadline is how long a staged rollout's step may take
+	// (activities.DefaultRolloutStepDeadline when zero).
+	RolloutStepDeadline time.Duration
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
@@ -257,5 +262,6 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 		Instance:  cfg.Instance,
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
+		RolloutStepDeadline:     cfg.RolloutStepDeadline,
 	}, nil
 }

@@ -4,9 +4,10 @@
 // per move; the release workflow (SandboxConfigRelease, release.go) that lets
 // a deleted config go once no pool uses it; and the operator workflow
 // (Operator, operator.go) that takes operators' re-resolve and recheck
-// requests by signal. These three are the only registered types
-// (register.go): the per-pool workflow and its child switches were retired
-// before any release (docs/decisions/0003-one-switch-shape.md). Everything
+// requests by signal; and the staged rollout of a class default
+// (SandboxConfigRollout, rollout.go). These four are the only registered
+// types (register.go): the per-pool workflow and its child switches were
+// retired before any release (docs/decisions/0003-one-switch-shape.md). Everything
 // here is deterministic; every side effect is an activity.
 package workflows
 

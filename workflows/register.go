@@ -19,6 +19,7 @@ func RegisterWorkflows(r Registry) {
 	r.RegisterWorkflowWithOptions(Switch, workflow.RegisterOptions{Name: wfapi.SwitchWorkflow})
 	r.RegisterWorkflowWithOptions(Release, workflow.RegisterOptions{Name: wfapi.ReleaseWorkflow})
 	r.RegisterWorkflowWithOptions(Operator, workflow.RegisterOptions{Name: wfapi.OperatorWorkflow})
+	r.RegisterWorkflowWithOptions(Rollout, workflow.RegisterOptions{Name: wfapi.RolloutWorkflow})
 }
 
 // ActivityRegistry is a worker's activity registration.

@@ -87,7 +87,7 @@ func TestPrinterColumnsDescribed(t *testing.T) {
 		columns []string
 	}{
 		{"workerpools", []string{"Name", "DESIRED", "REPLICAS", "READY", "SANDBOXCONFIG", "RESOLVED", "AGE"}},
-		{"sandboxconfigs", []string{"Name", "CLASS", "DEFAULT-VERSION", "CLASS-DEFAULT", "AGE"}},
+		{"sandboxconfigs", []string{"Name", "CLASS", "DEFAULT-VERSION", "CLASS-DEFAULT", "ROLLOUT", "MOVED", "TOTAL", "AGE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plural, func(t *testing.T) {

@@ -49,6 +49,13 @@ type SandboxConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +required
 	Versions []SandboxConfigVersion `json:"versions"`
+
+	// rollout stages the move of the class's unpinned pools to this config
+	// once it is their class default: step by step, each step's pools
+	// healthy before a bake time and the next step. Absent: every unpinned
+	// pool of the class moves at once, as the reference controller does.
+	// +optional
+	Rollout *SandboxConfigRollout `json:"rollout,omitempty"`
 }
 
 // SandboxConfigVersion is one runtime version and the assets it is built from.
@@ -104,7 +111,11 @@ type SandboxAsset struct {
 // +kubebuilder:printcolumn:name="CLASS",type=string,JSONPath=`.spec.sandboxClass`,description="The sandbox class the config is for: gvisor or microvm"
 // +kubebuilder:printcolumn:name="DEFAULT-VERSION",type=string,JSONPath=`.spec.defaultVersion`,description="The version that pools running this config use"
 // +kubebuilder:printcolumn:name="CLASS-DEFAULT",type=string,JSONPath=`.metadata.annotations.sandboxconfig\.ate\.dev/is-class-default`,description="true when this config is the default of its class: pools naming no config resolve to it (annotation sandboxconfig.ate.dev/is-class-default)"
+// +kubebuilder:printcolumn:name="ROLLOUT",type=string,JSONPath=`.status.rollout.phase`,description="The phase of the config's staged rollout (status.rollout.phase)"
+// +kubebuilder:printcolumn:name="MOVED",type=integer,JSONPath=`.status.rollout.movedPools`,description="Unpinned pools of the class on this config (status.rollout.movedPools)"
+// +kubebuilder:printcolumn:name="TOTAL",type=integer,JSONPath=`.status.rollout.totalPools`,description="Unpinned pools of the class (status.rollout.totalPools)"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the config was created"
+// +kubebuilder:subresource:status
 
 // SandboxConfig is a versioned set of sandbox runtime assets for one sandbox
 // class. WorkerPools resolve to one, either by name or as their class default.
@@ -114,6 +125,8 @@ type SandboxConfig struct {
 
 	// +required
 	Spec SandboxConfigSpec `json:"spec"`
+	// +optional
+	Status SandboxConfigStatus `json:"status,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -62,22 +62,23 @@ const (
 	// it skip the CEL rules; requireInvalid ignores it.
 	msgRulesNotChecked = "some validation rules were not checked because the object was invalid"
 
-	celClassImmutable  = "sandbox class names are immutable; create a new WorkerPool to change the class"
-	celLabelKey        = "label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
-	celLabelReserved   = "label keys in the ate.dev domain and its subdomains are reserved"
-	celAnnotationKey   = "annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
-	celAnnotationRes   = "annotation keys in the ate.dev domain and its subdomains are reserved"
-	celDefaultExists   = "defaultVersion must name one of spec.versions"
-	celDefaultEnabled  = "defaultVersion must not name a Disabled version"
-	celPauseRequired   = "pauseImage is required on every version of a gvisor SandboxConfig"
-	celPauseGVisorOnly = "pauseImage is only allowed for the gvisor sandbox class"
-	celGVisorAssets    = "every version of a gvisor SandboxConfig needs assets, and a 'gvisor' (release tarball) or legacy 'runsc' asset for every architecture it lists"
-	celMicroVMAssets   = "every version of a microvm SandboxConfig needs assets, and the cloud-hypervisor, virtiofsd, kata-kernel and kata-image assets for every architecture it lists"
-	celClaims          = "spec.template.resources.claims is not supported: a worker pod declares no resource claims"
-	celSelectorTerms   = "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term"
-	celNodeSelectorKey = "spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
-	celPoolName        = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
-	celConfigRefName   = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
+	celClassImmutable    = "sandbox class names are immutable; create a new WorkerPool to change the class"
+	celLabelKey          = "label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	celLabelReserved     = "label keys in the ate.dev domain and its subdomains are reserved"
+	celAnnotationKey     = "annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	celAnnotationRes     = "annotation keys in the ate.dev domain and its subdomains are reserved"
+	celDefaultExists     = "defaultVersion must name one of spec.versions"
+	celDefaultEnabled    = "defaultVersion must not name a Disabled version"
+	celPauseRequired     = "pauseImage is required on every version of a gvisor SandboxConfig"
+	celPauseGVisorOnly   = "pauseImage is only allowed for the gvisor sandbox class"
+	celGVisorAssets      = "every version of a gvisor SandboxConfig needs assets, and a 'gvisor' (release tarball) or legacy 'runsc' asset for every architecture it lists"
+	celMicroVMAssets     = "every version of a microvm SandboxConfig needs assets, and the cloud-hypervisor, virtiofsd, kata-kernel and kata-image assets for every architecture it lists"
+	celClaims            = "spec.template.resources.claims is not supported: a worker pod declares no resource claims"
+	celSelectorTerms     = "spec.template.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must have at least one term"
+	celNodeSelectorKey   = "spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
+	celPoolName          = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
+	celOneOfPoolsPercent = "a rollout step sets exactly one of pools and percent"
+	celConfigRefName     = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
 )
 
 // Fields as the API server names them in its causes.
@@ -825,6 +826,45 @@ func TestSandboxConfigValidation(t *testing.T) {
 		{name: "asset sha256 with a prefix", mutate: func(c *config) {
 			c.Spec.Versions[0].Assets["amd64"]["runsc"] = atev1alpha1.SandboxAsset{URL: "https://assets.example/runsc", SHA256: "sha256:" + assetHash}
 		}, want: []cause{{assetField + ".sha256", msgPattern}}},
+
+		// spec.rollout: 1 to 16 steps, each exactly one of pools (>= 1) and
+		// percent (1 to 100), pause a Go duration; a gate names its
+		// workflow type and task queue.
+		{name: "rollout of three steps with a gate", mutate: withRollout(
+			atev1alpha1.RolloutStep{Pools: ptr.To[int32](1), Pause: &metav1.Duration{Duration: 10 * time.Minute}},
+			atev1alpha1.RolloutStep{Percent: ptr.To[int32](25), Pause: &metav1.Duration{Duration: 90 * time.Minute}},
+			atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)}),
+			check: func(t *testing.T, got *config) {
+				require.Len(t, got.Spec.Rollout.Steps, 3)
+				require.Equal(t, 90*time.Minute, got.Spec.Rollout.Steps[1].Pause.Duration)
+			}},
+		{name: "rollout with no steps", mutate: withRollout(),
+			want: []cause{{"spec.rollout.steps", "should have at least 1 items"}}},
+		{name: "rollout of 17 steps", mutate: func(c *config) {
+			steps := make([]atev1alpha1.RolloutStep, 17)
+			for i := range steps {
+				steps[i].Percent = ptr.To(int32(i + 1))
+			}
+			withRollout(steps...)(c)
+		}, want: []cause{{"spec.rollout.steps", msgTooMany}}},
+		{name: "rollout step with both pools and percent", mutate: withRollout(atev1alpha1.RolloutStep{Pools: ptr.To[int32](1), Percent: ptr.To[int32](10)}),
+			want: []cause{{"spec.rollout.steps[0]", celOneOfPoolsPercent}}},
+		{name: "rollout step with neither pools nor percent", mutate: withRollout(atev1alpha1.RolloutStep{Pause: &metav1.Duration{Duration: time.Minute}}),
+			want: []cause{{"spec.rollout.steps[0]", celOneOfPoolsPercent}}},
+		{name: "rollout step of 0 pools", mutate: withRollout(atev1alpha1.RolloutStep{Pools: ptr.To[int32](0)}),
+			want: []cause{{"spec.rollout.steps[0].pools", "should be greater than or equal to 1"}}},
+		{name: "rollout step of 0 percent", mutate: withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](0)}),
+			want: []cause{{"spec.rollout.steps[0].percent", "should be greater than or equal to 1"}}},
+		{name: "rollout step of 101 percent", mutate: withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](101)}),
+			want: []cause{{"spec.rollout.steps[0].percent", "should be less than or equal to 100"}}},
+		{name: "rollout step pause not a duration", mutate: func(c *config) {
+			withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
+			c.Spec.Rollout.Steps[0].Pause = &metav1.Duration{Duration: -time.Minute} // "-1m0s"
+		}, want: []cause{{"spec.rollout.steps[0].pause", msgPattern}}},
+		{name: "rollout gate without a task queue", mutate: func(c *config) {
+			withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
+			c.Spec.Rollout.Gate = &atev1alpha1.RolloutGate{WorkflowType: "CheckSandboxes"}
+		}, unset: []string{"spec.rollout.gate.taskQueue"}, want: []cause{{"spec.rollout.gate.taskQueue", msgRequired}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -848,5 +888,15 @@ func TestSandboxConfigValidation(t *testing.T) {
 				tc.check(t, &got)
 			}
 		})
+	}
+}
+
+// withRollout gives a config spec.rollout with the steps.
+func withRollout(steps ...atev1alpha1.RolloutStep) func(*atev1alpha1.SandboxConfig) {
+	return func(c *atev1alpha1.SandboxConfig) {
+		c.Spec.Rollout = &atev1alpha1.SandboxConfigRollout{Steps: steps}
+		if steps == nil {
+			c.Spec.Rollout.Steps = []atev1alpha1.RolloutStep{}
+		}
 	}
 }

@@ -3,7 +3,9 @@
 // needs, wakes (or starts) the release workflow of a config in deletion,
 // and, on its leader, keeps the operator workflow running. Its shape is
 // the worker's: flags and environment, then starter.Main until SIGINT or
-// SIGTERM.
+// SIGTERM. `starter preview --config NAME` instead prints, moving nothing,
+// the pools a staged rollout of the config would move, step by step
+// (preview.go).
 package main
 
 import (
@@ -28,6 +30,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "preview" {
+		return preview(args[1:])
+	}
 	var opts options.Options
 	fs := flag.NewFlagSet("starter", flag.ExitOnError)
 	opts.BindFlags(fs)

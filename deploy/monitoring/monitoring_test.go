@@ -33,6 +33,7 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 		{"ATEWorkflowFailing", "warning", "temporal_workflow_failed_total"},
 		{"ATESwitchStepRetrying", "warning", "temporal_local_activity_execution_failed_total"},
 		{"ATEReleaseWaitingLong", "warning", "ate_release_waiting_seconds"},
+		{"ATERolloutHalted", "warning", "ate_rollout_phase"},
 		{"ATEWorkflowTaskFailures", "critical", "temporal_workflow_task_execution_failed_total"},
 		{"ATEWorkerNotPolling", "critical", "temporal_workflow_task_queue_poll_empty_total"},
 		{"ATEStarterNotLeading", "critical", "leader_election_master_status"},
@@ -49,7 +50,7 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 			require.Equal(t, "docs/runbooks.md#"+strings.ToLower(tc.alert), r.Annotations["runbook_url"])
 		})
 	}
-	require.Len(t, alerts, 7, "an alert added here needs a case above, a line in the README and a section in docs/runbooks.md")
+	require.Len(t, alerts, 8, "an alert added here needs a case above, a line in the README and a section in docs/runbooks.md")
 }
 
 // TestRuleParserRefusesBrokenRules shows the parser used above is strict:
@@ -86,11 +87,12 @@ func TestDashboardShowsTheTopics(t *testing.T) {
 	for _, metric := range []string{
 		"ate_switches_total", "ate_switch_duration_seconds_bucket", // switches by outcome and duration
 		"ate_releases_waiting", "ate_release_waiting_seconds", "ate_release_wait_seconds_bucket", "ate_releases_total", // releases
-		"controller_runtime_reconcile_total",             // pool passes
-		"temporal_workflow_task_execution_failed_total",  // workflow task failures
-		"temporal_activity_execution_failed_total",       // activity retries
-		"temporal_local_activity_execution_failed_total", // local step retries
-		"ate_starter_signals_total",                      // starter signals and starts
+		"controller_runtime_reconcile_total",                                      // pool passes
+		"temporal_workflow_task_execution_failed_total",                           // workflow task failures
+		"temporal_activity_execution_failed_total",                                // activity retries
+		"temporal_local_activity_execution_failed_total",                          // local step retries
+		"ate_starter_signals_total",                                               // starter signals and starts
+		"ate_rollout_moved_pools", "ate_rollout_total_pools", "ate_rollout_phase", // staged rollouts
 	} {
 		require.Contains(t, names, metric)
 	}

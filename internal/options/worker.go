@@ -28,6 +28,9 @@ type WorkerOptions struct {
 	// OperatorStartsPerSecond paces the signal-with-starts the operator
 	// workflow's requests send (docs/operating-with-the-cli.md).
 	OperatorStartsPerSecond int
+	// RolloutStepDeadlineSeconds is how long a staged rollout's step may
+	// take for its pools to move and be Available before the rollout halts.
+	RolloutStepDeadlineSeconds int
 
 	// envErr is an environment variable that is not a number, reported by
 	// Validate (BindFlags cannot fail).
@@ -72,6 +75,10 @@ const (
 	// takes about eight minutes and adds at most this many starts a second
 	// to Temporal's load.
 	DefaultOperatorStartsPerSecond = 20
+	// DefaultRolloutStepDeadlineSeconds: half an hour for a step's pools to
+	// move and become Available; a switch takes seconds, so this is about
+	// workers that do not become ready.
+	DefaultRolloutStepDeadlineSeconds = 1800
 )
 
 type intSetting struct {
@@ -95,6 +102,9 @@ var workerSettings = []intSetting{
 	{"operator-starts-per-second", "ATE_OPERATOR_STARTS_PER_SECOND", DefaultOperatorStartsPerSecond, 1,
 		"switch (or release) signal-with-starts per second an operator's request to the operator workflow sends, at most",
 		func(o *WorkerOptions) *int { return &o.OperatorStartsPerSecond }},
+	{"rollout-step-deadline-seconds", "ATE_ROLLOUT_STEP_DEADLINE_SECONDS", DefaultRolloutStepDeadlineSeconds, 1,
+		"seconds a staged rollout's step may take for its pools to move and be Available before the rollout halts",
+		func(o *WorkerOptions) *int { return &o.RolloutStepDeadlineSeconds }},
 }
 
 // pollerBehaviorFlag and pollerBehaviorEnv name the poller behaviour

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,6 +15,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 )
 
 type workqueueRL = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -138,8 +140,11 @@ func isCandidate(c *v1alpha1.SandboxConfig) bool {
 }
 
 // outcomeRelevant reports whether a config update can change any pool's
-// resolution: its class, its class-default annotation, its deletion, or its
-// finalizers while it is in deletion. Everything else (versions, assets) does
+// resolution: its class, its class-default annotation, its deletion, its
+// finalizers while it is in deletion, or what its staged rollout admits
+// (spec.rollout added or removed, status.rollout's step, last admitted pool
+// or completion: the unpinned pools of a class whose default it is then
+// resolve anew, and the waiting ones' condition names the new step). Everything else (versions, assets) does
 // not move pools. Resolution reads the finalizer only of a config in deletion
 // (whether a pool may keep it), so the finalizer a switch adds to its target
 // wakes nobody: otherwise every switch to a new default would wake every
@@ -148,7 +153,8 @@ func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 	return classOf(old) != classOf(cur) ||
 		old.IsClassDefault() != cur.IsClassDefault() ||
 		old.IsDeleting() != cur.IsDeleting() ||
-		(cur.IsDeleting() && old.IsProtected() != cur.IsProtected())
+		(cur.IsDeleting() && old.IsProtected() != cur.IsProtected()) ||
+		!equality.Semantic.DeepEqual(rollout.AdmissionOf(old), rollout.AdmissionOf(cur))
 }
 
 func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass { return c.Class() }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -62,6 +63,17 @@ func TestOutcomeRelevant(t *testing.T) {
 	explicitClass.Spec.SandboxClass = ""
 	notTrue := base.DeepCopy()
 	notTrue.Annotations[v1alpha1.ClassDefaultAnnotation] = "yes"
+	staged := base.DeepCopy()
+	staged.Spec.Rollout = &v1alpha1.SandboxConfigRollout{Steps: []v1alpha1.RolloutStep{{Percent: ptr.To[int32](100)}}}
+	admitted := staged.DeepCopy()
+	admitted.Status.Rollout = &v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 1,
+		AdmittedThrough: &v1alpha1.RolloutPoolRef{Namespace: "ns", Name: "p"}}
+	moved := admitted.DeepCopy()
+	moved.Status.Rollout.MovedPools, moved.Status.Rollout.Message = 3, "waiting"
+	paused := admitted.DeepCopy()
+	paused.Spec.Rollout.Paused = true
+	completed := admitted.DeepCopy()
+	completed.Status.Rollout.Phase = v1alpha1.RolloutCompleted
 	tests := []struct {
 		name     string
 		old, cur *v1alpha1.SandboxConfig
@@ -76,6 +88,11 @@ func TestOutcomeRelevant(t *testing.T) {
 		{"the class default annotation removed", base, unprotected(cfg("c", gvisor, 10)), true},
 		{"the class default annotation set to something other than true", base, notTrue, true},
 		{"the class changed", base, protected(classDefault(cfg("c", microvm, 10))), true},
+		{"a staged rollout added", base, staged, true},
+		{"a rollout step admits pools", staged, admitted, true},
+		{"a rollout's progress moves nobody", admitted, moved, false},
+		{"pausing a rollout moves nobody", admitted, paused, false},
+		{"a completed rollout admits every pool", admitted, completed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

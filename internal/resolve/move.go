@@ -43,12 +43,12 @@ type ClassPlan struct {
 }
 
 // PlanClass resolves one entry of a pool's spec against its status.
-func PlanClass(entry v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) ClassPlan {
+func PlanClass(pool Pool, entry v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) ClassPlan {
 	p := ClassPlan{Class: entry.Name}
 	if st := status.ClassStatus(entry.Name); st != nil {
 		p.Current, p.Pending, p.LastRun = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf(), st.LastSwitch.RunIDOf()
 	}
-	p.Result = Class(entry, p.Current, configs)
+	p.Result = Class(pool, entry, p.Current, configs)
 	return p
 }
 
@@ -64,9 +64,9 @@ func (p ClassPlan) NeedsSwitch() bool { return p.Moves() || p.Pending != "" }
 // and false when every class is where resolution puts it. Classes that do
 // not resolve but keep their config need no move: their condition is plain
 // status, written without a switch.
-func NextMove(spec []v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) (Move, bool) {
+func NextMove(pool Pool, spec []v1alpha1.WorkerPoolSandboxClass, status *v1alpha1.WorkerPoolStatus, configs []Config) (Move, bool) {
 	for _, entry := range spec {
-		p := PlanClass(entry, status, configs)
+		p := PlanClass(pool, entry, status, configs)
 		switch {
 		case p.Moves():
 			return Move{Class: p.Class, From: p.Current, To: p.Result.Target, FromDeleting: Deleting(configs, p.Current), Pending: p.Pending,

@@ -96,7 +96,7 @@ func TestNextMove(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := NextMove(tt.spec, tt.status, tt.configs)
+			got, ok := NextMove(Pool{Namespace: "ns", Name: "p"}, tt.spec, tt.status, tt.configs)
 			if tt.want == nil {
 				require.False(t, ok, "unexpected move %+v", got)
 				return

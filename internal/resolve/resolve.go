@@ -10,7 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/rollout"
 )
+
+// Pool is a pool's place in rollout order: what resolution needs to know of
+// the pool itself, beside its spec and status, to tell whether a staged
+// rollout admits it.
+type Pool = rollout.PoolKey
 
 // Config is what resolution needs to know of a SandboxConfig. It is small on
 // purpose: it travels through workflow histories.
@@ -33,6 +39,10 @@ type Config struct {
 	// removal to the incarnation its look checked (see Unprotect).
 	UID             types.UID `json:"uid,omitempty"`
 	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	// Rollout is the config's staged rollout, nil without one (or once it
+	// completed): as the newest class default, it admits the class's
+	// unpinned pools step by step (see classDefault).
+	Rollout *rollout.Admission `json:"rollout,omitempty"`
 }
 
 // ConfigFrom reduces a SandboxConfig to what resolution needs.
@@ -44,6 +54,7 @@ func ConfigFrom(c *v1alpha1.SandboxConfig) Config {
 		Deleting:     c.IsDeleting(),
 		Protected:    c.IsProtected(),
 		CreatedUnix:  c.CreationTimestamp.Unix(),
+		Rollout:      rollout.AdmissionOf(c),
 	}
 }
 
@@ -70,9 +81,10 @@ type Result struct {
 	Message string `json:"message"`
 }
 
-// Class resolves one entry of spec.sandboxClasses. current is the config the
-// class's status names today ("" if none); configs are all SandboxConfigs.
-func Class(entry v1alpha1.WorkerPoolSandboxClass, current string, configs []Config) Result {
+// Class resolves one entry of spec.sandboxClasses of pool. current is the
+// config the class's status names today ("" if none); configs are all
+// SandboxConfigs.
+func Class(pool Pool, entry v1alpha1.WorkerPoolSandboxClass, current string, configs []Config) Result {
 	byName := make(map[string]*Config, len(configs))
 	for i := range configs {
 		byName[configs[i].Name] = &configs[i]
@@ -80,7 +92,7 @@ func Class(entry v1alpha1.WorkerPoolSandboxClass, current string, configs []Conf
 	if entry.ConfigRef != nil {
 		return pinned(entry.Name, entry.ConfigRef.Name, current, byName)
 	}
-	return classDefault(entry.Name, current, configs, byName)
+	return classDefault(pool, entry.Name, current, configs, byName)
 }
 
 func pinned(class v1alpha1.SandboxClass, name, current string, byName map[string]*Config) Result {
@@ -94,9 +106,9 @@ func pinned(class v1alpha1.SandboxClass, name, current string, byName map[string
 	return resolved(class, name)
 }
 
-func classDefault(class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config) Result {
+func classDefault(pool Pool, class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config) Result {
 	if d := NewestDefault(class, configs); d != "" {
-		return resolved(class, d)
+		return rollingOut(pool, class, current, configs, byName, byName[d])
 	}
 	if c, ok := byName[current]; ok && keepable(class, c) && c.Deleting {
 		return keep(class, current, byName, v1alpha1.ReasonSandboxConfigDeleting,
@@ -105,6 +117,48 @@ func classDefault(class v1alpha1.SandboxClass, current string, configs []Config,
 	}
 	return keep(class, current, byName, v1alpha1.ReasonDefaultConfigNotFound,
 		fmt.Sprintf("no SandboxConfig of sandbox class %q is annotated %s: \"true\"", class, v1alpha1.ClassDefaultAnnotation))
+}
+
+// rollingOut resolves an unpinned class whose newest default is d. Without
+// a staged rollout, or once d's rollout admits the pool (or the pool is on d
+// already), the class resolves to d. Until then the class stays where it
+// is: honestly Resolved on its current config, with a message saying it
+// waits for d's rollout. A class with no config to stay on (a new pool, or
+// one whose config is in deletion or of another class) resolves as if d were
+// not a default (the previous default, itself maybe rolling out), and only
+// when that finds nothing, to d: a pool is never left without a config
+// because a rollout has not reached it.
+func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config, d *Config) Result {
+	if d.Rollout.Admits(pool, current, d.Name) {
+		return resolved(class, d.Name)
+	}
+	if c, ok := byName[current]; ok && c.Class == class && !c.Deleting {
+		r := resolved(class, current)
+		r.Message = WaitingMessage(current, d.Name, d.Rollout.Step)
+		return r
+	}
+	rest := make([]Config, 0, len(configs))
+	for _, c := range configs {
+		if c.Name != d.Name {
+			rest = append(rest, c)
+		}
+	}
+	restByName := make(map[string]*Config, len(rest))
+	for i := range rest {
+		restByName[rest[i].Name] = &rest[i]
+	}
+	if r := classDefault(pool, class, current, rest, restByName); r.Resolved {
+		r.Message = WaitingMessage(r.Target, d.Name, d.Rollout.Step)
+		return r
+	}
+	return resolved(class, d.Name)
+}
+
+// WaitingMessage is the message of the Resolved condition of a class that
+// stays on config current until the staged rollout of config rolling
+// admits it; step is the step that rollout is at (0: not started).
+func WaitingMessage(current, rolling string, step int32) string {
+	return fmt.Sprintf("%s; waits for the rollout of SandboxConfig %q (step %d)", ResolvedMessage(current), rolling, step)
 }
 
 // NewestDefault returns the newest class default that is not being deleted;

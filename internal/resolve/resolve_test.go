@@ -160,7 +160,7 @@ func TestClass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, Class(tt.entry, tt.current, tt.configs))
+			require.Equal(t, tt.want, Class(Pool{Namespace: "ns", Name: "p"}, tt.entry, tt.current, tt.configs))
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -300,7 +301,7 @@ func (c *Checker) poolSettled(ctx context.Context, p *v1alpha1.WorkerPool, views
 			cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
 		}
 		haveConfig = haveConfig || cur != ""
-		want := resolve.Class(entry, cur, views)
+		want := resolve.Class(rollout.KeyOf(p), entry, cur, views)
 		wantStatus := metav1.ConditionFalse
 		if want.Resolved {
 			wantStatus = metav1.ConditionTrue

@@ -15,7 +15,7 @@ type process = Process
 // newProcess prepares a worker or a starter on a task queue, on the test
 // environment's servers. healthAddr is its HEALTH_PROBE_BIND_ADDRESS (""
 // for none).
-func newProcess(t testing.TB, role, taskQueue, healthAddr string) *process {
+func newProcess(t testing.TB, role, taskQueue, healthAddr string, extraEnv ...string) *process {
 	t.Helper()
 	worker, starter := binaries(t)
 	bin := map[string]string{"worker": worker, "starter": starter}[role]
@@ -31,6 +31,7 @@ func newProcess(t testing.TB, role, taskQueue, healthAddr string) *process {
 		"METRICS_BIND_ADDRESS=0",
 		"HEALTH_PROBE_BIND_ADDRESS="+healthAddr,
 	)
+	vars = append(vars, extraEnv...)
 	p := NewProcess(t, role, bin, vars, filepath.Join(env.Dir, "crashtest", testenv.UniqueName(t)))
 	p.healthAddr = healthAddr
 	return p

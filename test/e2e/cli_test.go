@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/localstack/servers"
 	"ate.dev/orchestrator/test/producttest"
@@ -108,11 +109,18 @@ func (s *cliShell) run(t *testing.T, line string) string {
 
 // The kinds of documented lines, in the order TestCLILines runs them: each
 // starts from the state the one before left.
-var cliKinds = []string{"pool", "namespace", "class", "direct", "switch query", "recheck", "operator query", "operator history", "pool history", "fleet"}
+var cliKinds = []string{"pool", "namespace", "class", "direct", "switch query", "recheck", "operator query", "operator history", "pool history", "fleet",
+	"rollout plan", "rollout resume", "rollout pause"}
 
 func cliKind(t *testing.T, line string) string {
 	t.Helper()
 	switch {
+	case strings.Contains(line, "/rollout") && strings.Contains(line, " query "):
+		return "rollout plan"
+	case strings.Contains(line, "/rollout") && strings.Contains(line, "--name resume"):
+		return "rollout resume"
+	case strings.Contains(line, "/rollout") && strings.Contains(line, "--name pause"):
+		return "rollout pause"
 	case strings.Contains(line, " list ") && strings.Contains(line, "ToConfig"):
 		return "fleet"
 	case strings.Contains(line, " list ") && strings.Contains(line, "WorkerPool"):
@@ -220,6 +228,14 @@ func TestCLILines(t *testing.T) {
 		require.NoError(t, v.Get(&s))
 		return s
 	}
+	const rolling = "gvisor-default-v3"
+	rolloutPlan := func() wfapi.RolloutPlan {
+		v, err := tc.QueryWorkflow(ctx, p.Cluster().RolloutWorkflowID(rolling), "", wfapi.QueryPlan)
+		require.NoError(t, err)
+		var plan wfapi.RolloutPlan
+		require.NoError(t, v.Get(&plan))
+		return plan
+	}
 	releaseChecks := func() int {
 		v, err := tc.QueryWorkflow(ctx, testenv.Current().ClusterName.ReleaseWorkflowID(held), "", wfapi.QueryState)
 		require.NoError(t, err)
@@ -288,6 +304,37 @@ func TestCLILines(t *testing.T) {
 				out := sh.run(t, line)
 				return strings.Contains(out, holderID) && !strings.Contains(out, p.Cluster().SwitchWorkflowID(ns, "counter")), out
 			})
+		},
+		"rollout plan": func(t *testing.T, sh *cliShell, line string) {
+			// The rollout of a new default, created paused: the starter is
+			// stopped, so the test starts its workflow as the starter would.
+			// Each tool's lines begin from a new one: it is deleted after
+			// the last rollout line.
+			p.CreateAfterOthers(t, producttest.RolloutConfig(rolling, true, nil, producttest.Step(1, false, 0), producttest.Step(100, true, 0)))
+			require.NoError(t, wfapi.StartRollout(ctx, tc, p.Scope(), rolling))
+			p.WaitForRollout(t, rolling, "paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
+			out := sh.run(t, line)
+			require.Contains(t, out, ns+"/counter", out)
+			require.Contains(t, out, `"paused"`, out)
+		},
+		"rollout resume": func(t *testing.T, sh *cliShell, line string) {
+			sh.run(t, line)
+			producttest.Eventually(t, "the rollout to resume", func() (bool, string) {
+				plan := rolloutPlan()
+				return !plan.Paused && plan.Step == 1, fmt.Sprintf("%+v", plan)
+			})
+		},
+		"rollout pause": func(t *testing.T, sh *cliShell, line string) {
+			sh.run(t, line)
+			producttest.Eventually(t, "the rollout to pause", func() (bool, string) {
+				plan := rolloutPlan()
+				return plan.Paused, fmt.Sprintf("%+v", plan)
+			})
+			// Done with this tool's rollout: the class default is b or a
+			// again for the next tool's lines.
+			require.NoError(t, tc.TerminateWorkflow(ctx, p.Cluster().RolloutWorkflowID(rolling), "", "the CLI lines are done"))
+			require.NoError(t, kube.Delete(ctx, producttest.GVisorConfig(rolling, true)))
+			p.WaitGone(t, producttest.GVisorConfig(rolling, true))
 		},
 		"operator history": func(t *testing.T, sh *cliShell, line string) {
 			out := sh.run(t, line)

@@ -70,6 +70,10 @@ func TestRunbookCLILinesRun(t *testing.T) {
 	p.WaitForConfig(t, ns, "pool", held.Name, metav1.ConditionTrue)
 	require.NoError(t, env.Kube.Delete(ctx, held))
 	p.WaitForRelease(t, held.Name, wfapi.OutcomeWaiting)
+	// A rollout of it, for the rollout's lines: one of a config in
+	// deletion ends at once (Stopped), and a query of an ended workflow
+	// still answers.
+	require.NoError(t, wfapi.StartRollout(ctx, p.TemporalClient(), p.Scope(), held.Name))
 
 	dir := t.TempDir()
 	require.NoError(t, os.Symlink(env.TemporalCLI, filepath.Join(dir, "temporal")))

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -75,6 +76,9 @@ type Product struct {
 	// client of their own with the tracing interceptors, the worker's
 	// options with its own, and their API server clients traced.
 	Tracing *tracing.Tracing
+	// RolloutStepDeadline is the worker's step deadline of staged
+	// rollouts (default: the worker's).
+	RolloutStepDeadline time.Duration
 }
 
 // QuietLog logs warnings and errors only, so test output stays readable.
@@ -178,8 +182,9 @@ func (p *Product) Start(t testing.TB) {
 	go func() {
 		defer wg.Done()
 		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
-			Worker:         wopts,
-			LeaderElection: elect})
+			Worker:              wopts,
+			RolloutStepDeadline: p.RolloutStepDeadline,
+			LeaderElection:      elect})
 	}()
 	go func() {
 		defer wg.Done()

@@ -55,6 +55,8 @@ var (
 		{verb: "list", group: "ate.dev", resource: "sandboxconfigs"},
 		{verb: "watch", group: "ate.dev", resource: "sandboxconfigs"},
 		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs"},
+		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs", subresource: "status"}, // a staged rollout's status
+		{verb: "create", group: "events.k8s.io", resource: "events", namespace: "default"},   // a rollout's Warning on its config
 		{verb: "get", group: "apps", resource: "deployments", namespace: poolNamespace},
 		{verb: "list", group: "apps", resource: "deployments"},
 		{verb: "watch", group: "apps", resource: "deployments"},
@@ -96,6 +98,7 @@ var (
 	}, metricsReviews...)
 	starterDenied = []access{
 		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs"},
+		{verb: "patch", group: "ate.dev", resource: "sandboxconfigs", subresource: "status"},
 		{verb: "update", group: "ate.dev", resource: "sandboxconfigs"},
 		{verb: "update", group: "ate.dev", resource: "workerpools", subresource: "status", namespace: poolNamespace},
 		{verb: "patch", group: "ate.dev", resource: "workerpools", subresource: "status", namespace: poolNamespace},

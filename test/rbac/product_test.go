@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 )
@@ -19,7 +21,8 @@ import (
 // worker and the starter authenticated as their ServiceAccounts, each
 // electing its leader through its Lease in ate-system: a pool resolves (its
 // Deployment applied), follows a new class default (claim, confirm, event)
-// and its old config, deleted, is released. Any request a role refuses
+// and its old config, deleted, is released; a staged rollout halts (its
+// status and Warning written). Any request a role refuses
 // stalls that path and fails a wait.
 func TestProductRunsUnderItsRoles(t *testing.T) {
 	installRBAC(t)
@@ -66,4 +69,18 @@ func TestProductRunsUnderItsRoles(t *testing.T) {
 	// The old config, deleted, is released: its finalizer removed.
 	require.NoError(t, kube.Delete(ctx, first))
 	p.WaitGone(t, first)
+
+	// A staged rollout whose deadline the pool misses (its Deployment never
+	// becomes Available here): the worker writes status.rollout and the
+	// RolloutHalted Warning on the config, the starter started it.
+	p.Stop(t)
+	p.RolloutStepDeadline = 2 * time.Second
+	p.Start(t)
+	p.CreateAfterOthers(t, producttest.RolloutConfig("rbac-third", false, nil, producttest.Step(100, true, 0)))
+	p.WaitForConfig(t, ns, "pool", "rbac-third", metav1.ConditionTrue)
+	p.WaitForRollout(t, "rbac-third", "halted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutHalted })
+	producttest.Eventually(t, "the rollout's Warning", func() (bool, string) {
+		evs := p.ConfigEvents(t, "rbac-third")
+		return len(evs) == 1, fmt.Sprintf("%q", evs)
+	})
 }

@@ -46,6 +46,7 @@ import (
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -189,7 +190,7 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 // switch.
 func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switching bool) {
 	for _, entry := range pool.Spec.SandboxClasses {
-		p := resolve.PlanClass(entry, &pool.Status, configs)
+		p := resolve.PlanClass(rollout.KeyOf(pool), entry, &pool.Status, configs)
 		if p.NeedsSwitch() {
 			switching = true
 			continue // its switch's to write
@@ -243,7 +244,7 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 				configs = append(slices.Clone(configs), resolve.ConfigFrom(&live))
 			}
 		}
-		p := resolve.PlanClass(entry, &pool.Status, configs)
+		p := resolve.PlanClass(rollout.KeyOf(pool), entry, &pool.Status, configs)
 		if !listedLive && !p.NeedsSwitch() && p.Current == "" && p.Result.Reason == v1alpha1.ReasonDefaultConfigNotFound {
 			// Likewise a class default the cache does not hold yet: a new
 			// unpinned pool would read DefaultConfigNotFound, Warning and

@@ -29,6 +29,7 @@ import (
 	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -86,7 +87,7 @@ func (r *Reconciler) reconcileClass(ctx context.Context, pool *v1alpha1.WorkerPo
 	if st := pool.Status.ClassStatus(entry.Name); st != nil && st.ConfigRef != nil {
 		current = st.ConfigRef.Name
 	}
-	res := resolve.Class(entry, current, configs)
+	res := resolve.Class(rollout.KeyOf(pool), entry, current, configs)
 	if !res.Resolved || res.Target == current {
 		// Nothing moves: only the condition (and a stale claim) may need
 		// a write.

@@ -1,0 +1,160 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// CanaryLabel marks a WorkerPool that a staged rollout moves before the
+// others of its class. Only the exact value "true" counts.
+const CanaryLabel = "sandboxconfig.ate.dev/canary"
+
+// SandboxConfigRollout stages the move of a class's unpinned pools to a new
+// class default (docs/decisions/0013-staged-rollouts.md).
+type SandboxConfigRollout struct {
+	// steps are taken in order; each admits more of the class's unpinned
+	// pools (canary-labelled ones first, then by namespace and name). The
+	// last step should reach 100%: pools a finished rollout has not
+	// admitted move then, all at once.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +required
+	Steps []RolloutStep `json:"steps"`
+
+	// paused true holds the rollout where it is: no more pools are
+	// admitted. Setting it back to false resumes it, also from Halted.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// gate, when set, is a Temporal workflow of the user's, run after each
+	// step's pools moved and are Available; its failure halts the rollout.
+	// +optional
+	Gate *RolloutGate `json:"gate,omitempty"`
+}
+
+// RolloutStep is one wave of a staged rollout.
+// +kubebuilder:validation:XValidation:rule="has(self.pools) != has(self.percent)",message="a rollout step sets exactly one of pools and percent"
+type RolloutStep struct {
+	// pools is an absolute number of the class's unpinned pools that are
+	// on the config once the step is done.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Pools *int32 `json:"pools,omitempty"`
+
+	// percent is a share of the class's unpinned pools (rounded up) that
+	// are on the config once the step is done.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int32 `json:"percent,omitempty"`
+
+	// pause is the bake time after the step's pools moved and are healthy
+	// (a Go duration: 30s, 10m, 1h); empty: the next step at once.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	Pause *metav1.Duration `json:"pause,omitempty"`
+}
+
+// RolloutGate is a check of the user's, run after each step.
+type RolloutGate struct {
+	// workflowType is the Temporal workflow type to run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +required
+	WorkflowType string `json:"workflowType"`
+
+	// taskQueue is the Temporal task queue of the user's worker that runs it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +required
+	TaskQueue string `json:"taskQueue"`
+}
+
+// RolloutPhase is where a staged rollout stands.
+// +kubebuilder:validation:Enum=Progressing;Paused;Baking;Halted;Completed;Superseded;Stopped
+type RolloutPhase string
+
+const (
+	// RolloutProgressing: a step's pools are moving, or being checked.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutPaused: held by spec.rollout.paused or a pause signal.
+	RolloutPaused RolloutPhase = "Paused"
+	// RolloutBaking: a step is done; its bake time runs.
+	RolloutBaking RolloutPhase = "Baking"
+	// RolloutHalted: a step failed; nothing more moves until resumed.
+	RolloutHalted RolloutPhase = "Halted"
+	// RolloutCompleted: every step done; the config is an ordinary
+	// class default from now on.
+	RolloutCompleted RolloutPhase = "Completed"
+	// RolloutSuperseded: a newer class default took over the class; the
+	// pools this rollout moved stay until the newer one admits them.
+	RolloutSuperseded RolloutPhase = "Superseded"
+	// RolloutStopped: the config stopped being its class default
+	// (annotation removed, or deleted); a new annotation starts over.
+	RolloutStopped RolloutPhase = "Stopped"
+)
+
+// SandboxConfigStatus is what the product reports about a config.
+type SandboxConfigStatus struct {
+	// rollout is the state of the config's staged rollout, written by its
+	// rollout workflow.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutStatus is the state of a staged rollout.
+type RolloutStatus struct {
+	// phase is where the rollout stands.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// step is the step being worked on, counted from 1; 0 before the first.
+	// +optional
+	Step int32 `json:"step,omitempty"`
+
+	// admittedPools is how many of the class's unpinned pools the rollout
+	// lets move to this config: the ones on it and those up to admittedThrough.
+	// +optional
+	AdmittedPools int32 `json:"admittedPools,omitempty"`
+
+	// movedPools is how many of the class's unpinned pools are on this config.
+	// +optional
+	MovedPools int32 `json:"movedPools,omitempty"`
+
+	// totalPools is how many unpinned pools the class has.
+	// +optional
+	TotalPools int32 `json:"totalPools,omitempty"`
+
+	// message says what the rollout waits for, or why it halted.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// workflowID is the rollout workflow's ID, for `temporal workflow
+	// describe`, signals and the Web UI.
+	// +optional
+	WorkflowID string `json:"workflowID,omitempty"`
+
+	// admittedThrough is the last pool, in rollout order, the rollout
+	// admitted: every unpinned pool of the class up to it (canary first,
+	// then by namespace and name) may move. Absent: none beyond those
+	// already on the config.
+	// +optional
+	AdmittedThrough *RolloutPoolRef `json:"admittedThrough,omitempty"`
+
+	// observedGeneration is the config generation whose spec.rollout.paused
+	// the workflow has taken in.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// RolloutPoolRef names a pool and its place in rollout order.
+type RolloutPoolRef struct {
+	// +required
+	Namespace string `json:"namespace"`
+	// +required
+	Name string `json:"name"`
+	// canary is true when the pool was labelled sandboxconfig.ate.dev/canary:
+	// "true" when admitted: canary pools come first. Always written, so
+	// that a merge patch of the status replaces it.
+	// +optional
+	Canary bool `json:"canary"`
+}

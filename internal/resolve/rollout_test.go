@@ -1,0 +1,60 @@
+package resolve
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"ate.dev/orchestrator/internal/rollout"
+)
+
+// TestClassRollingOut: an unpinned class whose newest default rolls out in
+// stages moves only once the rollout admits its pool; until then it stays,
+// Resolved, on its config.
+func TestClassRollingOut(t *testing.T) {
+	old := Config{Name: "old", Class: gvisor, ClassDefault: true, Protected: true, CreatedUnix: 100}
+	staged := func(through *rollout.PoolKey, step int32) Config {
+		return Config{Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200,
+			Rollout: &rollout.Admission{Step: step, Through: through}}
+	}
+	pinnedCfg := Config{Name: "pinned", Class: gvisor, Protected: true, CreatedUnix: 50}
+	p := func(name string) Pool { return Pool{Namespace: "ns", Name: name} }
+	through := &rollout.PoolKey{Namespace: "ns", Name: "b"}
+	waiting := func(cur string, step int32) Result {
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingMessage(cur, "new", step)}
+	}
+	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "new"`}
+	tests := []struct {
+		name    string
+		pool    Pool
+		current string
+		pinned  bool
+		configs []Config
+		want    Result
+	}{
+		{"not started: stays", p("a"), "old", false, []Config{old, staged(nil, 0)}, waiting("old", 0)},
+		{"admitted: moves", p("a"), "old", false, []Config{old, staged(through, 1)}, moving},
+		{"the last admitted pool moves", p("b"), "old", false, []Config{old, staged(through, 1)}, moving},
+		{"beyond the admitted: stays", p("c"), "old", false, []Config{old, staged(through, 2)}, waiting("old", 2)},
+		{"a canary is before every other", Pool{Namespace: "zz", Name: "z", Canary: true}, "old", false, []Config{old, staged(through, 1)}, moving},
+		{"on the rolling config: stays on it", p("z"), "new", false, []Config{old, staged(nil, 1)}, moving},
+		{"a new pool takes the previous default", p("z"), "", false, []Config{old, staged(through, 1)}, waiting("old", 1)},
+		{"a new pool with no other default takes the rolling one", p("z"), "", false, []Config{staged(nil, 0)}, moving},
+		{"an unpinned pool stays on its former pin", p("z"), "pinned", false, []Config{pinnedCfg, old, staged(through, 1)}, waiting("pinned", 1)},
+		{"a pool on a config in deletion takes the previous default", p("z"), "gone", false,
+			[]Config{{Name: "gone", Class: gvisor, Deleting: true, Protected: true}, old, staged(through, 1)}, waiting("old", 1)},
+		{"a pinned pool is not affected", p("z"), "old", true, []Config{pinnedCfg, old, staged(nil, 0)},
+			Result{Class: gvisor, Target: "pinned", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "pinned"`}},
+		{"a completed rollout is an ordinary default", p("z"), "old", false,
+			[]Config{old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200}}, moving},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entry := unpinned(gvisor)
+			if tt.pinned {
+				entry = pinnedTo(gvisor, "pinned")
+			}
+			require.Equal(t, tt.want, Class(tt.pool, entry, tt.current, tt.configs))
+		})
+	}
+}

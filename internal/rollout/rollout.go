@@ -1,0 +1,208 @@
+// Package rollout is the pure planner of staged rollouts: the order in
+// which a class's unpinned pools move to a rolling-out class default, how
+// many each step admits, and whether a pool is admitted. Resolution, the
+// rollout workflow's activities and the preview all ask it, so they agree.
+package rollout
+
+import (
+	"math"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// PoolKey is a pool's place in rollout order: canary-labelled pools first,
+// then by namespace, then by name. The order is total and stable, so a
+// paused and resumed rollout goes on with the same pools, and every process
+// computes the same one.
+type PoolKey struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Canary    bool   `json:"canary,omitempty"`
+}
+
+// KeyOf is the rollout key of a pool.
+func KeyOf(pool metav1.Object) PoolKey {
+	return PoolKey{Namespace: pool.GetNamespace(), Name: pool.GetName(), Canary: pool.GetLabels()[v1alpha1.CanaryLabel] == "true"}
+}
+
+// String is "namespace/name".
+func (k PoolKey) String() string { return k.Namespace + "/" + k.Name }
+
+// Less orders keys: canary first, then namespace, then name. Comparing the
+// parts, not a joined string, keeps "a/x" after "a-b/y" as namespaces sort.
+func (k PoolKey) Less(o PoolKey) bool {
+	if k.Canary != o.Canary {
+		return k.Canary
+	}
+	if k.Namespace != o.Namespace {
+		return k.Namespace < o.Namespace
+	}
+	return k.Name < o.Name
+}
+
+// NotAfter reports whether k comes at or before o in rollout order.
+func (k PoolKey) NotAfter(o PoolKey) bool { return !o.Less(k) }
+
+// RefOf and KeyOfRef convert between a key and its status form.
+func RefOf(k *PoolKey) *v1alpha1.RolloutPoolRef {
+	if k == nil {
+		return nil
+	}
+	return &v1alpha1.RolloutPoolRef{Namespace: k.Namespace, Name: k.Name, Canary: k.Canary}
+}
+
+// KeyOfRef is the key a status's admittedThrough names; nil for none.
+func KeyOfRef(r *v1alpha1.RolloutPoolRef) *PoolKey {
+	if r == nil {
+		return nil
+	}
+	return &PoolKey{Namespace: r.Namespace, Name: r.Name, Canary: r.Canary}
+}
+
+// Admission is what resolution needs of a rolling-out config: nil for a
+// config without spec.rollout, or whose rollout completed (every pool
+// follows it at once, as without a rollout).
+type Admission struct {
+	// Step is status.rollout.step: the step being worked on, from 1.
+	Step int32 `json:"step,omitempty"`
+	// Through is the last admitted pool in rollout order; nil: none but
+	// the pools already on the config.
+	Through *PoolKey `json:"through,omitempty"`
+}
+
+// AdmissionOf is the admission of a config as its spec and status say.
+func AdmissionOf(c *v1alpha1.SandboxConfig) *Admission {
+	if c.Spec.Rollout == nil {
+		return nil
+	}
+	st := c.Status.Rollout
+	if st == nil {
+		return &Admission{}
+	}
+	if st.Phase == v1alpha1.RolloutCompleted {
+		return nil
+	}
+	return &Admission{Step: st.Step, Through: KeyOfRef(st.AdmittedThrough)}
+}
+
+// Admits reports whether a pool may move to the config: always without a
+// staged rollout; with one, when it is on the config already, or comes at
+// or before the last admitted pool.
+func (a *Admission) Admits(pool PoolKey, current, config string) bool {
+	if a == nil || current == config {
+		return true
+	}
+	return a.Through != nil && pool.NotAfter(*a.Through)
+}
+
+// Pool is one unpinned pool of the class as the planner sees it.
+type Pool struct {
+	Key PoolKey `json:"key"`
+	// Current is the config its class's status names ("" for none).
+	Current string `json:"current,omitempty"`
+}
+
+// Sort puts pools in rollout order.
+func Sort(pools []Pool) {
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Key.Less(pools[j].Key) })
+}
+
+// Want is how many of total pools must be on the config once step is done:
+// an absolute number (at most total), or a share rounded up, so that a
+// percent step over a small class still moves a pool.
+func Want(step v1alpha1.RolloutStep, total int) int {
+	switch {
+	case step.Pools != nil:
+		return min(int(*step.Pools), total)
+	case step.Percent != nil:
+		return min(int(math.Ceil(float64(*step.Percent)*float64(total)/100)), total)
+	}
+	return total
+}
+
+// Advance admits pools until want of them are admitted: the pools already
+// on config count, and the others are taken in rollout order. It returns
+// the new last admitted pool, never before prev (admission only grows: a
+// step run again after a crash, once its pools moved, admits nothing back),
+// and how many pools are then admitted. pools must be sorted.
+func Advance(pools []Pool, config string, want int, prev *PoolKey) (through *PoolKey, admitted int) {
+	a := &Admission{Through: prev}
+	count := 0
+	for _, p := range pools {
+		if a.Admits(p.Key, p.Current, config) {
+			count++
+		}
+	}
+	through = prev
+	for _, p := range pools {
+		if count >= want {
+			break
+		}
+		if a.Admits(p.Key, p.Current, config) {
+			continue
+		}
+		k := p.Key
+		through, a.Through = &k, &k
+		count++
+	}
+	return through, count
+}
+
+// Count is how many pools the admission admits, and how many are on config.
+func Count(pools []Pool, config string, a *Admission) (admitted, moved int) {
+	for _, p := range pools {
+		if a.Admits(p.Key, p.Current, config) {
+			admitted++
+		}
+		if p.Current == config {
+			moved++
+		}
+	}
+	return admitted, moved
+}
+
+// PlannedStep is one step of a plan: the pools it admits (Pools, in order)
+// and how many pools are admitted once it is done.
+type PlannedStep struct {
+	Step     int32    `json:"step"`
+	Want     int      `json:"want"`
+	Pools    []string `json:"pools"`
+	Admitted int      `json:"admitted"`
+}
+
+// Plan lays the steps out from where the rollout stands (through, the
+// last admitted pool; nil for none): the pools each step from `from` (1 for
+// all) would admit. Already lists the pools admitted before it (on the
+// config, or up to through), which move without waiting for a step.
+func Plan(pools []Pool, config string, steps []v1alpha1.RolloutStep, from int32, through *PoolKey) (already []string, planned []PlannedStep) {
+	sorted := append([]Pool(nil), pools...)
+	Sort(sorted)
+	a := &Admission{Through: through}
+	for _, p := range sorted {
+		if a.Admits(p.Key, p.Current, config) {
+			already = append(already, p.Key.String())
+		}
+	}
+	if from < 1 {
+		from = 1
+	}
+	for i := from; int(i) <= len(steps); i++ {
+		want := Want(steps[i-1], len(sorted))
+		next, admitted := Advance(sorted, config, want, a.Through)
+		ps := PlannedStep{Step: i, Want: want, Admitted: admitted, Pools: []string{}}
+		for _, p := range sorted {
+			if !a.Admits(p.Key, p.Current, config) && (&Admission{Through: next}).Admits(p.Key, p.Current, config) {
+				ps.Pools = append(ps.Pools, p.Key.String())
+			}
+		}
+		planned = append(planned, ps)
+		a.Through = next
+	}
+	return already, planned
+}
+
+// NotAfterOrNil reports whether k comes at or before o; false for no o.
+func (k PoolKey) NotAfterOrNil(o *PoolKey) bool { return o != nil && k.NotAfter(*o) }

@@ -1,0 +1,77 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// TestOrderingCatchesWrongRollouts shows the rollout checks can fail: a
+// recorded rollout rearranged into what a wrongly ordered one would have
+// recorded (a step admitted before the previous one's bake timer fired,
+// without its gate or while it ran, before its pools were on the config and
+// Available; a halted step admitted again without a resume) fails
+// checkFixture with the rule it breaks; the fixtures as recorded pass.
+func TestOrderingCatchesWrongRollouts(t *testing.T) {
+	first := func(h *historypb.History, typ enumspb.EventType) []*historypb.HistoryEvent {
+		for _, e := range h.GetEvents() {
+			if e.GetEventType() == typ {
+				return []*historypb.HistoryEvent{e}
+			}
+		}
+		t.Fatalf("no %s event", typ)
+		return nil
+	}
+	for _, tc := range []struct {
+		name, fixture string
+		change        func(t testing.TB, h *historypb.History)
+		want          string
+	}{
+		{"as recorded", "rollout-completed", func(testing.TB, *historypb.History) {}, ""},
+		{"as recorded, halted", "rollout-halted", func(testing.TB, *historypb.History) {}, ""},
+		{"as recorded, resumed", "rollout-resumed", func(testing.TB, *historypb.History) {}, ""},
+		{"a step admitted before the previous step's bake", "rollout-completed", func(t testing.TB, h *historypb.History) {
+			remove(h, first(h, enumspb.EVENT_TYPE_TIMER_FIRED))
+		}, "bake timer fired"},
+		{"a step admitted without the previous step's gate", "rollout-completed", func(t testing.TB, h *historypb.History) {
+			remove(h, append(append(first(h, enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED),
+				first(h, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED)...), first(h, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED)...))
+		}, "gate completed"},
+		{"a step's gate still running when the next step is admitted", "rollout-completed", func(t testing.TB, h *historypb.History) {
+			remove(h, first(h, enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED))
+		}, "ended (event 0)"},
+		{"a step admitted before the previous step's pools were there", "rollout-completed", func(t testing.TB, h *historypb.History) {
+			remove(h, regularEvents(t, h, "WaitRolloutStep"))
+		}, "were on the config and Available"},
+		{"a halted step admitted again without a resume", "rollout-resumed", func(t testing.TB, h *historypb.History) {
+			var resume []*historypb.HistoryEvent
+			for _, e := range h.GetEvents() {
+				if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == wfapi.SignalResume {
+					resume = append(resume, e)
+				}
+			}
+			remove(h, resume)
+		}, "without a resume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := fixtureAt(t, tc.fixture, shapeVersions["rollout"])
+			h, err := ReadHistory(fx.Path)
+			require.NoError(t, err)
+			exec, err := fx.Execution()
+			require.NoError(t, err)
+			tc.change(t, h)
+			renumber(h)
+			got := failure(t, func(tb testing.TB) { checkFixture(tb, fx, exec, h) })
+			if tc.want == "" {
+				require.Empty(t, got, "the recorded rollout passes the checks")
+				return
+			}
+			require.Contains(t, got, tc.want, "the rule the change breaks")
+			t.Logf("%s: %.300s", tc.name, got)
+		})
+	}
+}

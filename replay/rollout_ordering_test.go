@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// checkRollout: a staged rollout admits a step's pools (AdmitRolloutStep,
+// the only write that lets pools move) only after the previous step's
+// pools were confirmed and Available (its WaitRolloutStep ended Ready), its
+// gate, if any, completed, and its bake timer, if any, fired; a step is
+// admitted again only after a halt and a resume; a halt records its
+// Warning; every activity acts on the config the workflow was started for;
+// a rollout that completed took its last step's wait as Ready.
+func checkRollout(t testing.TB, h *historypb.History) {
+	t.Helper()
+	var in wfapi.RolloutInput
+	startInput(t, h, &in)
+	require.NotEmpty(t, in.Config)
+
+	type step struct {
+		n         int32
+		adm       activities.Admitted
+		readyAt   int64 // event ID of the Ready wait's close; 0: not ready
+		gateDone  int64 // event ID of the gate child's completion after readyAt
+		firedAt   int64 // event ID of a timer fired after readyAt
+		haltedAt  int64 // event ID of a Halted wait's close or a failed gate's
+		resumedAt int64 // event ID of a resume signal after haltedAt
+	}
+	var cur *step
+	calls := activityCalls(t, h)
+	kids := children(h)
+	events := h.GetEvents()
+	// What happened between two event IDs.
+	firedBetween := func(from, to int64) int64 {
+		for _, e := range events {
+			if e.GetEventId() > from && e.GetEventId() < to && e.GetEventType() == enumspb.EVENT_TYPE_TIMER_FIRED {
+				return e.GetEventId()
+			}
+		}
+		return 0
+	}
+	signalBetween := func(name string, from, to int64) bool {
+		for _, e := range events {
+			if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == name &&
+				e.GetEventId() > from && e.GetEventId() < to {
+				return true
+			}
+		}
+		return false
+	}
+	gateBetween := func(from, to int64) (done, failed int64) {
+		for _, c := range kids {
+			if c.Initiated > from && c.Closed != 0 && c.Closed < to {
+				if c.CloseType == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED {
+					done = c.Closed
+				} else {
+					failed = c.Closed
+				}
+			}
+		}
+		return done, failed
+	}
+	halts := 0
+	for _, c := range calls {
+		require.False(t, c.Local, "a rollout runs no local activity: %s", c.Type)
+		switch c.Type {
+		case "LookAtRollout", "SetRolloutStatus":
+		case "AdmitRolloutStep":
+			var ai activities.AdmitInput
+			decode(t, c.Input, &ai)
+			require.Equal(t, in.Config, ai.Config)
+			if cur != nil {
+				if ai.Step == cur.n {
+					require.NotZero(t, cur.haltedAt, "step %d admitted again without a halt", ai.Step)
+					require.True(t, signalBetween(wfapi.SignalResume, cur.haltedAt, c.Scheduled), "step %d admitted again after its halt without a resume", ai.Step)
+				} else {
+					require.Equal(t, cur.n+1, ai.Step, "steps in order")
+					require.NotZero(t, cur.readyAt, "step %d admitted before step %d's pools were on the config and Available", ai.Step, cur.n)
+					if cur.adm.Gate != nil {
+						done, _ := gateBetween(cur.readyAt, c.Scheduled)
+						require.NotZero(t, done, "step %d admitted before step %d's gate completed", ai.Step, cur.n)
+					}
+					if cur.adm.Pause > 0 {
+						require.NotZero(t, firedBetween(cur.readyAt, c.Scheduled), "step %d admitted before step %d's bake timer fired", ai.Step, cur.n)
+					}
+				}
+			} else {
+				require.Positive(t, ai.Step)
+			}
+			if c.Closed == 0 {
+				continue
+			}
+			s := &step{n: ai.Step}
+			decode(t, c.Result, &s.adm)
+			cur = s
+		case "WaitRolloutStep":
+			var wi activities.WaitInput
+			decode(t, c.Input, &wi)
+			require.Equal(t, in.Config, wi.Config)
+			require.NotNil(t, cur, "a wait before any admission")
+			require.Equal(t, cur.n, wi.Step, "the wait is for the step admitted last")
+			if c.Closed == 0 {
+				continue
+			}
+			var w activities.StepWait
+			decode(t, c.Result, &w)
+			switch w.Outcome {
+			case activities.StepReady:
+				cur.readyAt, cur.haltedAt = c.Closed, 0
+			case activities.StepHalted:
+				cur.haltedAt = c.Closed
+			}
+		case "RecordRolloutEvent":
+			var ev activities.RolloutEventInput
+			decode(t, c.Input, &ev)
+			require.Equal(t, in.Config, ev.Config)
+			require.Equal(t, activities.EventReasonRolloutHalted, ev.Reason)
+			require.NotNil(t, cur, "a halt before any step")
+			if cur.haltedAt == 0 {
+				_, failed := gateBetween(cur.readyAt, c.Scheduled)
+				require.NotZero(t, failed, "a Warning with neither a halted wait nor a failed gate before it")
+				cur.haltedAt = failed
+			}
+			halts++
+		default:
+			t.Fatalf("a rollout called %s", c.Type)
+		}
+	}
+	if !isOpen(h) && lastEvent(h).GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
+		var res wfapi.RolloutResult
+		result(t, h, &res)
+		if res.Phase == string(v1alpha1.RolloutCompleted) && cur != nil {
+			require.NotZero(t, cur.readyAt, "a rollout completed without its last step's pools on the config")
+		}
+	}
+}
+
+// admittedSteps lists the steps a rollout admitted, in order.
+func admittedSteps(t testing.TB, h *historypb.History) []int32 {
+	var out []int32
+	for _, c := range activityCalls(t, h) {
+		if c.Type == "AdmitRolloutStep" {
+			var ai activities.AdmitInput
+			decode(t, c.Input, &ai)
+			out = append(out, ai.Step)
+		}
+	}
+	return out
+}
+
+func countEvents(h *historypb.History, typ enumspb.EventType) int {
+	n := 0
+	for _, e := range h.GetEvents() {
+		if e.GetEventType() == typ {
+			n++
+		}
+	}
+	return n
+}

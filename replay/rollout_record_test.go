@@ -1,0 +1,85 @@
+//go:build record
+
+package replay
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/test/testenv"
+)
+
+// recordRollout records staged rollouts over four pools, one a canary: one
+// that runs its three steps (bake times and a gate of the test's own) to
+// the end, created paused and resumed from the spec; one halted by a canary
+// that is not Available by the step's deadline, exported while it waits,
+// then resumed by toggling paused, to the end.
+func recordRollout(t *testing.T, rec *recording) {
+	env := testenv.Current()
+	cs, err := kubernetes.NewForConfig(env.RestConfig)
+	require.NoError(t, err)
+	p := &product{(&producttest.Product{
+		Env: env, ClusterName: recordedCluster, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: env.Temporal,
+		RolloutStepDeadline: 3 * time.Second,
+	}).Run(t)}
+	ctx := context.Background()
+	kube := env.Kube
+	ns := env.Namespace(t)
+
+	gateQueue := p.Scope().TaskQueue + "-checks"
+	w := tworker.New(p.TemporalClient(), gateQueue, tworker.Options{})
+	w.RegisterWorkflowWithOptions(func(workflow.Context, wfapi.GateInput) error { return nil }, workflow.RegisterOptions{Name: "CheckSandboxes"})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
+	for _, name := range []string{"a", "b", "c", "d"} {
+		wp := producttest.Pool(ns, name, "")
+		if name == "d" {
+			wp.Labels = map[string]string{v1alpha1.CanaryLabel: "true"}
+		}
+		require.NoError(t, kube.Create(ctx, wp))
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		p.WaitForConfig(t, ns, name, "gvisor-default", metav1.ConditionTrue)
+		producttest.SetAvailable(t, kube, ns, name, true)
+	}
+
+	p.CreateAfterOthers(t, producttest.RolloutConfig("gvisor-default-v2", true,
+		&v1alpha1.RolloutGate{WorkflowType: "CheckSandboxes", TaskQueue: gateQueue},
+		producttest.Step(1, false, time.Second), producttest.Step(50, true, time.Second), producttest.Step(100, true, 0)))
+	p.WaitForRollout(t, "gvisor-default-v2", "paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
+	producttest.SetPaused(t, kube, "gvisor-default-v2", false)
+	p.WaitForRollout(t, "gvisor-default-v2", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	completed, completedRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v2"), "")
+
+	// The canary's workers stop being ready: the next rollout halts at its
+	// first step, with the canary moved.
+	producttest.SetAvailable(t, kube, ns, "d", false)
+	p.CreateAfterOthers(t, producttest.RolloutConfig("gvisor-default-v3", false, nil,
+		producttest.Step(1, false, 0), producttest.Step(100, true, 0)))
+	p.WaitForRollout(t, "gvisor-default-v3", "halted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutHalted })
+	halted, haltedRun := p.openRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v3"))
+
+	producttest.SetAvailable(t, kube, ns, "d", true)
+	producttest.SetPaused(t, kube, "gvisor-default-v3", true)
+	p.WaitForRollout(t, "gvisor-default-v3", "the pause taken in", func(s *v1alpha1.RolloutStatus) bool { return s.ObservedGeneration >= 2 })
+	producttest.SetPaused(t, kube, "gvisor-default-v3", false)
+	p.WaitForRollout(t, "gvisor-default-v3", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	resumed, resumedRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v3"), "")
+	require.Equal(t, []string{"pause", "resume"}, signals(resumed)[len(signals(resumed))-2:], "the halt resumed by toggling paused")
+
+	rec.save("rollout-completed", completed, completedRun)
+	rec.save("rollout-halted", halted, haltedRun)
+	rec.save("rollout-resumed", resumed, resumedRun)
+}

@@ -1,0 +1,108 @@
+package starter
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/wfapi"
+)
+
+// rolloutStarter bridges staged rollouts: it starts the rollout workflow of
+// a config with spec.rollout once it is the newest default of its class
+// (and its rollout has not completed), passes a change of
+// spec.rollout.paused on as a `pause` or `resume` signal carrying the
+// config's generation, and sends `recheck` to a rollout whose config is no
+// longer its class's newest default (or is gone), so that it ends at once
+// rather than at its next step. Like the rest of the starter it writes
+// nothing to Kubernetes: the workflow writes status.rollout.
+type rolloutStarter struct {
+	cache    ctrlclient.Reader
+	temporal client.Client
+	scope    wfapi.Scope
+}
+
+func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var c v1alpha1.SandboxConfig
+	if err := r.cache.Get(ctx, req.NamespacedName, &c); err != nil {
+		if ctrlclient.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+		// Gone: a rollout of it still running stops at its next look.
+		return reconcile.Result{}, wfapi.SignalRollout(ctx, r.temporal, r.scope.Cluster, req.Name, wfapi.SignalRecheck, wfapi.RolloutSignal{})
+	}
+	configs, err := poolwatch.ListConfigs(ctx, r.cache)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st := c.Status.Rollout
+	rolling := c.Spec.Rollout != nil && c.IsClassDefault() && !c.IsDeleting() &&
+		resolve.NewestDefault(c.Class(), configs) == c.Name
+	switch {
+	case rolling && (st == nil || st.Phase != v1alpha1.RolloutCompleted):
+		if err := wfapi.StartRollout(ctx, r.temporal, r.scope, c.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		if st != nil && st.WorkflowID != "" && c.Generation > st.ObservedGeneration {
+			signal := wfapi.SignalResume
+			if c.Spec.Rollout.Paused {
+				signal = wfapi.SignalPause
+			}
+			if err := wfapi.SignalRollout(ctx, r.temporal, r.scope.Cluster, c.Name, signal, wfapi.RolloutSignal{Generation: c.Generation}); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	case !rolling && st != nil && active(st.Phase):
+		if err := wfapi.SignalRollout(ctx, r.temporal, r.scope.Cluster, c.Name, wfapi.SignalRecheck, wfapi.RolloutSignal{}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("rollout bridged", "config", c.Name, "rolling", rolling)
+	return reconcile.Result{}, nil
+}
+
+// active reports whether a rollout in this phase has a workflow running.
+func active(p v1alpha1.RolloutPhase) bool {
+	switch p {
+	case v1alpha1.RolloutProgressing, v1alpha1.RolloutPaused, v1alpha1.RolloutBaking, v1alpha1.RolloutHalted:
+		return true
+	}
+	return false
+}
+
+func (r *rolloutStarter) setup(mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("rollout-starter").
+		// Every event of a config, and of any config, wakes the configs
+		// with a rollout: a new default of the class supersedes one.
+		Watches(&v1alpha1.SandboxConfig{}, handler.EnqueueRequestsFromMapFunc(r.withRollouts)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: startRateLimiter()}).
+		Complete(r)
+}
+
+// withRollouts maps a config event to the config itself and every config
+// with spec.rollout or a rollout under way.
+func (r *rolloutStarter) withRollouts(ctx context.Context, o ctrlclient.Object) []reconcile.Request {
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	var list v1alpha1.SandboxConfigList
+	if err := r.cache.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing SandboxConfigs with a rollout")
+		return reqs
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if c.Name != o.GetName() && (c.Spec.Rollout != nil || (c.Status.Rollout != nil && active(c.Status.Rollout.Phase))) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+		}
+	}
+	return reqs
+}
