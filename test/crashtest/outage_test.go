@@ -357,22 +357,27 @@ func TestKillStarterInBurst(t *testing.T) {
 	t.Logf("checked %s after the burst's last change", time.Since(last).Round(time.Millisecond))
 
 	// Each restarted starter caught up with what happened while none ran:
-	// ns1/e was re-pinned while the first incarnation was dead, ns2/d
-	// while the second was (its config deleted meanwhile); only a later
-	// incarnation's start-up resync can have started those moves.
+	// ns1/e was re-pinned to g1 while the first incarnation was dead, ns2/d
+	// to g3 while the second was (its config deleted meanwhile); only a
+	// later incarnation's start-up resync can have started those moves.
 	require.Len(t, pids, 3, "three incarnations of the starter")
 	for _, c := range []struct {
-		ns, pool string
-		by       []int // the incarnations that may have started its move
-	}{{ns1, "e", pids[1:]}, {ns2, "d", pids[2:]}} {
-		runs := switchStarters(t, p.taskQueue, fmt.Sprintf("WorkflowId = %q", env.ClusterName.SwitchWorkflowID(c.ns, c.pool)))
-		by := startedBy(runs, pids...)
-		t.Logf("switch runs of WorkerPool %s/%s by starter pid (0: another identity): %v; incarnations %v", c.ns, c.pool, by, pids)
-		n := 0
-		for _, pid := range c.by {
-			n += by[pid]
+		ns, pool, to string
+		by           []int // the incarnations that may have started the move
+	}{{ns1, "e", cfg("g1"), pids[1:]}, {ns2, "d", cfg("g3"), pids[2:]}} {
+		var moves []switchStart
+		for _, s := range switchStarts(t, p.taskQueue, fmt.Sprintf("WorkflowId = %q", env.ClusterName.SwitchWorkflowID(c.ns, c.pool))) {
+			if s.To == c.to {
+				moves = append(moves, s)
+			}
 		}
-		require.Positive(t, n, "WorkerPool %s/%s: a switch started by a starter incarnation started after its re-pin (pids %v): %v", c.ns, c.pool, c.by, runs)
+		by := startedBy(moves, pids...)
+		t.Logf("switch runs moving WorkerPool %s/%s to %s, by starter pid (0: another identity): %v; incarnations %v", c.ns, c.pool, c.to, by, pids)
+		require.NotEmpty(t, moves, "a switch run moving WorkerPool %s/%s to %s", c.ns, c.pool, c.to)
+		for _, s := range moves {
+			require.True(t, slices.ContainsFunc(c.by, func(pid int) bool { return strings.HasPrefix(s.Identity, identityOf(pid)) }),
+				"WorkerPool %s/%s's move to %s started by %s, not by an incarnation started after its re-pin (pids %v)", c.ns, c.pool, c.to, s.Identity, c.by)
+		}
 	}
 	require.True(t, p.starter.Running(), "the last incarnation keeps running")
 }

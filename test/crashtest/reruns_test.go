@@ -124,11 +124,18 @@ func rerunsAfterKill(t testing.TB, taskQueue, activity string, pid int) []rerun 
 	return out
 }
 
-// switchStarters returns, for each switch run of the task queue (a
-// visibility query narrows it further when not empty) that was started by a
-// client rather than continued as new by its workflow, the identity that
-// started it.
-func switchStarters(t testing.TB, taskQueue, and string) map[string]string {
+// switchStart is a switch run a client started: who, and the move asked.
+type switchStart struct {
+	Run      string // workflow ID/run ID
+	Identity string
+	From, To string
+}
+
+// switchStarts returns the switch runs of the task queue (a visibility
+// query narrows it further when not empty) that a client started, rather
+// than their workflow continuing as new, with the identity that started
+// each and the move of its input.
+func switchStarts(t testing.TB, taskQueue, and string) []switchStart {
 	t.Helper()
 	tc := testenv.Current().Temporal
 	query := fmt.Sprintf("TaskQueue = %q AND WorkflowType = %q", taskQueue, wfapi.SwitchWorkflow)
@@ -137,7 +144,7 @@ func switchStarters(t testing.TB, taskQueue, and string) map[string]string {
 	}
 	execs, err := Executions(context.Background(), tc, query)
 	require.NoError(t, err)
-	out := map[string]string{}
+	var out []switchStart
 	for _, e := range execs {
 		it := tc.GetWorkflowHistory(context.Background(), e.Execution.WorkflowId, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		require.True(t, it.HasNext(), "the history of %s", e.Execution.WorkflowId)
@@ -147,19 +154,24 @@ func switchStarters(t testing.TB, taskQueue, and string) map[string]string {
 		if a.GetContinuedExecutionRunId() != "" {
 			continue
 		}
-		out[e.Execution.WorkflowId+"/"+e.Execution.RunId] = a.GetIdentity()
+		s := switchStart{Run: e.Execution.WorkflowId + "/" + e.Execution.RunId, Identity: a.GetIdentity()}
+		var in wfapi.SwitchInput
+		if p := a.GetInput().GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &in) == nil {
+			s.From, s.To = in.From, in.To
+		}
+		out = append(out, s)
 	}
 	return out
 }
 
-// startedBy counts the runs of starters whose identity begins with one of
-// pids', by pid; the others under 0.
-func startedBy(starters map[string]string, pids ...int) map[int]int {
+// startedBy counts the starts by the process of each of pids (by the
+// identity's prefix); the others under 0.
+func startedBy(starts []switchStart, pids ...int) map[int]int {
 	out := map[int]int{}
-	for _, id := range starters {
+	for _, s := range starts {
 		who := 0
 		for _, pid := range pids {
-			if strings.HasPrefix(id, identityOf(pid)) {
+			if strings.HasPrefix(s.Identity, identityOf(pid)) {
 				who = pid
 			}
 		}

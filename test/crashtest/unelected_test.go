@@ -109,7 +109,7 @@ func TestTwoStartersTwoWorkersUnelected(t *testing.T) {
 	// wins, the other's is refused as already started or finds it done).
 	// Every switch run a client started was started by one of the two
 	// starters, and each started some: both act, unelected.
-	by := startedBy(switchStarters(t, tq, ""), starters[0].Pid(), starters[1].Pid())
+	by := startedBy(switchStarts(t, tq, ""), starters[0].Pid(), starters[1].Pid())
 	t.Logf("switch runs by starter pid (0: another identity): %v", by)
 	require.Zero(t, by[0], "switch runs started by neither starter: %v", by)
 	for i, s := range starters {
