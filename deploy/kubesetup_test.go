@@ -18,15 +18,12 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
-// docker-compose.yaml's kube-setup job, hack/compose/kube-setup.sh, run with
-// the machine's kubectl against the test API server instead of k3s: it
-// installs the CRDs, RBAC and samples, and writes a kubeconfig per process
-// with which its ServiceAccount can do what that process does, and no more.
+// docker-compose.yaml's kube-setup job, hack/compose/kube-setup.sh, run
+// against the test API server instead of k3s: it installs the CRDs, RBAC and
+// samples, and writes a kubeconfig per process with which its
+// ServiceAccount can do what that process does, and no more.
 func TestKubeSetupScript(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("no kubectl on PATH; the k3s image has its own")
-	}
+	kubectl := findKubectl(t)
 	t.Logf("using %s", kubectl)
 	env := testenv.Current()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -35,6 +32,8 @@ func TestKubeSetupScript(t *testing.T) {
 	outDir := t.TempDir()
 	cmd := exec.CommandContext(ctx, "sh", filepath.Join(repoRoot(t), "hack", "compose", "kube-setup.sh"))
 	cmd.Env = append(os.Environ(),
+		// The script calls kubectl by name: this one first.
+		"PATH="+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ADMIN_KUBECONFIG="+env.KubeconfigPath,
 		"KUBE_SERVER=", // the admin kubeconfig's
 		"DEPLOY_DIR="+filepath.Join(repoRoot(t), "deploy"),
@@ -90,4 +89,29 @@ func TestKubeSetupScript(t *testing.T) {
 			t.Errorf("listing Secrets as the %s's ServiceAccount: got %v, want Forbidden (is it an admin kubeconfig?)", process, err)
 		}
 	}
+}
+
+// findKubectl is the kubectl `make tools` builds (bin/kubectl, of the
+// tested Kubernetes version), else one on PATH. Without either the test
+// skips, saying why, except in CI (CI=true), where `make tools` has built it
+// and its absence is a failure.
+func findKubectl(t *testing.T) string {
+	t.Helper()
+	if p := filepath.Join(repoRoot(t), "bin", "kubectl"); isExecutable(p) {
+		return p
+	}
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	const why = "no kubectl: neither bin/kubectl (`make tools` or `hack/tools/install.sh kubectl` builds it) nor one on PATH"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+	return ""
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
 }

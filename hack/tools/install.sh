@@ -2,9 +2,10 @@
 # Builds the tools this project runs (Temporal CLI, kube-apiserver, etcd,
 # controller-gen, workflowcheck, golangci-lint, govulncheck and the Go
 # vulnerability database it reads, the Temporal server with its SQL schema
-# tool for the PostgreSQL stack, and the local cluster's kube-controller-manager,
-# kube-scheduler and kwok) from their Go modules, each pinned in its own
-# module under hack/tools/<tool>/, into a cache keyed by tool and version:
+# tool for the PostgreSQL stack, the local cluster's kube-controller-manager,
+# kube-scheduler and kwok, and kubectl for deploy's kube-setup test) from
+# their Go modules, each pinned in its own module under hack/tools/<tool>/,
+# into a cache keyed by tool and version:
 #
 #   ${ATE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ate-orchestrator/tools}/<tool>/<version>/<tool>
 #
@@ -17,8 +18,8 @@
 # temporal-server also builds temporal-sql-tool from the same pinned module;
 # vulndb builds golang.org/x/vulndb's indexdb and with it writes the pinned
 # module's OSV files as a govulncheck database, linked as bin/vulndb;
-# kube-controller-manager and kube-scheduler are built from kube-apiserver's
-# module, so the three always share one Kubernetes version.
+# kube-controller-manager, kube-scheduler and kubectl are built from
+# kube-apiserver's module, so the four always share one Kubernetes version.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -106,7 +107,7 @@ vulndb() {
 install_tool() {
 	case $1 in
 	temporal) build temporal github.com/temporalio/cli github.com/temporalio/cli/cmd/temporal ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler)
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl)
 		build "$1" k8s.io/kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags)" kube-apiserver
 		;;
 	kwok) build kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;
@@ -126,7 +127,7 @@ install_tool() {
 
 if [[ $# -eq 0 ]]; then
 	set -- controller-gen workflowcheck golangci-lint govulncheck vulndb etcd kube-apiserver temporal temporal-server \
-		kube-controller-manager kube-scheduler kwok
+		kube-controller-manager kube-scheduler kwok kubectl
 fi
 tool_count=$#
 for t in "$@"; do

@@ -117,13 +117,14 @@ func TestInstallShowsProgress(t *testing.T) {
 	require.Empty(t, out)
 }
 
-// The controller manager and the scheduler are built from kube-apiserver's
-// module, so the three always run one Kubernetes version; kwok from its own.
+// The controller manager, the scheduler and kubectl are built from
+// kube-apiserver's module, so the four always run one Kubernetes version;
+// kwok from its own.
 func TestInstallBuildsTheClusterFromTheirModules(t *testing.T) {
 	r := newRig(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(r.root, "hack", "tools", "kwok"), 0o755))
 	log := filepath.Join(r.dir, "builds.log")
-	out, err := r.installEnv(t, "0", []string{"FAKE_LOG=" + log}, "kube-controller-manager", "kube-scheduler", "kwok")
+	out, err := r.installEnv(t, "0", []string{"FAKE_LOG=" + log}, "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 	require.NoError(t, err, out)
 	b, err := os.ReadFile(log)
 	require.NoError(t, err)
@@ -131,9 +132,10 @@ func TestInstallBuildsTheClusterFromTheirModules(t *testing.T) {
 	require.Equal(t, []string{
 		filepath.Join(tools, "kube-apiserver") + " k8s.io/kubernetes/cmd/kube-controller-manager",
 		filepath.Join(tools, "kube-apiserver") + " k8s.io/kubernetes/cmd/kube-scheduler",
+		filepath.Join(tools, "kube-apiserver") + " k8s.io/kubernetes/cmd/kubectl",
 		filepath.Join(tools, "kwok") + " sigs.k8s.io/kwok/cmd/kwok",
 	}, strings.Split(strings.TrimSpace(string(b)), "\n"))
-	for _, tool := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
+	for _, tool := range []string{"kube-controller-manager", "kube-scheduler", "kubectl", "kwok"} {
 		link, err := os.Readlink(filepath.Join(r.root, "bin", tool))
 		require.NoError(t, err, "bin/%s", tool)
 		require.Equal(t, filepath.Join(r.cache, tool, "v1.2.3", tool), link)

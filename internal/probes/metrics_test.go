@@ -2,10 +2,15 @@ package probes
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +40,7 @@ func TestServeMetricsPlain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr := freeAddr(t)
+	before := listening(t)
 	require.NoError(t, ServeMetrics(ctx, Metrics{BindAddress: addr}, nil, slog.New(slog.DiscardHandler)))
 
 	var body string
@@ -53,12 +59,71 @@ func TestServeMetricsPlain(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 	}
 	require.Contains(t, body, "ate_probes_test_total 1")
+	// What TestServeMetricsDisabled relies on: listening sees the server.
+	require.Len(t, newListeners(before, listening(t)), 1, "the metrics server on %s among this process's listening sockets", addr)
 }
 
+// "" and "0" serve nothing: no socket of this process listens afterwards
+// that did not before (controller-runtime's metrics server would take ""
+// for its default :8080). Plain HTTP, so that a server that did start
+// needs no API server and would listen.
 func TestServeMetricsDisabled(t *testing.T) {
 	for _, addr := range []string{"", "0"} {
-		require.NoError(t, ServeMetrics(context.Background(), Metrics{BindAddress: addr, Secure: true}, nil, nil))
+		t.Run(fmt.Sprintf("%q", addr), func(t *testing.T) {
+			before := listening(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			require.NoError(t, ServeMetrics(ctx, Metrics{BindAddress: addr}, nil, slog.New(slog.DiscardHandler)))
+			// A server starts listening at once in its goroutine; watch
+			// for one for a while (TestServeMetricsPlain shows that
+			// listening sees one that does).
+			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				require.Empty(t, newListeners(before, listening(t)), "BindAddress %q: this process listens on new sockets", addr)
+			}
+		})
 	}
+}
+
+// listening lists the local addresses of the TCP sockets this process
+// listens on, from /proc (Linux).
+func listening(t *testing.T) map[string]bool {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads this process's listening sockets from /proc (Linux only)")
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil {
+			if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+				inodes[strings.TrimSuffix(inode, "]")] = true
+			}
+		}
+	}
+	out := map[string]bool{}
+	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) > 9 && f[3] == "0A" && inodes[f[9]] { // 0A: TCP_LISTEN
+				out[f[1]] = true
+			}
+		}
+	}
+	return out
+}
+
+func newListeners(before, after map[string]bool) []string {
+	var added []string
+	for a := range after {
+		if !before[a] {
+			added = append(added, a)
+		}
+	}
+	return added
 }
 
 // HTTPS needs the API server that reviews its requests.

@@ -100,9 +100,17 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		arg = old
 	}
 	w := newProcess(t, "worker", tq, "")
+	// The activities the worker is killed in, each with the incarnation
+	// killed: the histories must show each run again by another.
+	type kill struct {
+		activity string
+		pid      int
+	}
+	var kills []kill
 	switch {
 	case kc.scenario == "rollback":
 		w.StartCrashing("Claim", target)
+		kills = append(kills, kill{"Claim", w.Pid()})
 	default:
 		w.StartCrashing(kc.activity, arg)
 	}
@@ -160,6 +168,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		starter.release(t, old)
 	}
 	w.WaitCrash(kc.activity, stepBound)
+	kills = append(kills, kill{kc.activity, w.Pid()})
 	t.Logf("%s: the worker crashed after %s; restarting it without the crash hook", since(), kc.activity)
 	if kc.scenario == "gone" || kc.scenario == "gone-both" {
 		var wp v1alpha1.WorkerPool
@@ -217,11 +226,19 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		require.Equal(t, podsBefore, waitReadyPods(t, ns, name, 2), "the pool's pods (UIDs) across the switch and the crash")
 	}
 	t.Logf("%s: finished", since())
-	crashes := 1
-	if kc.scenario == "rollback" {
-		crashes = 2
+	// The histories show the killed work taken over by the next
+	// incarnation: a regular activity run again once its start-to-close
+	// timeout passed; a switch's local step's workflow task, started by the
+	// first killed worker, timed out (the roll back's second kill, in the
+	// retry of that task, shows only in its attempt) and completed by the
+	// last incarnation.
+	again := rerunsAfterKill(t, tq, kills[0].activity, kills[0].pid)
+	t.Logf("killed in %+v; taken over: %+v", kills, again)
+	require.Len(t, again, 1, "the histories show the work of %s, whose worker (pid %d) was killed, taken over once", kills[0].activity, kills[0].pid)
+	require.True(t, strings.HasPrefix(again[0].Identity, identityOf(w.Pid())), "taken over by the last incarnation (pid %d): %+v", w.Pid(), again[0])
+	if again[0].How == "local" {
+		require.GreaterOrEqual(t, again[0].Attempt, int32(len(kills)+1), "the switch's workflow task completed after the %d killed attempts: %+v", len(kills), again[0])
 	}
-	require.Equal(t, crashes, w.crashed)
 	requireSound(t, chk, Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{tq}})
 	// Exactly these events, each once, also after the checker's wait.
 	require.Equal(t, want, poolEvents(t, ns, name))

@@ -29,10 +29,9 @@ type Process struct {
 	logDir     string
 	healthAddr string // "" serves no probes
 
-	proc    *procs.Process
-	log     string // the current incarnation's log file
-	starts  int
-	crashed int // incarnations that the crash hook killed
+	proc   *procs.Process
+	log    string // the current incarnation's log file
+	starts int
 }
 
 // NewProcess prepares the program bin as role, run with env as its whole
@@ -135,7 +134,15 @@ func (p *Process) WaitCrash(activity string, timeout time.Duration) {
 	if !killed || !strings.Contains(p.LogText(), want) {
 		p.t.Fatalf("the %s exited (%v) without the crash hook's kill after %s; log %s:\n%s", p.role, err, activity, p.log, Tail(p.LogText(), 30))
 	}
-	p.crashed++
+}
+
+// Pid is the process ID of the current (or last) incarnation, 0 before the
+// first: with the host name, the start of its Temporal identity.
+func (p *Process) Pid() int {
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.Pid()
 }
 
 // LogText is the current incarnation's log.

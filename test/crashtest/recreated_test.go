@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/testenv"
@@ -57,6 +59,7 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	require.NoError(t, kube.Delete(ctx, gvisorConfig(old, false)))
 	starter.release(t, old)
 	w.WaitCrash("Unprotect", stepBound)
+	killed := w.Pid()
 	waitGone(t, gvisorConfig(old, false))
 	t.Logf("%s: the worker crashed after Unprotect; the first incarnation is gone", since())
 
@@ -118,6 +121,13 @@ func runRecreatedCase(t *testing.T, chk *Checker) {
 	})
 	waitSwitchesDone(t, ns, "pool")
 	waitSwitchesDone(t, ns, "user")
-	require.Equal(t, 1, w.crashed)
+	// The retried Unprotect ran on the next incarnation and found another
+	// UID under the name: gone, nothing touched.
+	again := rerunsAfterKill(t, tq, "Unprotect", killed)
+	t.Logf("Unprotect, killed in worker pid %d, ran again: %+v", killed, again)
+	require.Len(t, again, 1, "the histories show the killed Unprotect retried once")
+	var res activities.UnprotectResult
+	require.NoError(t, json.Unmarshal([]byte(again[0].Result), &res), "the retried Unprotect's result %s", again[0].Result)
+	require.Equal(t, activities.ReleaseGone, res.Result, "the retried Unprotect's result")
 	requireSound(t, chk, Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{tq, tq2}})
 }

@@ -195,36 +195,3 @@ func TestASwitchTerminatedBeforeItsClaimIsPlannedAgain(t *testing.T) {
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" switched from SandboxConfig "gvisor-now" to "gvisor-guarded"`,
 	})
 }
-
-// TestASwitchRefusedBeforeItsClaimIsPlannedAgain: a switch whose Protect
-// refuses its target (deleted while the step was held, so missing at the
-// time) rolls back before any claim; once the config exists again, the pool
-// converges to what its spec asks without any change to the pool itself.
-// A guard rather than a reproduction: on the code before the starter's
-// bounded deferral it passes too, since the config's deletion makes the
-// starter's plan need nothing and forget the start (the memo that deferred
-// for ever was keyed to a pool state this path leaves).
-func TestASwitchRefusedBeforeItsClaimIsPlannedAgain(t *testing.T) {
-	gate := producttest.NewGateContaining("Protect", "{gvisor-x ")
-	p, _ := runCounting(t, gate)
-	ctx := context.Background()
-	kube := p.Env.Kube
-	ns := p.Env.Namespace(t)
-	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-now", true)))
-	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, "refused", "gvisor-now")))
-	p.WaitForConfig(t, ns, "refused", "gvisor-now", metav1.ConditionTrue)
-
-	x := producttest.GVisorConfig("gvisor-x", false)
-	require.NoError(t, kube.Create(ctx, x))
-	producttest.Repin(t, kube, ns, "refused", "gvisor-x")
-	gate.WaitReached(t)
-	require.NoError(t, kube.Delete(ctx, x))
-	p.WaitGone(t, producttest.GVisorConfig("gvisor-x", false))
-	gate.Release()
-	got := p.WaitForConfig(t, ns, "refused", "gvisor-now", metav1.ConditionFalse)
-	require.Equal(t, "SandboxConfigNotFound", producttest.ResolvedCondition(got).Reason)
-	switchClosed(t, p, ns, "refused")
-
-	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-x", false)))
-	p.WaitForConfig(t, ns, "refused", "gvisor-x", metav1.ConditionTrue)
-}

@@ -9,13 +9,23 @@ import (
 	"os"
 	"testing"
 
+	"ate.dev/orchestrator/test/crashtest"
 	"ate.dev/orchestrator/test/testenv"
 )
 
+// bins are the worker and the starter programs, built while the servers
+// start, for the test that scrapes their own /metrics (the worker built
+// with -tags crashtest, which only adds a kill hook its environment
+// leaves off).
+var bins *crashtest.Binaries
+
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, testenv.Options{TemporalUI: true, TemporalDynamicConfig: map[string]string{
+	bins = crashtest.BuildBinaries("ate-ops-bin-")
+	code := testenv.Main(m, testenv.Options{TemporalUI: true, TemporalDynamicConfig: map[string]string{
 		// Idle long polls return after 5 s instead of a minute, so that the
 		// empty-poll counter the alert ATEWorkerNotPolling reads exists soon.
 		"matching.longPollExpirationInterval": `"5s"`,
-	}}))
+	}})
+	bins.Remove()
+	os.Exit(code)
 }

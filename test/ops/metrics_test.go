@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -18,8 +19,6 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/deploy/monitoring"
@@ -27,39 +26,38 @@ import (
 	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
+	"ate.dev/orchestrator/test/crashtest"
 	"ate.dev/orchestrator/test/producttest"
 	"ate.dev/orchestrator/test/testenv"
 	"ate.dev/orchestrator/worker"
 )
 
-// TestMonitoringMatchesWhatTheProcessesExport runs the product wired as
-// worker.Main and starter.Main wire it (the Temporal SDK's and the
-// product's metrics in controller-runtime's registry, which both processes
-// serve on /metrics), makes happen what the dashboard and the alerts watch
-// (a switch; a release that waits, then ends; a switch step that fails; a
-// workflow task that fails), scrapes /metrics, and checks:
+// TestMonitoringMatchesWhatTheProcessesExport runs the worker and the
+// starter as real processes, configured as deployed (leader-elected, each
+// serving its own /metrics: plain HTTP on loopback here), makes happen what
+// the dashboard and the alerts watch (a switch; a release that waits, then
+// ends; a switch step that fails; a workflow task that fails; a start the
+// frontend refuses), scrapes both endpoints, and checks:
 //   - every metric the dashboard and the rules name is exported;
 //   - every exported family has its own HELP text;
 //   - the release wait's buckets reach days.
 func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	env := testenv.Current()
 	ctx := context.Background()
-	// As options.Process gives the worker's client (one process runs the
-	// worker and the starter here).
-	handler, err := metrics.ForProcess(ctrlmetrics.Registry, "worker")
-	require.NoError(t, err)
-	opts := env.TemporalClientOptions()
-	opts.MetricsHandler = handler
-	tc, err := tclient.Dial(opts)
-	require.NoError(t, err)
-	t.Cleanup(tc.Close)
-	cs, err := kubernetes.NewForConfig(env.RestConfig)
-	require.NoError(t, err)
+	tq := testenv.TaskQueue(t)
 	// Leader election as deployed (LEADER_ELECT=true), in a namespace of
 	// the test's: the alert ATEStarterNotLeading reads the starter's
 	// leader_election_master_status.
-	p := (&producttest.Product{Env: env, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: tc, StarterMetricsAddr: testenv.FreeAddr(t),
-		LeaderElectionNamespace: env.Namespace(t)}).Run(t)
+	leases := env.Namespace(t)
+	workerMetrics, starterMetrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	runProcess(t, "worker", tq, workerMetrics, leases)
+	runProcess(t, "starter", tq, starterMetrics, leases)
+	// Its helpers only read the servers: the product is the processes.
+	p := &producttest.Product{Env: env, TaskQueue: tq}
+	t.Cleanup(func() { // before the processes stop: releases let the configs go
+		producttest.CleanCluster(t, env.Kube)
+		p.TerminateWorkflows(t)
+	})
 	kube := env.Kube
 	ns := env.Namespace(t)
 
@@ -74,7 +72,7 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	// release) counts as exported: the names of every scrape are kept.
 	exported := map[string]bool{}
 	producttest.Eventually(t, "the starter to export the waiting release", func() (bool, string) {
-		fams, err := scrape(p.StarterMetricsAddr)
+		fams, err := scrape(starterMetrics)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -88,28 +86,6 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("next", false)))
 	producttest.Repin(t, kube, ns, "watched", "next")
 	p.WaitGone(t, held)
-
-	// A staged rollout, created paused: the starter exports its phase,
-	// step and pools from status.rollout.
-	p.CreateAfterOthers(t, producttest.RolloutConfig("staged", true, nil, producttest.Step(100, true, 0)))
-	p.WaitForRollout(t, "staged", "paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
-	producttest.Eventually(t, "the starter to export the rollout", func() (bool, string) {
-		fams, err := scrape(p.StarterMetricsAddr)
-		if err != nil {
-			return false, err.Error()
-		}
-		for n := range names(fams) {
-			exported[n] = true
-		}
-		var paused float64 = -1
-		for _, m := range fams["ate_rollout_phase"].GetMetric() {
-			if labelValue(m, "sandbox_config") == "staged" && labelValue(m, "phase") == "Paused" {
-				paused = m.GetGauge().GetValue()
-			}
-		}
-		return paused == 1 && gauge(fams, "ate_rollout_step", "staged") == 0,
-			fmt.Sprintf("phase Paused=%v step=%v", paused, gauge(fams, "ate_rollout_step", "staged"))
-	})
 
 	// Failures, started by hand as a mistaken operator would: a switch
 	// whose local step fails (a class the pool's spec lacks: its RollBack
@@ -146,20 +122,31 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	require.NoError(t, err)
 	require.Error(t, misdirected.Get(ctx, nil), "RecordEvent for a pool the caller's ID does not name")
 
-	unknown := tclient.StartWorkflowOptions{ID: "ops-unknown-type-" + p.TaskQueue, TaskQueue: p.TaskQueue,
-		WorkflowExecutionErrorWhenAlreadyStarted: true}
-	_, err = p.TemporalClient().ExecuteWorkflow(ctx, unknown, "NoSuchWorkflow")
+	// A workflow type no worker knows, started under the pool's switch ID:
+	// its workflow task fails until it is terminated, and while it runs
+	// the frontend refuses the starter's start of the pool's next switch,
+	// as when a switch of the pool runs.
+	unknown, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: p.Cluster().SwitchWorkflowID(ns, "watched"), TaskQueue: p.TaskQueue},
+		"NoSuchWorkflow")
 	require.NoError(t, err)
-	// A request the frontend refuses, as it refuses the starter's start of a
-	// switch while the pool's runs.
-	_, err = p.TemporalClient().ExecuteWorkflow(ctx, unknown, "NoSuchWorkflow")
-	require.Error(t, err)
+	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("after", false)))
+	producttest.Repin(t, kube, ns, "watched", "after")
+	producttest.Eventually(t, "the starter's refused start", func() (bool, string) {
+		fams, err := scrape(starterMetrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		n := counter(fams, "temporal_request_failure_total")
+		return n > 0, fmt.Sprintf("temporal_request_failure_total %v", n)
+	})
+	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, unknown.GetID(), unknown.GetRunID(), "the test's stand-in for a running switch"))
+	p.WaitForConfig(t, ns, "watched", "after", metav1.ConditionTrue)
 
 	used, err := monitoring.MetricNames()
 	require.NoError(t, err)
 	var fams map[string]*dto.MetricFamily
 	producttest.Eventually(t, "every metric of the dashboard and the alerts exported", func() (bool, string) {
-		if fams, err = scrape(p.StarterMetricsAddr); err != nil {
+		if fams, err = scrapeAll(workerMetrics, starterMetrics); err != nil {
 			return false, err.Error()
 		}
 		for n := range names(fams) {
@@ -183,21 +170,29 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	// Temporal namespace is exported as temporal_namespace, never as the
 	// namespace label a Kubernetes scrape adds.
 	t.Run("the SDK's series carry ate_process and temporal_namespace", func(t *testing.T) {
-		for name := range used {
-			f, ok := fams[name]
-			if !ok || !strings.HasPrefix(name, "temporal_") {
-				continue
+		for role, addr := range map[string]string{"worker": workerMetrics, "starter": starterMetrics} {
+			own, err := scrape(addr)
+			require.NoError(t, err)
+			polled := false
+			for name, f := range own {
+				if !strings.HasPrefix(name, "temporal_") {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					l := map[string]string{}
+					for _, lp := range m.GetLabel() {
+						l[lp.GetName()] = lp.GetValue()
+					}
+					require.Equal(t, role, l[metrics.ProcessLabel], "%s: %s %v", role, name, l)
+					require.NotContains(t, l, "namespace", "%s: %s %v", role, name, l)
+					if name == "temporal_workflow_task_queue_poll_succeed_total" {
+						require.Equal(t, env.TemporalNamespace, l["temporal_namespace"], "%s: %s %v", role, name, l)
+						polled = true
+					}
+				}
 			}
-			for _, m := range f.GetMetric() {
-				l := map[string]string{}
-				for _, lp := range m.GetLabel() {
-					l[lp.GetName()] = lp.GetValue()
-				}
-				require.Equal(t, "worker", l[metrics.ProcessLabel], "%s %v", name, l)
-				require.NotContains(t, l, "namespace", "%s %v", name, l)
-				if name == "temporal_workflow_task_queue_poll_succeed_total" {
-					require.Equal(t, env.TemporalNamespace, l["temporal_namespace"], "%s %v", name, l)
-				}
+			if role == "worker" {
+				require.True(t, polled, "the worker exports temporal_workflow_task_queue_poll_succeed_total")
 			}
 		}
 	})
@@ -233,6 +228,51 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 		require.Contains(t, fams, "workqueue_depth")
 		require.Contains(t, fams, "rest_client_requests_total")
 	})
+}
+
+// scrapeAll scrapes each address and merges what they export: a family
+// both export (the Go runtime's, controller-runtime's, the leader
+// election's) has the series of both.
+func scrapeAll(addrs ...string) (map[string]*dto.MetricFamily, error) {
+	out := map[string]*dto.MetricFamily{}
+	for _, addr := range addrs {
+		fams, err := scrape(addr)
+		if err != nil {
+			return nil, err
+		}
+		for name, f := range fams {
+			if have, ok := out[name]; ok {
+				have.Metric = append(have.Metric, f.GetMetric()...)
+			} else {
+				out[name] = f
+			}
+		}
+	}
+	return out, nil
+}
+
+// runProcess runs the worker or the starter, the real program, on the task
+// queue until the test ends, leader-elected with its Lease in leases and
+// serving /metrics on addr in plain HTTP.
+func runProcess(t *testing.T, role, taskQueue, addr, leases string) *crashtest.Process {
+	t.Helper()
+	env := testenv.Current()
+	worker, starter := bins.Paths(t, 10*time.Minute)
+	bin := map[string]string{"worker": worker, "starter": starter}[role]
+	vars := append(crashtest.HostEnv("TEMPORAL_", "ATE_", "KUBECONFIG=", "LEADER_", "OTEL_", "METRICS_", "HEALTH_"),
+		"KUBECONFIG="+env.KubeconfigPath,
+		"TEMPORAL_ADDRESS="+env.TemporalAddress,
+		"TEMPORAL_NAMESPACE="+env.TemporalNamespace,
+		"TEMPORAL_TASK_QUEUE="+taskQueue,
+		"METRICS_BIND_ADDRESS="+addr,
+		"METRICS_SECURE=false",
+		"HEALTH_PROBE_BIND_ADDRESS=0",
+		"LEADER_ELECT=true",
+		"LEADER_ELECTION_NAMESPACE="+leases,
+	)
+	p := crashtest.NewProcess(t, role, bin, vars, filepath.Join(env.Dir, "ops", testenv.UniqueName(t)))
+	p.Start()
+	return p
 }
 
 // scrape reads /metrics as Prometheus does.
