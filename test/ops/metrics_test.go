@@ -87,6 +87,28 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	producttest.Repin(t, kube, ns, "watched", "next")
 	p.WaitGone(t, held)
 
+	// A staged rollout, created paused: the starter exports its phase,
+	// step and pools from status.rollout.
+	p.CreateAfterOthers(t, producttest.RolloutConfig("staged", true, nil, producttest.Step(100, true, 0)))
+	p.WaitForRollout(t, "staged", "paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
+	producttest.Eventually(t, "the starter to export the rollout", func() (bool, string) {
+		fams, err := scrape(starterMetrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		for n := range names(fams) {
+			exported[n] = true
+		}
+		var paused float64 = -1
+		for _, m := range fams["ate_rollout_phase"].GetMetric() {
+			if labelValue(m, "sandbox_config") == "staged" && labelValue(m, "phase") == "Paused" {
+				paused = m.GetGauge().GetValue()
+			}
+		}
+		return paused == 1 && gauge(fams, "ate_rollout_step", "staged") == 0,
+			fmt.Sprintf("phase Paused=%v step=%v", paused, gauge(fams, "ate_rollout_step", "staged"))
+	})
+
 	// Failures, started by hand as a mistaken operator would: a switch
 	// whose local step fails (a class the pool's spec lacks: its RollBack
 	// is refused), one whose workflow ID names no pool (it fails before
