@@ -26,13 +26,10 @@ func checkRollout(t testing.TB, h *historypb.History) {
 	require.NotEmpty(t, in.Config)
 
 	type step struct {
-		n         int32
-		adm       activities.Admitted
-		readyAt   int64 // event ID of the Ready wait's close; 0: not ready
-		gateDone  int64 // event ID of the gate child's completion after readyAt
-		firedAt   int64 // event ID of a timer fired after readyAt
-		haltedAt  int64 // event ID of a Halted wait's close or a failed gate's
-		resumedAt int64 // event ID of a resume signal after haltedAt
+		n        int32
+		adm      activities.Admitted
+		readyAt  int64 // event ID of the Ready wait's close; 0: not ready
+		haltedAt int64 // event ID of a Halted wait's close or a failed gate's
 	}
 	var cur *step
 	calls := activityCalls(t, h)
