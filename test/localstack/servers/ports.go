@@ -7,17 +7,29 @@ import (
 	"strconv"
 )
 
-// FreePort asks the kernel for a free TCP port on ip. It is the one
-// free-port helper of the servers, the bench and the tests. Another process
-// may take the port before the server binds it; the server then fails to
-// start with a clear "address already in use" in its log.
+// FreePort returns a TCP port on ip that nothing listens on, from below the
+// kernel's ephemeral range (32768 and up on Linux). It is the one free-port
+// helper of the servers, the bench and the tests. A port the kernel hands
+// out for ":0" comes from the ephemeral range, which is also where every
+// process's outgoing connections take their source ports: under parallel
+// tests one such connection now and then took the port between the probe
+// and the server's bind (kube-apiserver then failed five times with "bind:
+// address already in use"). Below the range only another listener can take
+// it. The range also fits temporal-server, which stores its port in a SQL
+// smallint (its cluster membership table).
 func FreePort(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port on %s: %w", ip, err)
+	const lo, hi = 20000, 32767
+	start := lo + rand.IntN(hi-lo)
+	for i := 0; i <= hi-lo; i++ {
+		port := lo + (start-lo+i)%(hi-lo+1)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port on %s in [%d, %d]", ip, lo, hi)
 }
 
 // FreeAddr is FreePort as a host:port, for a program's metrics or probe
@@ -39,22 +51,4 @@ func checkPortFree(what, ip string, port int) error {
 		return fmt.Errorf("%s port %s is not free (is another instance running?): %w", what, addr, err)
 	}
 	return l.Close()
-}
-
-// freeLowPort is FreePort below the kernel's ephemeral range (32768 and up
-// on Linux), for a server that stores its port in a SQL smallint:
-// temporal-server's cluster membership table does.
-func freeLowPort(ip string) (int, error) {
-	const lo, hi = 20000, 32767
-	start := lo + rand.IntN(hi-lo)
-	for i := 0; i <= hi-lo; i++ {
-		port := lo + (start-lo+i)%(hi-lo+1)
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return port, nil
-	}
-	return 0, fmt.Errorf("no free port on %s in [%d, %d]", ip, lo, hi)
 }

@@ -115,11 +115,8 @@ func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
 	for _, name := range []string{"frontend.http", "frontend.membership",
 		"history.grpc", "history.membership", "matching.grpc", "matching.membership",
 		"worker.grpc", "worker.membership"} {
-		pick := FreePort
-		if strings.HasSuffix(name, ".membership") {
-			pick = freeLowPort // stored as a smallint
-		}
-		if t.ports[name], err = pick(cfg.IP); err != nil {
+		// FreePort's ports fit the smallint the membership table stores.
+		if t.ports[name], err = FreePort(cfg.IP); err != nil {
 			return nil, err
 		}
 	}
