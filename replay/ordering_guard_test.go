@@ -20,11 +20,7 @@ import (
 // shaped switch would have recorded, fails checkFixture with the rule it
 // breaks; the fixture as recorded passes the same harness.
 func TestOrderingCatchesWrongSwitches(t *testing.T) {
-	for _, tc := range []struct {
-		name, fixture string
-		change        func(t testing.TB, h *historypb.History)
-		want          string // in the failure; "" for none
-	}{
+	runGuardCases(t, "switch", []guardCase{
 		{"as recorded", "switch-confirmed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, an operator's start", "switch-reresolve-moved", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, a claim that refused its target", "switch-claim-refused", func(testing.TB, *historypb.History) {}, ""},
@@ -55,9 +51,23 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 		{"a re-resolution that observes in a local activity", "switch-reresolve-moved", func(t testing.TB, h *historypb.History) {
 			makeLocal(t, h, "Observe")
 		}, "records its Observe with a regular activity"},
-	} {
+	})
+}
+
+// guardCase is a recorded fixture rearranged into what a wrongly ordered
+// workflow would have recorded, and the rule the rearrangement breaks.
+type guardCase struct {
+	name, fixture string
+	change        func(t testing.TB, h *historypb.History)
+	want          string // in the failure; "" for none
+}
+
+// runGuardCases applies each case's change to its fixture of shape and
+// requires checkFixture to fail with the case's rule (or pass, for none).
+func runGuardCases(t *testing.T, shape string, cases []guardCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fx := fixtureAt(t, tc.fixture, shapeVersions["switch"])
+			fx := fixtureAt(t, tc.fixture, shapeVersions[shape])
 			h, err := ReadHistory(fx.Path)
 			require.NoError(t, err)
 			exec, err := fx.Execution()
@@ -66,7 +76,7 @@ func TestOrderingCatchesWrongSwitches(t *testing.T) {
 			renumber(h)
 			got := failure(t, func(tb testing.TB) { checkFixture(tb, fx, exec, h) })
 			if tc.want == "" {
-				require.Empty(t, got, "the recorded switch passes the checks")
+				require.Empty(t, got, "the recorded %s passes the checks", shape)
 				return
 			}
 			require.Contains(t, got, tc.want, "the rule the change breaks")

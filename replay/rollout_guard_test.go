@@ -3,7 +3,6 @@ package replay
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
@@ -26,11 +25,7 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 		t.Fatalf("no %s event", typ)
 		return nil
 	}
-	for _, tc := range []struct {
-		name, fixture string
-		change        func(t testing.TB, h *historypb.History)
-		want          string
-	}{
+	runGuardCases(t, "rollout", []guardCase{
 		{"as recorded", "rollout-completed", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, halted", "rollout-halted", func(testing.TB, *historypb.History) {}, ""},
 		{"as recorded, resumed", "rollout-resumed", func(testing.TB, *historypb.History) {}, ""},
@@ -56,22 +51,5 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 			}
 			remove(h, resume)
 		}, "without a resume"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := fixtureAt(t, tc.fixture, shapeVersions["rollout"])
-			h, err := ReadHistory(fx.Path)
-			require.NoError(t, err)
-			exec, err := fx.Execution()
-			require.NoError(t, err)
-			tc.change(t, h)
-			renumber(h)
-			got := failure(t, func(tb testing.TB) { checkFixture(tb, fx, exec, h) })
-			if tc.want == "" {
-				require.Empty(t, got, "the recorded rollout passes the checks")
-				return
-			}
-			require.Contains(t, got, tc.want, "the rule the change breaks")
-			t.Logf("%s: %.300s", tc.name, got)
-		})
-	}
+	})
 }
