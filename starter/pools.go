@@ -39,12 +39,14 @@ type switchStarter struct {
 }
 
 func (r *switchStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	pool, move, err := plan(ctx, r.cache, req.NamespacedName)
+	pool, move, needs, err := plan(ctx, r.cache, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if pool == nil {
-		r.withdraw(ctx, req.NamespacedName)
+	if !needs {
+		if pool != nil {
+			r.withdraw(ctx, pool)
+		}
 		r.inFlight.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -115,21 +117,14 @@ func (r *switchStarter) differs(ctx context.Context, key types.NamespacedName, m
 // two SandboxConfigSwitched events for a move nobody wanted. Asked, it
 // yields before its claim and ends from a fresh look; after its claim it
 // finishes and looks again. A switch whose move shows on the pool is done
-// and is not asked: a wave costs no signal.
-func (r *switchStarter) withdraw(ctx context.Context, key types.NamespacedName) {
-	known, ok := r.inFlight.runningMove(key)
-	if !ok {
+// and is not asked: a wave costs no signal. The starter does not ask about a
+// pool gone or in deletion: its switch finds that at its next write.
+func (r *switchStarter) withdraw(ctx context.Context, pool *v1alpha1.WorkerPool) {
+	known, ok := r.inFlight.runningMove(ctrlclient.ObjectKeyFromObject(pool))
+	if !ok || madeMove(pool, known) {
 		return
 	}
-	var pool v1alpha1.WorkerPool
-	if err := r.cache.Get(ctx, key, &pool); err != nil || pool.DeletionTimestamp != nil {
-		// Gone or going: the switch finds that at its next write.
-		return
-	}
-	if madeMove(&pool, known) {
-		return
-	}
-	if err := wfapi.SignalSwitch(ctx, r.temporal, r.scope.Cluster, key.Namespace, key.Name); err != nil {
+	if err := wfapi.SignalSwitch(ctx, r.temporal, r.scope.Cluster, pool.Namespace, pool.Name); err != nil {
 		if !isNotFound(err) {
 			ctrl.LoggerFrom(ctx).Error(err, "could not ask the running switch to drop a withdrawn move", "class", known.class, "to", known.to)
 		}
@@ -150,32 +145,30 @@ func madeMove(pool *v1alpha1.WorkerPool, k moveKey) bool {
 }
 
 // plan reads a pool and the configs from r and returns the pool's next
-// move; a nil pool when it needs none (gone, in deletion, or where
-// resolution puts it).
-func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*v1alpha1.WorkerPool, resolve.Move, error) {
+// move, and whether it needs one. The pool is nil when it is gone or in
+// deletion; otherwise it is returned also when it needs no move (it is
+// where resolution puts it).
+func plan(ctx context.Context, r ctrlclient.Reader, key types.NamespacedName) (*v1alpha1.WorkerPool, resolve.Move, bool, error) {
 	var pool v1alpha1.WorkerPool
 	err := r.Get(ctx, key, &pool)
 	if apierrors.IsNotFound(err) {
 		// A switch still running for it finds it gone at its next write.
-		return nil, resolve.Move{}, nil
+		return nil, resolve.Move{}, false, nil
 	}
 	if err != nil {
-		return nil, resolve.Move{}, err
+		return nil, resolve.Move{}, false, err
 	}
 	if pool.DeletionTimestamp != nil {
 		// In deletion: no new switch. A claim it holds keeps its config
 		// until the pool is gone; the release then lets it go.
-		return nil, resolve.Move{}, nil
+		return nil, resolve.Move{}, false, nil
 	}
 	configs, err := poolwatch.ListConfigs(ctx, r)
 	if err != nil {
-		return nil, resolve.Move{}, err
+		return nil, resolve.Move{}, false, err
 	}
 	move, ok := resolve.NextMove(rollout.KeyOf(&pool), pool.Spec.SandboxClasses, &pool.Status, configs)
-	if !ok {
-		return nil, resolve.Move{}, nil
-	}
-	return &pool, move, nil
+	return &pool, move, ok, nil
 }
 
 func startMove(ctx context.Context, tc client.Client, scope wfapi.Scope, pool *v1alpha1.WorkerPool, move resolve.Move) error {
@@ -188,8 +181,8 @@ func startMove(ctx context.Context, tc client.Client, scope wfapi.Scope, pool *v
 // started one; wfapi.ErrSwitchRunning when the pool's switch is running.
 // Tests that stand in for the starter use it with a live client.
 func StartNext(ctx context.Context, r ctrlclient.Reader, tc client.Client, scope wfapi.Scope, key types.NamespacedName) (bool, error) {
-	pool, move, err := plan(ctx, r, key)
-	if err != nil || pool == nil {
+	pool, move, needs, err := plan(ctx, r, key)
+	if err != nil || !needs {
 		return false, err
 	}
 	if err := startMove(ctx, tc, scope, pool, move); err != nil {
