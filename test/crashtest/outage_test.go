@@ -24,10 +24,12 @@ type product struct {
 	taskQueue       string
 }
 
-func startProduct(t *testing.T) *product {
+// startProduct runs a worker (with workerEnv added to its environment) and
+// a starter on a task queue of the test's.
+func startProduct(t *testing.T, workerEnv ...string) *product {
 	t.Helper()
 	tq := testenv.TaskQueue(t)
-	p := &product{worker: newProcess(t, "worker", tq, ""), starter: newProcess(t, "starter", tq, ""), taskQueue: tq}
+	p := &product{worker: newProcess(t, "worker", tq, "", workerEnv...), starter: newProcess(t, "starter", tq, ""), taskQueue: tq}
 	p.worker.Start()
 	p.starter.Start()
 	return p

@@ -128,10 +128,7 @@ func TestRolloutHaltsOnWorkersNotReady(t *testing.T) {
 	ns := env.Namespace(t)
 	prefix := "rh" + shortID()
 	cfg := func(s string) string { return prefix + "-" + s }
-	tq := testenv.TaskQueue(t)
-	p := &product{worker: newProcess(t, "worker", tq, "", "ATE_ROLLOUT_STEP_DEADLINE_SECONDS=5"), starter: newProcess(t, "starter", tq, ""), taskQueue: tq}
-	p.worker.Start()
-	p.starter.Start()
+	p := startProduct(t, "ATE_ROLLOUT_STEP_DEADLINE_SECONDS=5")
 	scope := Scope{Namespaces: []string{ns}, Configs: prefixed(prefix), TaskQueues: []string{p.taskQueue}}
 
 	require.NoError(t, kube.Create(ctx, gvisorConfig(cfg("old"), true)))
