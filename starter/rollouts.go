@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,15 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 		if err := wfapi.StartRollout(ctx, r.temporal, r.scope, c.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+		if st != nil && ended(st.Phase) {
+			// The run that wrote this phase may not have ended yet: the
+			// start above then joined it (a rollout's ID runs one
+			// execution at a time), and its end changes no config, so
+			// nothing would wake this again. Look until a run of this
+			// start writes its own phase.
+			ctrl.LoggerFrom(ctx).V(1).Info("rollout restarting after its last run's end", "config", c.Name, "phase", st.Phase)
+			return reconcile.Result{RequeueAfter: restartLook}, nil
+		}
 		if st != nil && st.WorkflowID != "" && c.Generation > st.ObservedGeneration {
 			signal := wfapi.SignalResume
 			if c.Spec.Rollout.Paused {
@@ -68,6 +78,16 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("rollout bridged", "config", c.Name, "rolling", rolling)
 	return reconcile.Result{}, nil
+}
+
+// restartLook is how soon the starter looks again at a rollout to restart
+// whose last run had written its end but may not have ended.
+const restartLook = time.Second
+
+// ended reports whether a run that wrote this phase ends with it, so that a
+// config rolling again needs a new run.
+func ended(p v1alpha1.RolloutPhase) bool {
+	return p == v1alpha1.RolloutStopped || p == v1alpha1.RolloutSuperseded
 }
 
 // active reports whether a rollout in this phase has a workflow running.
