@@ -1,6 +1,7 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,47 +144,70 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// previous is the repository at the commit before HEAD: its tree,
-// unpacked in a temporary directory, and its commit.
+// previous is the repository as it was at what an upgrade starts from:
+// its tree, unpacked in a temporary directory, and its commit.
 type previous struct {
 	commit string
-	dir    string
+	// release is the tag of the release it is, or "" for a plain commit.
+	release string
+	dir     string
 }
 
-// previousCommit unpacks HEAD~1 (`git archive HEAD~1 | tar -x`). Without a
-// previous commit (the first commit, or a shallow clone of depth 1, which
-// .ci/run deepens) the test is skipped with the reason, except under
-// CI=true, where it fails: CI must test the upgrade.
-func previousCommit(t testing.TB) previous {
+// previousRelease picks what users upgrade from: the newest release tag
+// (v*) among HEAD's ancestors other than HEAD itself, so that the upgrade
+// a user makes is the one tested. Before the first release there is none,
+// and the previous commit (HEAD~1) stands in for it. It unpacks that
+// commit (`git archive <rev> | tar -x`). With neither (the first commit,
+// or a shallow clone of depth 1, which .ci/run deepens) the test is
+// skipped with the reason, except under CI=true, where it fails: CI must
+// test the upgrade.
+func previousRelease(t testing.TB) previous {
 	t.Helper()
 	root := repoRoot(t)
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", "HEAD~1^{commit}").Output()
-	rev := strings.TrimSpace(string(out))
-	if err != nil || rev == "" {
+	p := previous{}
+	// --first-parent keeps to main's own line; HEAD~1 excludes a tag on
+	// HEAD itself (the release being cut is not its own predecessor).
+	if out, err := exec.Command("git", "-C", root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--first-parent", "HEAD~1").Output(); err == nil {
+		p.release = strings.TrimSpace(string(out))
+	}
+	ref := "HEAD~1"
+	if p.release != "" {
+		ref = p.release
+	}
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Output()
+	p.commit = strings.TrimSpace(string(out))
+	if err != nil || p.commit == "" {
 		shallow, _ := exec.Command("git", "-C", root, "rev-parse", "--is-shallow-repository").Output()
-		reason := "no previous commit (git rev-parse HEAD~1 failed; shallow clone: " + strings.TrimSpace(string(shallow)) + "): nothing to upgrade from"
+		reason := "no release tag and no previous commit (git rev-parse " + ref + " failed; shallow clone: " + strings.TrimSpace(string(shallow)) + "): nothing to upgrade from"
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s; CI must test the upgrade (.ci/run deepens a shallow clone)", reason)
+			t.Fatalf("%s; CI must test the upgrade (.ci/run deepens a shallow clone and fetches tags)", reason)
 		}
 		t.Skip(reason)
 	}
-	dir := t.TempDir()
-	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rev)
-	untar := exec.Command("tar", "-x", "-C", dir)
+	p.dir = t.TempDir()
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", p.commit)
+	untar := exec.Command("tar", "-x", "-C", p.dir)
 	pipe, err := archive.StdoutPipe()
 	require.NoError(t, err)
 	untar.Stdin = pipe
 	var stderr strings.Builder
 	archive.Stderr, untar.Stderr = &stderr, &stderr
 	require.NoError(t, untar.Start())
-	require.NoError(t, archive.Run(), "git archive %s: %s", rev, stderr.String())
+	require.NoError(t, archive.Run(), "git archive %s: %s", p.commit, stderr.String())
 	require.NoError(t, untar.Wait(), "tar -x: %s", stderr.String())
-	return previous{commit: rev, dir: dir}
+	return p
 }
 
-// manifests renders the previous commit's deploy/ (its kustomize source:
-// the previous release's install.yaml is that render with the image
-// pinned).
+// String names it in logs.
+func (p previous) String() string {
+	if p.release != "" {
+		return fmt.Sprintf("release %s (%s)", p.release, p.commit)
+	}
+	return fmt.Sprintf("commit %s (no release before HEAD)", p.commit)
+}
+
+// manifests renders the previous tree's deploy/ (its kustomize source:
+// a release's install.yaml is that render with the image pinned).
 func (p previous) manifests(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
 	return kustomize(t, filepath.Join(p.dir, "deploy"))

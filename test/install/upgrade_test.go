@@ -20,18 +20,19 @@ import (
 	"ate.dev/orchestrator/test/testenv"
 )
 
-// TestUpgradeFromPreviousCommit installs the previous commit of this
-// repository (its deploy/ rendered, its worker, starter and teardown
-// built), runs pools through a switch, and upgrades to the current tree as
+// TestUpgradeFromPreviousRelease installs the previous release of this
+// repository (previousRelease: the newest v* tag before HEAD; before the
+// first release, the previous commit): its deploy/ rendered, its worker,
+// starter and teardown built. It runs pools through a switch, and upgrades to the current tree as
 // docs/install.md says: the CRDs first, server-side, then the rest; the
 // processes restart on the new configuration and binaries. Every pool stays
 // Resolved=True throughout (a watch sees every change of the pools), no
 // SandboxConfigSwitched event is lost or recorded again by the new
 // processes, no Warning is recorded, and a switch after the upgrade adds
 // exactly one event per pool.
-func TestUpgradeFromPreviousCommit(t *testing.T) {
-	prev := previousCommit(t)
-	t.Logf("upgrading from %s", prev.commit)
+func TestUpgradeFromPreviousRelease(t *testing.T) {
+	prev := previousRelease(t)
+	t.Logf("upgrading from %s", prev)
 	oldObjs, newObjs := prev.manifests(t), manifests(t, "kustomize")
 	requireNotInstalled(t)
 	old := &binaries{}
