@@ -33,30 +33,17 @@ func writeResults(root, out string, results []*result) error {
 
 func printTable(w io.Writer, rs []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\tx Temporal\t"+
-		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\trestart s\trestart trans/pool\tworker MiB\tpeak w+s MiB\tload\t")
+	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\teager floor s\tx Temporal\t"+
+		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\troll s\troll release s\troll signals\trestart s\trestart trans/pool\tworker MiB\tworker KB/pool\tstarter KB/pool\tpeak w+s MiB\tload\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.3f\t%.0f\t%.1f\t%.1f\t%.0f\t%.1f\t\n",
 			r.Pools, r.Seconds, r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.RatioTemporalFloor,
+			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.TemporalFloorEagerSeconds, r.RatioTemporalFloor,
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.PoolListsDuringSwitch, r.HistoryEventsPerSwitch,
-			r.ReleaseSeconds, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.RSSMiB, r.Load1)
+			r.ReleaseSeconds, rollOf(r).Seconds, rollOf(r).ReleaseAfterLastMoveSeconds, rollOf(r).ReleaseSignals,
+			r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.WorkerKBPerPool, r.StarterKBPerPool, r.RSSMiB, r.Load1)
 	}
 	_ = tw.Flush()
-	last := rs[len(rs)-1]
-	t := last.Targets
-	fmt.Fprintf(w, "targets at N=%d: at most 3 state transitions per switch: %v (%.2f); within 2.5x the plain reconciler: %v (%.2fx of %.1f s); "+
-		"within 1.5x the shape's Temporal floor: %v (%.2fx of %.1f s)\n",
-		last.Pools, t.AtMost3Transitions, last.StateTransitionsPerSwitch, t.Within2_5xPlain, last.RatioPlainReconciler, last.PlainReconcilerSeconds,
-		t.Within1_5xOwnFloor, last.RatioTemporalFloor, last.TemporalFloorSeconds)
-	fmt.Fprintf(w, "kept at N=%d: all moved within 30 s: %v (%.1f s); Kubernetes-side CPU at most 40 ms per switch: %v (%.1f ms); "+
-		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
-		"worker+starter under 300 MiB: %v (%.0f MiB peak); release under 1 s: %v (%.2f s); "+
-		"starter restart (almost) free: %v (%.3f state transitions per pool, %.2f s); worker under 150 MiB at rest: %v (%.0f MiB)\n",
-		last.Pools, t.Within30s, last.Seconds, t.KubeCPUAtMost40ms, last.KubeCPUMsPerSwitch,
-		t.AtMost3Writes, last.WritesPerSwitch, last.EventCreatesPerSwitch, t.NoPoolList, last.PoolListsDuringSwitch,
-		t.Under300MiB, last.RSSMiB, t.ReleaseUnder1s, last.ReleaseSeconds,
-		t.RestartAlmostFree, last.RestartStateTransitionsPerPool, last.RestartSeconds, t.WorkerUnder150MiB, last.WorkerRSSMiB)
 }
 
 // postgresNote starts the note of rows measured on temporal-server on
