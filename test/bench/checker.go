@@ -152,7 +152,7 @@ func judgeRun(results []*result) []runVerdict {
 			out = append(out, verdictAtMost(fmt.Sprintf("N=%d: slowest of %d repeats over the fastest", n, len(rs)),
 				rs[0].SlowestOverFastest, 1.3, n >= 1000))
 		}
-		out = append(out, verdictAtMost(fmt.Sprintf("N=%d: median of %d repeats' ratio to the plain reconciler", n, len(rs)),
+		out = append(out, verdictAtMost(fmt.Sprintf("N=%d: ratio to the plain reconciler, median of %d run(s)", n, len(rs)),
 			median(rs, func(r *result) float64 { return r.RatioPlainReconciler }), 2.5, n == 1000))
 	}
 	if len(sizes) > 1 {

@@ -61,8 +61,8 @@ const (
 // the table's header, newest first.
 const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"
 
-const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | load | note |\n" +
-	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | worker / starter KB per pool at rest | create-and-delete: release s after the last move / signals | load | note |\n" +
+	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
 
 func recordRuns(path string, rs []*result, note string) error {
 	b, err := os.ReadFile(path)
@@ -82,11 +82,12 @@ func recordRuns(path string, rs []*result, note string) error {
 		if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
 			date = t.Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f | %s |\n",
+		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f / %.1f | %.2f / %d | %.1f | %s |\n",
 			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB,
 			r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, rowNote(r, note))
+			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.WorkerKBPerPool, r.StarterKBPerPool,
+			rollOf(r).ReleaseAfterLastMoveSeconds, rollOf(r).ReleaseSignals, r.Load1, rowNote(r, note))
 	}
 	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
 }
@@ -100,6 +101,12 @@ func rowNote(r *result, note string) string {
 	}
 	if r.TaskQueue != nil {
 		parts = append(parts, fmt.Sprintf("oldest workflow task %.1f s", r.TaskQueue.MaxBacklogAgeSeconds))
+	}
+	if r.TemporalFloorEagerSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("Temporal floor with eager start %.1f s (%.1f s without)", r.TemporalFloorEagerSeconds, r.TemporalFloorSeconds))
+	}
+	if len(r.Failures) > 0 {
+		parts = append(parts, fmt.Sprintf("FAILED %d correctness checks", len(r.Failures)))
 	}
 	if r.TemporalCPUMsPerSwitch > 0 {
 		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))
