@@ -192,6 +192,9 @@ func (r *result) restPerPool() {
 	perPool := func(rest, base float64) float64 { return round((rest-base)*1024/float64(r.Pools), 1) }
 	r.WorkerKBPerPool = perPool(r.WorkerRestRSSMiB, r.WorkerBaseRSSMiB)
 	r.StarterKBPerPool = perPool(r.StarterRestRSSMiB, r.StarterBaseRSSMiB)
+	for _, v := range []*float64{&r.WorkerRestRSSMiB, &r.WorkerBaseRSSMiB, &r.StarterRestRSSMiB, &r.StarterBaseRSSMiB} {
+		*v = round(*v, 1)
+	}
 }
 
 func (r *result) fillCosts(before, mid, after *snap) {
