@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
 )
 
 func TestSwitchedTo(t *testing.T) {
@@ -123,4 +131,94 @@ go_goroutines 12
 			t.Errorf("processMetrics(keep %v) = %v, want %v", tc.keep, got, tc.want)
 		}
 	}
+}
+
+// TestWatcherCountsEventsByPool: SandboxConfigSwitched events are counted
+// by the pool they regard and the config they name; other reasons, kinds
+// and notes are not.
+func TestWatcherCountsEventsByPool(t *testing.T) {
+	w := &watcher{events: map[string]int{}, perPool: map[string]map[string]int{}, eventAt: map[string]map[string]time.Time{}}
+	ev := func(reason, kind, ns, name, to string) *eventsv1.Event {
+		return &eventsv1.Event{Reason: reason, Regarding: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: name},
+			Note: fmt.Sprintf(`sandbox class "gvisor" switched from SandboxConfig "a" to %q`, to)}
+	}
+	sw := v1alpha1.EventReasonSandboxConfigSwitched
+	for _, e := range []*eventsv1.Event{
+		ev(sw, "WorkerPool", "ns", "p1", "v2"), ev(sw, "WorkerPool", "ns", "p1", "v2"), ev(sw, "WorkerPool", "ns", "p2", "v2"),
+		ev(sw, "WorkerPool", "ns", "p1", "v3"), ev("BenchAPIFloor", "WorkerPool", "ns", "p3", "v2"), ev(sw, "Deployment", "ns", "p4", "v2"),
+	} {
+		w.event(e)
+	}
+	require.Equal(t, map[string]int{"ns/p1": 2, "ns/p2": 1}, w.perPool["v2"])
+	require.Equal(t, map[string]int{"ns/p1": 1}, w.perPool["v3"])
+	require.Equal(t, 3, w.eventsTo("v2"))
+}
+
+func TestCheckWave(t *testing.T) {
+	on := map[string]string{"ns/a": "new", "ns/b": "new"}
+	one := map[string]int{"ns/a": 1, "ns/b": 1}
+	for _, tc := range []struct {
+		name    string
+		current map[string]string
+		events  map[string]int
+		gone    bool
+		want    []string
+	}{
+		{name: "all good", current: on, events: one, gone: true},
+		{name: "a pool elsewhere", current: map[string]string{"ns/a": "new", "ns/b": "old"}, events: one, gone: true,
+			want: []string{"1 of 2 pools on new (Resolved, no claim); others: ns/b on old"}},
+		{name: "a pool missing", current: map[string]string{"ns/a": "new"}, events: one, gone: true,
+			want: []string{"1 of 2 pools on new (Resolved, no claim); others: none"}},
+		{name: "a duplicate event", current: on, events: map[string]int{"ns/a": 2, "ns/b": 1}, gone: true,
+			want: []string{"2 of 2 pools have SandboxConfigSwitched events to new; not exactly one: ns/a has 2"}},
+		{name: "an event missing, the old default still there", current: on, events: map[string]int{"ns/a": 1},
+			want: []string{"1 of 2 pools have SandboxConfigSwitched events to new; not exactly one: none",
+				"the old default old is not gone after its deletion"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, checkWave("new", "old", 2, tc.current, tc.events, tc.gone))
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	good := &result{Pools: 10000, Roll: &rollRun{ReleaseAfterLastMoveSeconds: 4.9, ReleaseSignals: 3},
+		WorkerRestRSSMiB: 300, WorkerKBPerPool: 25, RatioPlainReconciler: 3}
+	v := judge(good)
+	require.Equal(t, met, v["correct: every pool on the new default, one SandboxConfigSwitched each, old default gone"])
+	require.Equal(t, met, v["create-and-delete: old default gone within 5 s of the last move"])
+	require.Equal(t, met, v["create-and-delete: at most 3 signals in the old default's release (all runs)"])
+	require.Equal(t, met, v["worker RSS at rest at most base + 25 KB per pool"])
+	require.Equal(t, notJudged, v["within 2.5x the plain reconciler"], "judged at N=1000 only")
+	require.Equal(t, notJudged, v["starter RSS at rest per pool (no target)"])
+
+	bad := &result{Pools: 10000, Failures: []string{"x"}, Roll: &rollRun{ReleaseAfterLastMoveSeconds: 5.1, ReleaseSignals: 4},
+		WorkerRestRSSMiB: 300, WorkerKBPerPool: 25.1}
+	v = judge(bad)
+	for _, name := range []string{"correct: every pool on the new default, one SandboxConfigSwitched each, old default gone",
+		"create-and-delete: old default gone within 5 s of the last move",
+		"create-and-delete: at most 3 signals in the old default's release (all runs)",
+		"worker RSS at rest at most base + 25 KB per pool"} {
+		require.Equal(t, missed, v[name], name)
+	}
+	require.Equal(t, missed, judge(&result{Pools: 1000})["create-and-delete: old default gone within 5 s of the last move"], "no flow measured")
+	require.Equal(t, notJudged, judge(&result{Pools: 1000, WorkerKBPerPool: 99})["worker RSS at rest at most base + 25 KB per pool"])
+}
+
+func TestJudgeRun(t *testing.T) {
+	rs := []*result{
+		{Pools: 1000, SlowestOverFastest: 1.2, RatioPlainReconciler: 2.4, TemporalCPUMsPerSwitch: 10, KubeCPUMsPerSwitch: 20},
+		{Pools: 1000, SlowestOverFastest: 1.2, RatioPlainReconciler: 2.6, TemporalCPUMsPerSwitch: 12, KubeCPUMsPerSwitch: 20},
+		{Pools: 1000, SlowestOverFastest: 1.2, RatioPlainReconciler: 2.5, TemporalCPUMsPerSwitch: 11, KubeCPUMsPerSwitch: 30},
+		{Pools: 10000, RatioPlainReconciler: 4, TemporalCPUMsPerSwitch: 13.75, KubeCPUMsPerSwitch: 26},
+	}
+	require.Equal(t, []runVerdict{
+		{Target: "N=1000: slowest of 3 repeats over the fastest", Value: 1.2, Limit: 1.3, Verdict: met},
+		{Target: "N=1000: ratio to the plain reconciler, median of 3 run(s)", Value: 2.5, Limit: 2.5, Verdict: met},
+		{Target: "N=10000: ratio to the plain reconciler, median of 1 run(s)", Value: 4, Limit: 2.5, Verdict: notJudged},
+		{Target: "Temporal CPU per switch at N=10000 over N=1000", Value: 1.25, Limit: 1.25, Verdict: met},
+		{Target: "Kubernetes-side CPU per switch at N=10000 over N=1000", Value: 1.3, Limit: 1.25, Verdict: missed},
+	}, judgeRun(rs))
+	small := judgeRun([]*result{{Pools: 10, KubeCPUMsPerSwitch: 10}, {Pools: 100, KubeCPUMsPerSwitch: 5}})
+	require.Equal(t, runVerdict{Target: "Kubernetes-side CPU per switch at N=100 over N=10", Value: 0.5, Limit: 1.25, Verdict: notJudged}, small[len(small)-1])
 }

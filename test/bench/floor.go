@@ -92,8 +92,11 @@ type floorRun struct {
 
 // temporalFloor times n switches of the product's workflows, started as the
 // starter starts them, on a worker in this process with opts. prefix
-// names the run's pools (see floorPool).
-func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, prefix string) (*floorRun, error) {
+// names the run's pools (see floorPool). eager starts them on the worker's
+// own client with Temporal's eager workflow start: the server hands the
+// first workflow task back in the start's response, to that worker,
+// instead of through matching.
+func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Options, prefix string, eager bool) (*floorRun, error) {
 	run := &floorRun{TaskQueue: fmt.Sprintf("bench-floor-%d", time.Now().UnixNano())}
 	acts := &noopActivities{}
 	events, passes := newTracker(n), newTracker(n)
@@ -120,15 +123,22 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	cpu := takeCPU()
 	start := time.Now()
 	if err := parallel(ctx, n, floorStarters, func(ctx context.Context, i int) error {
-		return wfapi.StartSwitch(ctx, tc, wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, floorMove(prefix, i))
+		scope, in := wfapi.Scope{Cluster: benchCluster, TaskQueue: run.TaskQueue}, floorMove(prefix, i)
+		if !eager {
+			return wfapi.StartSwitch(ctx, tc, scope, in)
+		}
+		o := wfapi.SwitchStartOptions(scope, in)
+		o.EnableEagerStart = true
+		_, err := wc.ExecuteWorkflow(ctx, o, wfapi.SwitchWorkflow, in)
+		return err
 	}); err != nil {
 		return nil, fmt.Errorf("starting the floor's switches: %w", err)
 	}
-	if err := waitTimeout(ctx, events, 15*time.Minute); err != nil {
+	if err := waitTimeout(ctx, events, timeoutFor(15*time.Minute, n)); err != nil {
 		return nil, fmt.Errorf("floor switches did not finish: %w", err)
 	}
 	run.Seconds = time.Since(start).Seconds()
-	if err := waitTimeout(ctx, passes, 5*time.Minute); err != nil {
+	if err := waitTimeout(ctx, passes, timeoutFor(5*time.Minute, n)); err != nil {
 		return nil, fmt.Errorf("floor switches' last workflow tasks did not run: %w", err)
 	}
 	run.FullSeconds = time.Since(start).Seconds()

@@ -70,6 +70,34 @@ func history(ctx context.Context, tc tclient.Client, id, runID string) ([]*histo
 	return evs, nil
 }
 
+// signalsOfAllRuns counts the WorkflowExecutionSignaled events in the
+// histories of every run of the workflow id (continued-as-new or started
+// again), once there is at least one and none is running.
+func signalsOfAllRuns(ctx context.Context, s *stack, id string) (signals, runs int, err error) {
+	query := fmt.Sprintf("WorkflowId = %q", id)
+	var execs []execRef
+	if err := untilEvery(ctx, 100*time.Millisecond, time.Minute, "a run of "+id, func() (bool, string) {
+		execs, err = listExecutions(ctx, s.tc, query)
+		return err == nil && len(execs) > 0, fmt.Sprintf("%d runs (%v)", len(execs), err)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if err := awaitNoneRunning(ctx, s, query, "the runs of "+id+" to close"); err != nil {
+		return 0, 0, err
+	}
+	if execs, err = listExecutions(ctx, s.tc, query); err != nil {
+		return 0, 0, err
+	}
+	for _, e := range execs {
+		evs, err := history(ctx, s.tc, e.ID, e.RunID)
+		if err != nil {
+			return 0, 0, err
+		}
+		signals += count(evs).signals
+	}
+	return signals, len(execs), nil
+}
+
 type counted struct {
 	events, activities, locals, tasks, retries, signals int
 	childStarts, taskTimeouts                           int

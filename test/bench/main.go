@@ -12,14 +12,22 @@
 //     default is created; time until every pool names it (Resolved True, no
 //     pending claim) and has its SandboxConfigSwitched event;
 //  4. the release: the old default is deleted; time until it is gone;
-//  5. a restart of the starter over the N up-to-date pools;
+//  5. a restart of the starter over the N up-to-date pools, then the
+//     create-and-delete flow: a new default created and the current one
+//     deleted at once; the old one's release is timed from the last move
+//     and its signals counted;
 //  6. the plain reconciler (package baseline), the product stopped: the same
 //     protocol in a controller-runtime reconciler with no Temporal, moving
 //     the pools to two more new defaults, 16 and 1 reconciles at once;
 //  7. costs, counted: API requests (the API server's apiserver_request_total
 //     before and after, minus the bench's own requests), state transitions
 //     and history events per switch (sampled executions), RSS of the worker
-//     and the starter, CPU per process.
+//     and the starter (at rest, and per pool beyond the same processes' RSS
+//     with no pool), CPU per process.
+//
+// After each wave it checks that every pool names the new default, has
+// exactly one SandboxConfigSwitched event to it, and the deleted default is
+// gone; a failed check fails the run.
 //
 // It prints a table, writes test/bench/results/latest.json and, with -record,
 // adds a dated row per size to BENCHMARKS.md. Ctrl-C stops everything.
@@ -63,6 +71,7 @@ type config struct {
 	repeat         int
 	pollerBehavior string
 	podReplicas    int
+	eager          bool
 }
 
 // The API floor writes this many pools at once (the API server saturates
@@ -85,6 +94,7 @@ func main() {
 	flag.StringVar(&temporal, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server, as make dev runs it) or "postgres" (temporal-server on PostgreSQL with SQL visibility and 4 history shards, at its defaults; its rows are noted as such)`)
 	flag.StringVar(&cfg.pollerBehavior, "poller-behavior", options.DefaultWorkflowTaskPollerBehavior, `the workflow task poller behaviour of the product's worker and the floor's: "autoscaling" (the product's default) or "fixed" (docs/decisions/0006-wave-stall.md)`)
 	flag.IntVar(&cfg.podReplicas, "pod-replicas", 0, "with -cluster: after the release and the restart, scale every pool to this many workers (on enough simulated gVisor nodes) and measure their pods coming up, then a wave with them present (pods.go)")
+	flag.BoolVar(&cfg.eager, "eager", false, "also time the Temporal floor with its switches started by eager workflow start, on the floor worker's own client (as many tries as -floor-tries)")
 	flag.IntVar(&cfg.repeat, "repeat", 1, "measure each size this many times, each on fresh servers; every repeat is recorded, and the slowest over the fastest printed")
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()
@@ -187,6 +197,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	}
 	log.Info("bench done", "seconds", secs(time.Since(started)))
+	run := judgeRun(results)
+	results[len(results)-1].RunTargets = run
+	printTargets(os.Stdout, results, run)
 	if cfg.out != "" {
 		if err := writeResults(root, cfg.out, results); err != nil {
 			return err
@@ -208,6 +221,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 		log.Info("recorded the runs in " + path)
+	}
+	failed := 0
+	for _, r := range results {
+		failed += len(r.Failures)
+	}
+	if failed > 0 {
+		return fmt.Errorf("the correctness checks found %d problems (FAILED lines above; failures in the JSON)", failed)
 	}
 	return nil
 }
@@ -235,6 +255,10 @@ func runSize(ctx context.Context, cfg config, root, dir string, bins map[string]
 		}
 	}()
 
+	// The product's RSS with no pool: the base of its RSS per pool.
+	if err := measureBase(ctx, cfg, s, bins, filepath.Join(dir, "logs"), r); err != nil {
+		return nil, err
+	}
 	if err := populate(ctx, s.kc, n); err != nil {
 		return nil, fmt.Errorf("creating %d pools: %w", n, err)
 	}
@@ -357,6 +381,12 @@ func quiesce(ctx context.Context, s *stack, since time.Time, wp *process) (time.
 		lastChange = since
 	}
 	return lastChange, err
+}
+
+// timeoutFor is a timeout d for 1000 pools, scaled to n (never less than d):
+// at 10,000 pools a wave or a settling takes about ten times as long.
+func timeoutFor(d time.Duration, n int) time.Duration {
+	return d * time.Duration(max(1, (n+999)/1000))
 }
 
 func secs(d time.Duration) float64 { return round(d.Seconds(), 2) }

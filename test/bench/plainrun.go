@@ -89,7 +89,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 
 	// The initial list reconciles every pool once (each finds its pool up
 	// to date); the clock starts when that is over.
-	if err := settleCount(ctx, 5*time.Minute, "the plain reconciler's initial reconciles", int64(n), r.Reconciles, running); err != nil {
+	if err := settleCount(ctx, timeoutFor(5*time.Minute, n), "the plain reconciler's initial reconciles", int64(n), r.Reconciles, running); err != nil {
 		return nil, err
 	}
 
@@ -99,7 +99,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	if err := s.kc.Create(ctx, gvisorDefault(config)); err != nil {
 		return nil, fmt.Errorf("creating class default %s: %w", config, err)
 	}
-	times, err := w.awaitWave(ctx, config, n, start, 15*time.Minute)
+	times, err := w.awaitWave(ctx, config, n, start, timeoutFor(15*time.Minute, n))
 	if err != nil {
 		return nil, fmt.Errorf("plain reconciler (%d at once): %w", mcr, err)
 	}

@@ -140,7 +140,7 @@ func measurePods(ctx context.Context, cfg config, s *stack, w *watcher, wp, sp *
 	if err := s.kc.Create(ctx, gvisorDefault(podsDefault)); err != nil {
 		return nil, fmt.Errorf("creating class default %s: %w", podsDefault, err)
 	}
-	times, err := w.awaitWave(ctx, podsDefault, n, waveStart, 15*time.Minute)
+	times, err := w.awaitWave(ctx, podsDefault, n, waveStart, timeoutFor(15*time.Minute, n))
 	if err != nil {
 		return nil, err
 	}

@@ -33,30 +33,17 @@ func writeResults(root, out string, results []*result) error {
 
 func printTable(w io.Writer, rs []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\tx Temporal\t"+
-		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\trestart s\trestart trans/pool\tworker MiB\tpeak w+s MiB\tload\t")
+	fmt.Fprintln(tw, "pools\tseconds\ttrans/sw\tplain s\tplain serial s\tx plain\tkube CPU ms/sw\tTemporal CPU ms/sw\tTemporal floor s\teager floor s\tx Temporal\t"+
+		"writes/sw\treads/sw\tevents/sw\tpool LISTs\thist ev/sw\trelease s\troll s\troll release s\troll signals\trestart s\trestart trans/pool\tworker MiB\tworker KB/pool\tstarter KB/pool\tpeak w+s MiB\tload\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%g\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.3f\t%.0f\t%.1f\t%.1f\t%.0f\t%.1f\t\n",
 			r.Pools, r.Seconds, r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.RatioTemporalFloor,
+			r.KubeCPUMsPerSwitch, r.TemporalCPUMsPerSwitch, r.TemporalFloorSeconds, r.TemporalFloorEagerSeconds, r.RatioTemporalFloor,
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.PoolListsDuringSwitch, r.HistoryEventsPerSwitch,
-			r.ReleaseSeconds, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.RSSMiB, r.Load1)
+			r.ReleaseSeconds, rollOf(r).Seconds, rollOf(r).ReleaseAfterLastMoveSeconds, rollOf(r).ReleaseSignals,
+			r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.WorkerKBPerPool, r.StarterKBPerPool, r.RSSMiB, r.Load1)
 	}
 	_ = tw.Flush()
-	last := rs[len(rs)-1]
-	t := last.Targets
-	fmt.Fprintf(w, "targets at N=%d: at most 3 state transitions per switch: %v (%.2f); within 2.5x the plain reconciler: %v (%.2fx of %.1f s); "+
-		"within 1.5x the shape's Temporal floor: %v (%.2fx of %.1f s)\n",
-		last.Pools, t.AtMost3Transitions, last.StateTransitionsPerSwitch, t.Within2_5xPlain, last.RatioPlainReconciler, last.PlainReconcilerSeconds,
-		t.Within1_5xOwnFloor, last.RatioTemporalFloor, last.TemporalFloorSeconds)
-	fmt.Fprintf(w, "kept at N=%d: all moved within 30 s: %v (%.1f s); Kubernetes-side CPU at most 40 ms per switch: %v (%.1f ms); "+
-		"at most 3 writes and 1 event create per switch: %v (%.2f, %.2f); no LIST of all pools per switch: %v (%g); "+
-		"worker+starter under 300 MiB: %v (%.0f MiB peak); release under 1 s: %v (%.2f s); "+
-		"starter restart (almost) free: %v (%.3f state transitions per pool, %.2f s); worker under 150 MiB at rest: %v (%.0f MiB)\n",
-		last.Pools, t.Within30s, last.Seconds, t.KubeCPUAtMost40ms, last.KubeCPUMsPerSwitch,
-		t.AtMost3Writes, last.WritesPerSwitch, last.EventCreatesPerSwitch, t.NoPoolList, last.PoolListsDuringSwitch,
-		t.Under300MiB, last.RSSMiB, t.ReleaseUnder1s, last.ReleaseSeconds,
-		t.RestartAlmostFree, last.RestartStateTransitionsPerPool, last.RestartSeconds, t.WorkerUnder150MiB, last.WorkerRSSMiB)
 }
 
 // postgresNote starts the note of rows measured on temporal-server on
@@ -74,8 +61,8 @@ const (
 // the table's header, newest first.
 const runsMarker = "<!-- bench: runs, newest first; `make bench` adds rows here -->"
 
-const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | load | note |\n" +
-	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
+const runsHeader = "| date (UTC) | commit | pools | seconds | x API floor | x Temporal floor | switches/s | writes/switch | reads/switch | history events/switch | release s | worker+starter peak RSS MiB | state transitions/switch | plain reconciler s (fastest / serial) | x plain | kube CPU ms/switch | restart s | restart transitions/pool | worker RSS MiB at rest | worker / starter KB per pool at rest | create-and-delete: release s after the last move / signals | load | note |\n" +
+	"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n"
 
 func recordRuns(path string, rs []*result, note string) error {
 	b, err := os.ReadFile(path)
@@ -95,11 +82,12 @@ func recordRuns(path string, rs []*result, note string) error {
 		if t, err := time.Parse(time.RFC3339, r.Date); err == nil {
 			date = t.Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f | %s |\n",
+		fmt.Fprintf(&rows, "| %s | %s | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.0f | %.2f | %.1f / %.1f | %.2f | %.1f | %.2f | %.3f | %.0f | %.1f / %.1f | %.2f / %d | %.1f | %s |\n",
 			date, r.Commit, r.Pools, r.Seconds, r.RatioAPIFloor, r.RatioTemporalFloor, r.SwitchesPerSecond,
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.HistoryEventsPerSwitch, r.ReleaseSeconds, r.RSSMiB,
 			r.StateTransitionsPerSwitch, r.PlainReconcilerSeconds, r.PlainReconcilerSecondsSerial, r.RatioPlainReconciler,
-			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.Load1, rowNote(r, note))
+			r.KubeCPUMsPerSwitch, r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.WorkerKBPerPool, r.StarterKBPerPool,
+			rollOf(r).ReleaseAfterLastMoveSeconds, rollOf(r).ReleaseSignals, r.Load1, rowNote(r, note))
 	}
 	return os.WriteFile(path, []byte(head+runsHeader+rows.String()+rest), 0o644)
 }
@@ -113,6 +101,12 @@ func rowNote(r *result, note string) string {
 	}
 	if r.TaskQueue != nil {
 		parts = append(parts, fmt.Sprintf("oldest workflow task %.1f s", r.TaskQueue.MaxBacklogAgeSeconds))
+	}
+	if r.TemporalFloorEagerSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("Temporal floor with eager start %.1f s (%.1f s without)", r.TemporalFloorEagerSeconds, r.TemporalFloorSeconds))
+	}
+	if len(r.Failures) > 0 {
+		parts = append(parts, fmt.Sprintf("FAILED %d correctness checks", len(r.Failures)))
 	}
 	if r.TemporalCPUMsPerSwitch > 0 {
 		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))

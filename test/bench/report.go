@@ -60,8 +60,13 @@ type result struct {
 	TemporalFloorSeconds      float64   `json:"temporal_floor_seconds"`
 	TemporalFloorFullSeconds  float64   `json:"temporal_floor_full_seconds"`
 	TemporalFloorTriesSeconds []float64 `json:"temporal_floor_tries_seconds"`
-	RatioAPIFloor             float64   `json:"ratio_to_api_floor"`
-	RatioTemporalFloor        float64   `json:"ratio_to_temporal_floor"`
+	// TemporalFloorEagerSeconds (-eager): the floor with its switches
+	// started with eager workflow start (floor.go), the best of as many
+	// tries, and its Temporal CPU per switch.
+	TemporalFloorEagerSeconds                float64 `json:"temporal_floor_eager_seconds,omitempty"`
+	TemporalFloorEagerTemporalCPUMsPerSwitch float64 `json:"temporal_floor_eager_temporal_cpu_ms_per_switch,omitempty"`
+	RatioAPIFloor                            float64 `json:"ratio_to_api_floor"`
+	RatioTemporalFloor                       float64 `json:"ratio_to_temporal_floor"`
 	// Shapes: the no-op floor of the switch workflow, under floorKey
 	// (runs recorded before decisions/0003 key it "lean" and may hold
 	// other, since deleted, shapes beside it).
@@ -139,7 +144,57 @@ type result struct {
 	SwitchCPUSeconds  map[string]float64 `json:"switch_cpu_seconds"`
 	ReleaseCPU        map[string]float64 `json:"release_cpu_seconds"`
 
-	Targets targets `json:"targets"`
+	// WorkerRestRSSMiB, StarterRestRSSMiB: VmRSS at rest with the N pools
+	// present, before the wave (the product warm and quiet); the base ones
+	// the same processes' at rest before any pool existed (0 pools, the
+	// product ready and quiet); KBPerPool: (rest - base) / N, in KiB.
+	WorkerBaseRSSMiB  float64 `json:"worker_base_rss_mib"`
+	StarterBaseRSSMiB float64 `json:"starter_base_rss_mib"`
+	WorkerRestRSSMiB  float64 `json:"worker_rest_rss_mib"`
+	StarterRestRSSMiB float64 `json:"starter_rest_rss_mib"`
+	WorkerKBPerPool   float64 `json:"worker_kb_per_pool"`
+	StarterKBPerPool  float64 `json:"starter_kb_per_pool"`
+
+	// Roll: the create-and-delete flow (a new default created and the
+	// current one deleted at once), after the restart.
+	Roll *rollRun `json:"create_and_delete,omitempty"`
+	// Failures: what the correctness checks found wrong (the run fails).
+	Failures []string `json:"failures,omitempty"`
+
+	// Targets: each target's verdict on this size (checker.go);
+	// RunTargets, on the run's last result, those judged over the run.
+	Targets    map[string]string `json:"targets"`
+	RunTargets []runVerdict      `json:"run_targets,omitempty"`
+}
+
+// rollRun is the create-and-delete flow: Config created as the class
+// default and Old, the current one, deleted right after.
+type rollRun struct {
+	Config string `json:"config"`
+	Old    string `json:"old"`
+	// Seconds: the wave to Config, timed as the first wave.
+	Seconds float64 `json:"seconds"`
+	// ReleaseAfterLastMoveSeconds: from the last pool's status naming
+	// Config until Old was gone from the API server.
+	ReleaseAfterLastMoveSeconds float64 `json:"release_after_last_move_seconds"`
+	// ReleaseSignals: WorkflowExecutionSignaled events in the histories of
+	// every run of Old's release workflow (ReleaseRuns of them).
+	ReleaseSignals int `json:"release_signals"`
+	ReleaseRuns    int `json:"release_runs"`
+}
+
+// restPerPool fills the RSS per pool at rest from the rest and base
+// readings.
+func (r *result) restPerPool() {
+	if r.Pools == 0 {
+		return
+	}
+	perPool := func(rest, base float64) float64 { return round((rest-base)*1024/float64(r.Pools), 1) }
+	r.WorkerKBPerPool = perPool(r.WorkerRestRSSMiB, r.WorkerBaseRSSMiB)
+	r.StarterKBPerPool = perPool(r.StarterRestRSSMiB, r.StarterBaseRSSMiB)
+	for _, v := range []*float64{&r.WorkerRestRSSMiB, &r.WorkerBaseRSSMiB, &r.StarterRestRSSMiB, &r.StarterBaseRSSMiB} {
+		*v = round(*v, 1)
+	}
 }
 
 func (r *result) fillCosts(before, mid, after *snap) {

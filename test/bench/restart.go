@@ -80,7 +80,7 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the starter again: %w", err)
 	}
-	if err := sp.waitReady(ctx, 2*time.Minute); err != nil {
+	if err := sp.waitReady(ctx, timeoutFor(2*time.Minute, n)); err != nil {
 		return nil, sp, err
 	}
 	ready := time.Now()
@@ -96,7 +96,7 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	// What it cost Temporal: the executions it started, once all are
 	// closed, and what the running ones gained.
 	started := startedQuery(launched, time.Time{})
-	if err := awaitNoneRunning(ctx, s, started); err != nil {
+	if err := awaitNoneRunning(ctx, s, started, "the executions started by the restarted starter to close"); err != nil {
 		return nil, sp, err
 	}
 	execs, err := listExecutions(ctx, s.tc, started)
@@ -143,7 +143,7 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 func settleStarter(ctx context.Context, sp *process, from time.Time, n int) (time.Time, map[string]float64, error) {
 	var last map[string]float64
 	lastChange := from
-	err := untilEvery(ctx, 100*time.Millisecond, 5*time.Minute, "the restarted starter to settle", func() (bool, string) {
+	err := untilEvery(ctx, 100*time.Millisecond, timeoutFor(5*time.Minute, n), "the restarted starter to settle", func() (bool, string) {
 		m, err := processMetrics(ctx, sp.metricsAddr)
 		if err != nil {
 			return false, err.Error()
@@ -192,10 +192,10 @@ func sameCounts(a, b map[string]float64) bool {
 // awaitNoneRunning waits until no execution the query selects is running,
 // on three polls in a row 100 ms apart (visibility follows a start by a
 // task of the server's visibility queue).
-func awaitNoneRunning(ctx context.Context, s *stack, query string) error {
+func awaitNoneRunning(ctx context.Context, s *stack, query, what string) error {
 	quiet := 0
 	var lastErr error
-	err := untilEvery(ctx, 100*time.Millisecond, 5*time.Minute, "the executions started by the restarted starter to close", func() (bool, string) {
+	err := untilEvery(ctx, 100*time.Millisecond, 5*time.Minute, what, func() (bool, string) {
 		c, err := countExecutions(ctx, s.tc, query+` AND ExecutionStatus = "Running"`)
 		if err != nil {
 			lastErr = err

@@ -13,7 +13,7 @@ import (
 func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg config, r *result, log *slog.Logger) error {
 	var best *floorRun
 	for try := range cfg.floorTries {
-		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1))
+		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("floor%d-", try+1), false)
 		if err != nil {
 			return fmt.Errorf("Temporal floor: %w", err)
 		}
@@ -32,6 +32,20 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 	}
 	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
 	r.Shapes = map[string]*shapeFloor{floorKey: newShapeFloor(best, r.FloorHistory, n)}
+	if !cfg.eager {
+		return nil
+	}
+	for try := range cfg.floorTries {
+		run, err := temporalFloor(ctx, s.tc, n, opts, fmt.Sprintf("eager%d-", try+1), true)
+		if err != nil {
+			return fmt.Errorf("Temporal floor with eager start: %w", err)
+		}
+		log.Info("Temporal floor, eager start", "try", try+1, "seconds", round(run.Seconds, 2), "switchesDone", round(run.FullSeconds, 2),
+			"wftScheduleToStartMs", run.WorkflowTaskScheduleToStartMs, "cpu", formatCPU(run.CPU))
+		if r.TemporalFloorEagerSeconds == 0 || run.Seconds < r.TemporalFloorEagerSeconds {
+			r.TemporalFloorEagerSeconds, r.TemporalFloorEagerTemporalCPUMsPerSwitch = round(run.Seconds, 2), round(1000*run.CPU["temporal"]/float64(n), 1)
+		}
+	}
 	return nil
 }
 

@@ -17,8 +17,9 @@ import (
 // benchCluster is the name the bench gives its one cluster.
 const benchCluster = wfapi.Cluster("bench")
 
-func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
-	env := []string{
+// productEnv configures the worker and the starter for the stack.
+func productEnv(cfg config, s *stack) []string {
+	return []string{
 		"KUBECONFIG=" + s.kubeconfig,
 		"TEMPORAL_ADDRESS=" + s.temporal.Address(),
 		"TEMPORAL_NAMESPACE=" + s.temporal.Namespace(),
@@ -27,13 +28,51 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		"ATE_CLUSTER_NAME=" + string(benchCluster),
 		"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR=" + cfg.pollerBehavior,
 	}
-	wp, err := startProcess("worker", bins["worker"], logDir, env)
+}
+
+// startProduct starts the worker and the starter and waits until both
+// answer their readiness probe.
+func startProduct(ctx context.Context, env []string, bins map[string]string, logDir string, n int) (wp, sp *process, err error) {
+	if wp, err = startProcess("worker", bins["worker"], logDir, env); err != nil {
+		return nil, nil, err
+	}
+	if sp, err = startProcess("starter", bins["starter"], logDir, env); err != nil {
+		_ = wp.stop()
+		return nil, nil, err
+	}
+	for _, p := range []*process{wp, sp} {
+		if err := p.waitReady(ctx, timeoutFor(2*time.Minute, n)); err != nil {
+			return nil, nil, errors.Join(err, sp.stop(), wp.stop())
+		}
+	}
+	return wp, sp, nil
+}
+
+// measureBase reads the worker's and the starter's RSS at rest before any
+// pool exists: both ready, the API server and the worker quiet. It is the
+// base the RSS per pool is counted from: what the processes hold with
+// no pool (code, runtime, clients, empty caches).
+func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]string, logDir string, r *result) (err error) {
+	wp, sp, err := startProduct(ctx, productEnv(cfg, s), bins, logDir, 0)
 	if err != nil {
+		return fmt.Errorf("the product with no pools: %w", err)
+	}
+	defer func() { err = errors.Join(err, sp.stop(), wp.stop()) }()
+	if _, err := quiesce(ctx, s, time.Now(), wp); err != nil {
 		return err
 	}
-	sp, err := startProcess("starter", bins["starter"], logDir, env)
+	if r.WorkerBaseRSSMiB, err = memoryMiB(wp.pid(), "VmRSS"); err != nil {
+		return err
+	}
+	r.StarterBaseRSSMiB, err = memoryMiB(sp.pid(), "VmRSS")
+	return err
+}
+
+func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
+	env := productEnv(cfg, s)
+	warmStart := time.Now()
+	wp, sp, err := startProduct(ctx, env, bins, logDir, n)
 	if err != nil {
-		_ = wp.stop()
 		return err
 	}
 	defer func() {
@@ -45,13 +84,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	// Up: both ready, every pool still on the old default (the API floor
 	// put it there and the bench provisioned its Deployment: the starter
 	// has nothing to start), the API server and the worker quiet.
-	warmStart := time.Now()
-	for _, p := range []*process{wp, sp} {
-		if err := p.waitReady(ctx, 2*time.Minute); err != nil {
-			return err
-		}
-	}
-	if err := until(ctx, 2*time.Minute, "every pool on "+oldDefault+", resolved and served", func() (bool, string) {
+	if err := until(ctx, timeoutFor(2*time.Minute, n), "every pool on "+oldDefault+", resolved and served", func() (bool, string) {
 		warm := w.warmCount()
 		return warm == n, fmt.Sprintf("%d of %d", warm, n)
 	}); err != nil {
@@ -61,6 +94,16 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		return err
 	}
 	r.ProductWarmSeconds = secs(time.Since(warmStart))
+	// At rest with the pools present, before any wave has run.
+	if r.WorkerRestRSSMiB, err = memoryMiB(wp.pid(), "VmRSS"); err != nil {
+		return err
+	}
+	if r.StarterRestRSSMiB, err = memoryMiB(sp.pid(), "VmRSS"); err != nil {
+		return err
+	}
+	r.restPerPool()
+	log.Info("RSS at rest", "workerMiB", round(r.WorkerRestRSSMiB, 1), "workerBaseMiB", round(r.WorkerBaseRSSMiB, 1), "workerKBPerPool", r.WorkerKBPerPool,
+		"starterMiB", round(r.StarterRestRSSMiB, 1), "starterBaseMiB", round(r.StarterBaseRSSMiB, 1), "starterKBPerPool", r.StarterKBPerPool)
 	log.Info("product up; every pool on the old default", "warmUpSeconds", r.ProductWarmSeconds)
 
 	// 3. A new class default.
@@ -79,7 +122,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)
 	}
-	times, err := w.awaitWave(ctx, newDefault, n, start, 15*time.Minute)
+	times, err := w.awaitWave(ctx, newDefault, n, start, timeoutFor(15*time.Minute, n))
 	r.TaskQueue = backlog()
 	if err != nil {
 		return err
@@ -116,7 +159,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	if err := s.kc.Delete(ctx, gvisorDefault(oldDefault)); err != nil {
 		return fmt.Errorf("deleting %s: %w", oldDefault, err)
 	}
-	if err := until(ctx, 10*time.Minute, "the old default to be gone", func() (bool, string) {
+	if err := until(ctx, timeoutFor(10*time.Minute, n), "the old default to be gone", func() (bool, string) {
 		_, gone := w.gone(oldDefault)
 		return gone, "still there"
 	}); err != nil {
@@ -135,6 +178,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	}
 	r.fillCosts(before, mid, after)
 	r.EventsRecorded = w.eventsTo(newDefault)
+	r.fail("the wave to "+newDefault, w.check(newDefault, oldDefault, n), log)
 	if r.History, err = measureShape(ctx, s.tc, sample, switchWindow{From: before.at, To: mid.at, End: after.at, LRBefore: lrBefore, LRAfter: lrAfter}); err != nil {
 		return fmt.Errorf("product executions: %w", err)
 	}
@@ -169,12 +213,69 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	r.RSSMiB = round(r.WorkerPeakRSSMiB+r.StarterPeakRSSMiB, 1)
 	r.WorkerRSSMiB, r.StarterRSSMiB = round(r.WorkerRSSMiB, 1), round(r.StarterRSSMiB, 1)
 
+	if r.Roll, err = measureRoll(ctx, s, w, wp, n, r, log); err != nil {
+		return fmt.Errorf("create-and-delete: %w", err)
+	}
+
 	if cfg.podReplicas > 0 {
 		if r.Pods, err = measurePods(ctx, cfg, s, w, wp, sp, n, r, log); err != nil {
 			return fmt.Errorf("pods: %w", err)
 		}
 	}
 	return nil
+}
+
+// rollDefault is the class default the create-and-delete flow creates,
+// deleting newDefault at the same time.
+const rollDefault = "gvisor-default-rolled"
+
+// measureRoll runs the create-and-delete flow: rollDefault is created as
+// the class default and newDefault, the current one, deleted right after,
+// as an operator rolls a default. It times the wave, then how long after
+// the last pool's move newDefault is gone, and counts the signals its
+// release workflow received (every run), then checks the wave.
+func measureRoll(ctx context.Context, s *stack, w *watcher, wp *process, n int, r *result, log *slog.Logger) (*rollRun, error) {
+	roll := &rollRun{Config: rollDefault, Old: newDefault}
+	start := time.Now()
+	if err := s.kc.Create(ctx, gvisorDefault(rollDefault)); err != nil {
+		return nil, fmt.Errorf("creating class default %s: %w", rollDefault, err)
+	}
+	if err := s.kc.Delete(ctx, gvisorDefault(newDefault)); err != nil {
+		return nil, fmt.Errorf("deleting %s: %w", newDefault, err)
+	}
+	times, err := w.awaitWave(ctx, rollDefault, n, start, timeoutFor(15*time.Minute, n))
+	if err != nil {
+		return nil, err
+	}
+	roll.Seconds = times.Seconds
+	if err := until(ctx, timeoutFor(10*time.Minute, n), newDefault+" to be gone", func() (bool, string) {
+		_, gone := w.gone(newDefault)
+		return gone, "still there"
+	}); err != nil {
+		return nil, err
+	}
+	goneAt, _ := w.gone(newDefault)
+	lastMove, _ := w.lastTimes(rollDefault)
+	roll.ReleaseAfterLastMoveSeconds = secs(goneAt.Sub(lastMove))
+	id := benchCluster.ReleaseWorkflowID(newDefault)
+	if roll.ReleaseSignals, roll.ReleaseRuns, err = signalsOfAllRuns(ctx, s, id); err != nil {
+		return nil, err
+	}
+	if _, err := quiesce(ctx, s, start, wp); err != nil {
+		return nil, err
+	}
+	r.fail("the create-and-delete wave to "+rollDefault, w.check(rollDefault, newDefault, n), log)
+	log.Info("create-and-delete", "seconds", roll.Seconds, "releaseAfterLastMoveSeconds", roll.ReleaseAfterLastMoveSeconds,
+		"releaseSignals", roll.ReleaseSignals, "releaseRuns", roll.ReleaseRuns)
+	return roll, nil
+}
+
+// fail records what a correctness check of what found wrong.
+func (r *result) fail(what string, problems []string, log *slog.Logger) {
+	for _, p := range problems {
+		log.Error("correctness check failed", "after", what, "problem", p)
+		r.Failures = append(r.Failures, what+": "+p)
+	}
 }
 
 // productSample picks k pools spread over the N: their WorkerPool search

@@ -39,6 +39,12 @@ type watcher struct {
 	// pool is right).
 	eventAt map[string]map[string]time.Time
 	events  map[string]int
+	// perPool[config][pool]: SandboxConfigSwitched events to config by the
+	// pool they regard (the correctness check wants exactly one each).
+	perPool map[string]map[string]int
+	// current[pool]: the config the pool's status names now (Resolved,
+	// no pending claim), for the correctness check.
+	current map[string]string
 	// goneAt[config]: when config was deleted from the API server.
 	goneAt map[string]time.Time
 	// readyReplicas[pool]: the pool's status.readyReplicas, once its status
@@ -54,6 +60,8 @@ func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 		switched: map[string]map[string]time.Time{},
 		eventAt:  map[string]map[string]time.Time{},
 		events:   map[string]int{},
+		perPool:  map[string]map[string]int{},
+		current:  map[string]string{},
 		goneAt:   map[string]time.Time{},
 
 		readyReplicas: map[string]int32{},
@@ -116,6 +124,9 @@ func (w *watcher) pool(o any) {
 	}
 	st := p.Status.ClassStatus(v1alpha1.SandboxClassGVisor)
 	if st == nil || st.ConfigRef == nil || st.PendingConfigRef != nil {
+		w.mu.Lock()
+		delete(w.current, k) // on no config, or claiming another
+		w.mu.Unlock()
 		return
 	}
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
@@ -123,6 +134,11 @@ func (w *watcher) pool(o any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := st.ConfigRef.Name
+	if resolved {
+		w.current[k] = name
+	} else {
+		delete(w.current, k)
+	}
 	if name == oldDefault {
 		w.warm[k] = resolved && p.Status.ObservedGeneration == p.Generation && p.Status.Selector != ""
 		return
@@ -166,6 +182,10 @@ func (w *watcher) event(o any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.events[to]++
+	if w.perPool[to] == nil {
+		w.perPool[to] = map[string]int{}
+	}
+	w.perPool[to][k]++
 	m := w.eventAt[to]
 	if m == nil {
 		m = map[string]time.Time{}
@@ -216,6 +236,59 @@ func (w *watcher) eventsTo(config string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.events[config]
+}
+
+// check is the correctness check of a wave to config over n pools, with
+// old deleted before or during it: see checkWave.
+func (w *watcher) check(config, old string, n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, gone := w.goneAt[old]
+	return checkWave(config, old, n, w.current, w.perPool[config], gone)
+}
+
+// checkWave says what is wrong after a wave of n pools to config: a pool
+// whose status does not name it, a pool with other than exactly one
+// SandboxConfigSwitched event to it (events counted by the object they
+// regard), and old still there. Nothing wrong is an empty list.
+func checkWave(config, old string, n int, current map[string]string, events map[string]int, oldGone bool) []string {
+	var out []string
+	var elsewhere []string
+	for pool, c := range current {
+		if c != config {
+			elsewhere = append(elsewhere, pool+" on "+c)
+		}
+	}
+	if on := len(current) - len(elsewhere); on != n || len(elsewhere) > 0 {
+		slices.Sort(elsewhere)
+		out = append(out, fmt.Sprintf("%d of %d pools on %s (Resolved, no claim); others: %s", on, n, config, firstFew(elsewhere)))
+	}
+	var wrong []string
+	for pool, c := range events {
+		if c != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s has %d", pool, c))
+		}
+	}
+	if len(events) != n || len(wrong) > 0 {
+		slices.Sort(wrong)
+		out = append(out, fmt.Sprintf("%d of %d pools have %s events to %s; not exactly one: %s",
+			len(events), n, v1alpha1.EventReasonSandboxConfigSwitched, config, firstFew(wrong)))
+	}
+	if !oldGone {
+		out = append(out, fmt.Sprintf("the old default %s is not gone after its deletion", old))
+	}
+	return out
+}
+
+// firstFew lists at most 5 of xs, and how many more there are.
+func firstFew(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	if len(xs) > 5 {
+		return fmt.Sprintf("%s and %d more", strings.Join(xs[:5], ", "), len(xs)-5)
+	}
+	return strings.Join(xs, ", ")
 }
 
 // gone returns when config was deleted, and whether it was.
