@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // runProduct runs the product's worker and starter over the n pools, all
@@ -27,11 +29,28 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 		"ATE_CLUSTER_NAME=" + string(benchCluster),
 		"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR=" + cfg.pollerBehavior,
 	}
-	wp, err := startProcess("worker", bins["worker"], logDir, env)
+	pprofAddrs := map[string]string{}
+	pprofEnv := func(name string) ([]string, error) {
+		if profiling.dir == "" {
+			return env, nil
+		}
+		addr, err := servers.FreeAddr("127.0.0.1")
+		pprofAddrs[name] = addr
+		return append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr), err
+	}
+	wenv, err := pprofEnv("worker")
 	if err != nil {
 		return err
 	}
-	sp, err := startProcess("starter", bins["starter"], logDir, env)
+	senv, err := pprofEnv("starter")
+	if err != nil {
+		return err
+	}
+	wp, err := startProcess("worker", bins["worker"], logDir, wenv)
+	if err != nil {
+		return err
+	}
+	sp, err := startProcess("starter", bins["starter"], logDir, senv)
 	if err != nil {
 		_ = wp.stop()
 		return err
@@ -76,12 +95,16 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	sampler := sampleConcurrency(ctx, wp)
 	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), benchCluster.DefaultTaskQueue(), wp)
 	start := time.Now()
+	profiled := profileWave(ctx, s, n, "product", pprofAddrs)
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)
 	}
 	times, err := w.awaitWave(ctx, newDefault, n, start, 15*time.Minute)
 	r.TaskQueue = backlog()
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	r.Seconds, r.StatusSeconds, r.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
