@@ -39,6 +39,9 @@ func profileWave(ctx context.Context, s *stack, n int, wave string, addrs map[st
 			defer wg.Done()
 			b, err := get(ctx)
 			if err == nil {
+				err = os.MkdirAll(profiling.dir, 0o755)
+			}
+			if err == nil {
 				err = os.WriteFile(filepath.Join(profiling.dir, fmt.Sprintf("%d-%s-%s.pprof", n, wave, name)), b, 0o644)
 			}
 			if err != nil {
