@@ -54,6 +54,10 @@ type Activities struct {
 	// its pools to move and be Available before the rollout halts
 	// (DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+
+	// written is what this worker's last status writes left, for the
+	// next step of the same switch to start from (see writtenPools).
+	written writtenPools
 }
 
 func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }

@@ -159,6 +159,7 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 			return err
 		}
 		res.Wrote, res.ResourceVersion = true, pool.ResourceVersion
+		a.written.put(&pool)
 		return nil
 	})
 	if err == nil && stopped != nil {
@@ -183,10 +184,19 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 	return res, nil
 }
 
-// cachedAt reads the pool from the worker's cache into pool when the cache
-// holds the incarnation ref names at resourceVersion rv.
+// cachedAt reads the pool into pool when this worker knows the
+// incarnation ref names at resourceVersion rv without asking the API
+// server: as its own last write of the pool left it (writtenPools), or from
+// its cache.
 func (a *Activities) cachedAt(ctx context.Context, ref wfapi.PoolRef, rv string, pool *v1alpha1.WorkerPool) bool {
-	if rv == "" || a.Cache == nil {
+	if rv == "" {
+		return false
+	}
+	if written, ok := a.written.take(poolKey(ref), rv); ok && (ref.UID == "" || string(written.UID) == ref.UID) {
+		*pool = *written
+		return true
+	}
+	if a.Cache == nil {
 		return false
 	}
 	if err := a.Cache.Get(ctx, poolKey(ref), pool); err != nil {

@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"fmt"
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
@@ -25,6 +26,9 @@ func Main(ctx context.Context, opts options.Options, leader options.LeaderElecti
 	endpoints, err := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.Metrics(), proc.Rest, proc.Temporal.Namespace, log)
 	if err != nil {
 		return err
+	}
+	if err := probes.ServePprof(ctx, opts.PprofBindAddress, log); err != nil {
+		return fmt.Errorf("serving pprof on %s: %w", opts.PprofBindAddress, err)
 	}
 	c, err := options.DialTemporal(ctx, proc.Temporal, log)
 	if err != nil {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"time"
 
 	"context"
@@ -30,6 +31,9 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	endpoints, err := probes.ServeProcess(ctx, opts.HealthProbeBindAddress, opts.Metrics(), proc.Rest, proc.Temporal.Namespace, log)
 	if err != nil {
 		return err
+	}
+	if err := probes.ServePprof(ctx, opts.PprofBindAddress, log); err != nil {
+		return fmt.Errorf("serving pprof on %s: %w", opts.PprofBindAddress, err)
 	}
 	log.Info("Temporal worker options", "workflowTaskPollers", wopts.WorkflowTaskPollers,
 		"workflowTaskPollerBehavior", wopts.WorkflowTaskPollerBehavior, "activityTaskPollers", tw.MaxConcurrentActivityTaskPollers, "maxConcurrentActivities", tw.MaxConcurrentActivityExecutionSize)

@@ -109,6 +109,32 @@ func TestReadsPerSwitchAndListsPerRelease(t *testing.T) {
 		require.Equal(t, liveRequests{ConfigGets: 1}, *n,
 			"one live read of the target, Confirm's, after the claim; the pool from the cache at the versions the switch knows")
 	})
+	t.Run("a confirmed switch whose cache has not seen its claim yet", func(t *testing.T) {
+		// The confirm runs right after the claim, in the same workflow
+		// task: the watch event of the claim's write is usually not in the
+		// cache yet. The confirm starts from the pool as the claim's write
+		// returned it, at the version it knows, rather than reading it.
+		pool := poolOn("old")
+		acts, n := countingActivities(t, pool, protectedConfig("old", false), protectedConfig("new", false))
+		var planned v1alpha1.WorkerPool
+		require.NoError(t, acts.Cache.Get(context.Background(), ctrlclient.ObjectKeyFromObject(pool), &planned))
+		acts.Cache = frozenPools{Reader: acts.Cache, pool: &planned}
+		env := countingEnv(t, acts)
+		in := switchIn
+		in.PoolResourceVersion = planned.ResourceVersion
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.SwitchWorkflowID("ns", "pool")})
+		env.ExecuteWorkflow(wfapi.SwitchWorkflow, in)
+		require.NoError(t, env.GetWorkflowError())
+		var res wfapi.SwitchResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
+		t.Logf("reads per switch: %+v", *n)
+		require.Equal(t, liveRequests{ConfigGets: 1}, *n,
+			"one live read of the target, Confirm's; the claim's pool from the cache at the planned version, the confirm's as the claim wrote it")
+		var after v1alpha1.WorkerPool
+		require.NoError(t, acts.Live.Get(context.Background(), ctrlclient.ObjectKeyFromObject(pool), &after))
+		require.Equal(t, "new", after.Status.ClassStatus(v1alpha1.SandboxClassGVisor).ConfigRef.NameOf(), "the confirm landed")
+	})
 	t.Run("a release that lets its config go", func(t *testing.T) {
 		acts, n := countingActivities(t, poolOn("new"), protectedConfig("old", true))
 		env := countingEnv(t, acts)
@@ -122,4 +148,19 @@ func TestReadsPerSwitchAndListsPerRelease(t *testing.T) {
 		require.Equal(t, liveRequests{ConfigGets: 2, PoolLists: 1}, *n,
 			"the look's live read, Unprotect's read of the incarnation; one live list, Unprotect's")
 	})
+}
+
+// frozenPools is a worker cache that never receives a pool's watch events:
+// it shows the pool as it was when the switch was planned.
+type frozenPools struct {
+	ctrlclient.Reader
+	pool *v1alpha1.WorkerPool
+}
+
+func (f frozenPools) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
+	if p, ok := obj.(*v1alpha1.WorkerPool); ok && key == ctrlclient.ObjectKeyFromObject(f.pool) {
+		f.pool.DeepCopyInto(p)
+		return nil
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
@@ -423,7 +424,14 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 }
 
 // recordOutcome records the outcome where an operator looks: the Outcome
-// search attribute and the one-line summary in the memo.
+// search attribute, and the one-line summary of the move in the memo when
+// the memo the run started with does not already hold it. The starter's
+// start sets that memo (wfapi.SwitchStartOptions), so a move it started
+// upserts only the outcome: each upsert is a command, a history event and a
+// visibility write, one each per switch for a summary the start had
+// written already (docs/decisions/0015-switch-overhead.md). A run that
+// planned its own move (an operator's, or one continued as new) started
+// with another summary and records its move's.
 func recordOutcome(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.SwitchResult) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, searchattr.OutcomeKey.ValueSet(res.Outcome)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the outcome as a search attribute", "error", err)
@@ -433,10 +441,25 @@ func recordOutcome(ctx workflow.Context, in wfapi.SwitchInput, res *wfapi.Switch
 		metricsClusterLabel: string(clusterOf(ctx))})
 	m.Counter("ate_switches").Inc(1)
 	m.Timer("ate_switch_duration").Record(workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime))
-	summary := wfapi.SwitchSummary(in) + ": " + res.Outcome
+	summary := wfapi.SwitchSummary(in)
+	if startedWith(ctx, "summary") == summary {
+		return
+	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{"summary": summary}); err != nil {
 		workflow.GetLogger(ctx).Warn("could not record the summary in the memo", "error", err)
 	}
+}
+
+// startedWith is the string the run's start (or the run it continues) put
+// in its memo under key, "" when none.
+func startedWith(ctx workflow.Context, key string) string {
+	var v string
+	if p := workflow.GetInfo(ctx).Memo.GetFields()[key]; p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &v); err != nil {
+			return ""
+		}
+	}
+	return v
 }
 
 // superseded is the outcome of a switch whose claim another writer took

@@ -64,6 +64,9 @@ type Options struct {
 	// they change; empty: a self-signed certificate made at start.
 	MetricsCertDir         string
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof/ endpoints, for profiling;
+	// empty (the default) serves none.
+	PprofBindAddress string
 
 	// LogLevel is debug, info, warn or error; LogFormat json or text.
 	LogLevel, LogFormat string
@@ -147,6 +150,8 @@ var settings = []setting{
 		dst: func(o *Options) *string { return &o.MetricsCertDir }},
 	{flag: "health-probe-bind-address", env: "HEALTH_PROBE_BIND_ADDRESS", def: DefaultHealthProbeBindAddress, usage: `address of the /healthz and /readyz endpoints; "0" disables them`,
 		dst: func(o *Options) *string { return &o.HealthProbeBindAddress }},
+	{flag: "pprof-bind-address", env: "PPROF_BIND_ADDRESS", usage: `address of Go's /debug/pprof/ profiling endpoints, plain HTTP and unauthenticated: bind to loopback; empty or "0": none`,
+		dst: func(o *Options) *string { return &o.PprofBindAddress }},
 	{flag: "log-level", env: "LOG_LEVEL", def: DefaultLogLevel, usage: "least severe log lines written: debug, info, warn or error",
 		dst: func(o *Options) *string { return &o.LogLevel }},
 	{flag: "log-format", env: "LOG_FORMAT", def: DefaultLogFormat, usage: "log line format on stderr: json or text",
@@ -218,9 +223,9 @@ func LooksLikeKeyMaterial(v string) bool {
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
+	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s PprofBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
 		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.ClusterName, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
-		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress,
+		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress, o.PprofBindAddress,
 		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
 

@@ -95,6 +95,8 @@ func main() {
 	flag.StringVar(&cfg.pollerBehavior, "poller-behavior", options.DefaultWorkflowTaskPollerBehavior, `the workflow task poller behaviour of the product's worker and the floor's: "autoscaling" (the product's default) or "fixed" (docs/decisions/0006-wave-stall.md)`)
 	flag.IntVar(&cfg.podReplicas, "pod-replicas", 0, "with -cluster: after the release and the restart, scale every pool to this many workers (on enough simulated gVisor nodes) and measure their pods coming up, then a wave with them present (pods.go)")
 	flag.BoolVar(&cfg.eager, "eager", false, "also time the Temporal floor with its switches started by eager workflow start, on the floor worker's own client (as many tries as -floor-tries)")
+	flag.StringVar(&profiling.dir, "profile", "", "write CPU profiles of kube-apiserver, the worker and the starter, taken during each wave, to this directory (profile.go)")
+	flag.IntVar(&profiling.seconds, "profile-seconds", 15, "with -profile: how long each wave's profiles run from the new default's creation")
 	flag.IntVar(&cfg.repeat, "repeat", 1, "measure each size this many times, each on fresh servers; every repeat is recorded, and the slowest over the fastest printed")
 	flag.StringVar(&plainList, "plain-reconciler", "16,1", "MaxConcurrentReconciles of the plain reconciler's waves, one new default each (empty: none)")
 	flag.Parse()

@@ -96,12 +96,16 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	run := &plainRun{MaxConcurrentReconciles: mcr, Config: config}
 	own, cpu, reconciles := s.own.snapshot(), takeCPU(), r.Reconciles()
 	start := time.Now()
+	profiled := profileWave(ctx, s, n, fmt.Sprintf("plain%d", mcr), nil)
 	if err := s.kc.Create(ctx, gvisorDefault(config)); err != nil {
 		return nil, fmt.Errorf("creating class default %s: %w", config, err)
 	}
 	times, err := w.awaitWave(ctx, config, n, start, timeoutFor(15*time.Minute, n))
 	if err != nil {
 		return nil, fmt.Errorf("plain reconciler (%d at once): %w", mcr, err)
+	}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	if err := running(); err != nil {
 		return nil, err

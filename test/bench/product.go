@@ -113,6 +113,11 @@ func (p *process) stop() error {
 // series the bench reads (scrapedPrefixes) by name and the listed labels.
 func processMetrics(ctx context.Context, addr string, keep ...string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	// Uncompressed: Go's client asks for gzip by default, and serving the
+	// bench's scrapes during a wave was 7% of the worker's CPU profile
+	// (docs/decisions/0015-switch-overhead.md), about half of it gzip: the
+	// bench's cost, counted as the product's.
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // runProduct runs the product's worker and starter over the n pools, all
@@ -32,11 +34,11 @@ func productEnv(cfg config, s *stack) []string {
 
 // startProduct starts the worker and the starter and waits until both
 // answer their readiness probe.
-func startProduct(ctx context.Context, env []string, bins map[string]string, logDir string, n int) (wp, sp *process, err error) {
-	if wp, err = startProcess("worker", bins["worker"], logDir, env); err != nil {
+func startProduct(ctx context.Context, wenv, senv []string, bins map[string]string, logDir string, n int) (wp, sp *process, err error) {
+	if wp, err = startProcess("worker", bins["worker"], logDir, wenv); err != nil {
 		return nil, nil, err
 	}
-	if sp, err = startProcess("starter", bins["starter"], logDir, env); err != nil {
+	if sp, err = startProcess("starter", bins["starter"], logDir, senv); err != nil {
 		_ = wp.stop()
 		return nil, nil, err
 	}
@@ -53,7 +55,8 @@ func startProduct(ctx context.Context, env []string, bins map[string]string, log
 // base the RSS per pool is counted from: what the processes hold with
 // no pool (code, runtime, clients, empty caches).
 func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]string, logDir string, r *result) (err error) {
-	wp, sp, err := startProduct(ctx, productEnv(cfg, s), bins, logDir, 0)
+	env := productEnv(cfg, s)
+	wp, sp, err := startProduct(ctx, env, env, bins, logDir, 0)
 	if err != nil {
 		return fmt.Errorf("the product with no pools: %w", err)
 	}
@@ -70,8 +73,26 @@ func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]stri
 
 func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
 	env := productEnv(cfg, s)
+	// With -profile, each process serves pprof on an address of its own.
+	pprofAddrs := map[string]string{}
+	pprofEnv := func(name string) ([]string, error) {
+		if profiling.dir == "" {
+			return env, nil
+		}
+		addr, err := servers.FreeAddr("127.0.0.1")
+		pprofAddrs[name] = addr
+		return append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr), err
+	}
+	wenv, err := pprofEnv("worker")
+	if err != nil {
+		return err
+	}
+	senv, err := pprofEnv("starter")
+	if err != nil {
+		return err
+	}
 	warmStart := time.Now()
-	wp, sp, err := startProduct(ctx, env, bins, logDir, n)
+	wp, sp, err := startProduct(ctx, wenv, senv, bins, logDir, n)
 	if err != nil {
 		return err
 	}
@@ -119,12 +140,16 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	sampler := sampleConcurrency(ctx, wp)
 	backlog := sampleTaskQueue(ctx, s.tc, s.temporal.Namespace(), benchCluster.DefaultTaskQueue(), wp)
 	start := time.Now()
+	profiled := profileWave(ctx, s, n, "product", pprofAddrs)
 	if err := s.kc.Create(ctx, gvisorDefault(newDefault)); err != nil {
 		return fmt.Errorf("creating class default %s: %w", newDefault, err)
 	}
 	times, err := w.awaitWave(ctx, newDefault, n, start, timeoutFor(15*time.Minute, n))
 	r.TaskQueue = backlog()
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	r.Seconds, r.StatusSeconds, r.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
