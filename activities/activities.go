@@ -54,6 +54,9 @@ type Activities struct {
 	// its pools to move and be Available before the rollout halts
 	// (DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+
+	// wakes bounds how often WakeReleases wakes one config's release.
+	wakes wakeLog
 }
 
 func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }
