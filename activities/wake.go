@@ -42,9 +42,10 @@ const wakeQuiet = 5 * time.Second
 // shows no pool but in.Pool naming the config, and at most once in
 // wakeQuiet per worker, so the switches that move a fleet off a deleted
 // default wake its release once, not once each
-// (docs/decisions/0014-release-fan-in.md). It first waits, up to
-// ownWriteWait, for the cache to show in.Pool no longer naming the config
-// (or gone); at the bound it wakes the release anyway, since a lagging
+// (docs/decisions/0014-release-fan-in.md). When the cache still shows
+// in.Pool naming a config in deletion, it waits, up to ownWriteWait, for
+// the cache to show the switch's own write (in.Pool no longer naming it,
+// or gone); at the bound it wakes the release anyway, since a lagging
 // cache and a pool still using the config look alike and a spare look
 // costs one signal.
 //
@@ -56,18 +57,29 @@ const wakeQuiet = 5 * time.Second
 // covers a starter that is down.
 func (a *Activities) WakeReleases(ctx context.Context, in WakeInput) error {
 	for _, name := range in.Configs {
-		last, err := a.lastUser(ctx, in.Pool, name)
+		others, ownShown, err := a.cachedUsers(ctx, in.Pool, name)
 		if err != nil {
 			return err
 		}
-		if !last {
-			continue
+		if others {
+			continue // its own move, or the starter, wakes the release
 		}
 		c, err := a.ReadConfig(ctx, name)
 		if err != nil {
 			return err
 		}
-		if c == nil || !c.Deleting || !c.Protected || !a.wakes.claim(name, time.Now()) {
+		if c == nil || !c.Deleting || !c.Protected {
+			continue
+		}
+		if ownShown {
+			if others, err = a.awaitOwnWrite(ctx, in.Pool, name); err != nil {
+				return err
+			}
+			if others {
+				continue
+			}
+		}
+		if !a.wakes.claim(name, time.Now()) {
 			continue
 		}
 		if err := wfapi.SignalRelease(ctx, a.Temporal, a.Scope, name); err != nil {
@@ -78,37 +90,43 @@ func (a *Activities) WakeReleases(ctx context.Context, in WakeInput) error {
 	return nil
 }
 
-// lastUser says whether the worker's cache shows no pool but own naming
-// config, once it shows own no longer naming it (or the wait's bound
-// passed). It counts only: the listed pools are the cache's own objects,
-// not copies, and two are enough to tell.
-func (a *Activities) lastUser(ctx context.Context, own wfapi.PoolRef, config string) (bool, error) {
-	ownKey := own.String()
-	var last bool
-	err := wait.PollUntilContextTimeout(ctx, ownWritePoll, ownWriteWait, true, func(ctx context.Context) (bool, error) {
-		var pools v1alpha1.WorkerPoolList
-		if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config},
-			ctrlclient.Limit(2), ctrlclient.UnsafeDisableDeepCopy); err != nil {
-			return false, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
-		}
-		ownShown := false
-		for i := range pools.Items {
-			if wfapi.PoolKey(pools.Items[i].Namespace, pools.Items[i].Name) != ownKey {
-				last = false // another user: its own move (or the starter) wakes the release
-				return true, nil
-			}
+// cachedUsers says whether the worker's cache shows a pool other than own
+// naming config, and whether it shows own naming it. It counts only: the
+// listed pools are the cache's own objects, not copies, and two are enough
+// to tell.
+func (a *Activities) cachedUsers(ctx context.Context, own wfapi.PoolRef, config string) (others, ownShown bool, err error) {
+	var pools v1alpha1.WorkerPoolList
+	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config},
+		ctrlclient.Limit(2), ctrlclient.UnsafeDisableDeepCopy); err != nil {
+		return false, false, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
+	}
+	for i := range pools.Items {
+		if pools.Items[i].Namespace == own.Namespace && pools.Items[i].Name == own.Name {
 			ownShown = true
+		} else {
+			others = true
 		}
-		last = true
-		return !ownShown, nil
+	}
+	return others, ownShown, nil
+}
+
+// awaitOwnWrite polls the cache until it no longer shows own naming config,
+// or ownWriteWait passes, and says whether it then shows another user.
+func (a *Activities) awaitOwnWrite(ctx context.Context, own wfapi.PoolRef, config string) (bool, error) {
+	var others bool
+	err := wait.PollUntilContextTimeout(ctx, ownWritePoll, ownWriteWait, false, func(ctx context.Context) (bool, error) {
+		var ownShown bool
+		var err error
+		others, ownShown, err = a.cachedUsers(ctx, own, config)
+		return others || !ownShown, err
 	})
 	if err != nil && !wait.Interrupted(err) {
 		return false, err
 	}
 	if err != nil && ctx.Err() != nil {
-		return false, fmt.Errorf("waiting for the cache to show WorkerPool %s's write before waking SandboxConfig %q's release: %w", ownKey, config, ctx.Err())
+		return false, fmt.Errorf("waiting for the cache to show WorkerPool %s's write before waking SandboxConfig %q's release: %w", own, config, ctx.Err())
 	}
-	return last, nil
+	return others, nil
 }
 
 // wakeLog is when this worker last woke each config's release.

@@ -32,11 +32,12 @@ func TestWakeReleasesWakesFromTheLastUser(t *testing.T) {
 	own := wfapi.PoolRef{Namespace: "ns", Name: "own"}
 	const wakeUp = "c1/sandboxconfig/old/release recheck SandboxConfigRelease on tq"
 	tests := []struct {
-		name   string
-		config *v1alpha1.SandboxConfig
-		cached []*v1alpha1.WorkerPool // what the worker's cache shows
-		calls  int                    // WakeReleases calls, one after the other
-		want   []string
+		name    string
+		config  *v1alpha1.SandboxConfig
+		configs []string               // the configs named, "old" when none
+		cached  []*v1alpha1.WorkerPool // what the worker's cache shows
+		calls   int                    // WakeReleases calls, one after the other
+		want    []string
 		// wantWait: the cache never shows the own write, so the wake-up
 		// comes at the wait's bound.
 		wantWait bool
@@ -51,6 +52,8 @@ func TestWakeReleasesWakesFromTheLastUser(t *testing.T) {
 			cached: []*v1alpha1.WorkerPool{poolOn("own", "old")}, calls: 1, want: []string{wakeUp}, wantWait: true},
 		{name: "last switches at once: one wake-up", config: sandboxConfig("old", gvisor, true, true),
 			calls: 3, want: []string{wakeUp}},
+		{name: "two configs, one still used elsewhere: the other woken", config: sandboxConfig("old", gvisor, true, true),
+			configs: []string{"displaced", "old"}, cached: []*v1alpha1.WorkerPool{poolOn("other", "displaced")}, calls: 1, want: []string{wakeUp}},
 		{name: "not in deletion: no wake-up", config: sandboxConfig("old", gvisor, true, false), calls: 1},
 		{name: "no longer protected: no wake-up", config: sandboxConfig("old", gvisor, false, true), calls: 1},
 		{name: "gone: no wake-up", calls: 1},
@@ -75,9 +78,13 @@ func TestWakeReleasesWakesFromTheLastUser(t *testing.T) {
 				Temporal: tc,
 				Scope:    wfapi.Scope{Cluster: "c1", TaskQueue: "tq"},
 			}
+			configs := tt.configs
+			if configs == nil {
+				configs = []string{"old"}
+			}
 			start := time.Now()
 			for range tt.calls {
-				require.NoError(t, a.WakeReleases(context.Background(), WakeInput{Pool: own, Configs: []string{"old"}}))
+				require.NoError(t, a.WakeReleases(context.Background(), WakeInput{Pool: own, Configs: configs}))
 			}
 			require.Equal(t, tt.want, tc.sent)
 			if tt.wantWait {
