@@ -58,6 +58,8 @@ type Activities struct {
 	// written is what this worker's last status writes left, for the
 	// next step of the same switch to start from (see writtenPools).
 	written writtenPools
+	// wakes bounds how often WakeReleases wakes one config's release.
+	wakes wakeLog
 }
 
 func poolKey(p wfapi.PoolRef) ctrlclient.ObjectKey { return p.Key() }

@@ -213,22 +213,3 @@ func (a *Activities) Unprotect(ctx context.Context, in UnprotectInput) (Unprotec
 	}
 	return UnprotectResult{}, fmt.Errorf("removing finalizer %s from SandboxConfig %q: %w", v1alpha1.ProtectionFinalizer, config, err)
 }
-
-// WakeReleases wakes the release workflow of each named config that is in
-// deletion and still protected: a switch that moved a class off a config, or
-// dropped a claim on one, may have removed its last user.
-func (a *Activities) WakeReleases(ctx context.Context, configs []string) error {
-	for _, name := range configs {
-		c, err := a.ReadConfig(ctx, name)
-		if err != nil {
-			return err
-		}
-		if c == nil || !c.Deleting || !c.Protected {
-			continue
-		}
-		if err := wfapi.SignalRelease(ctx, a.Temporal, a.Scope, name); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -699,7 +699,9 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 				require.NotEqual(t, v1alpha1.EventReasonSandboxConfigSwitched, ev.Reason, "the event of a roll back")
 			}
 		case "WakeReleases":
-			woken := stepInput[[]string](t, c, r)
+			wake := stepInput[activities.WakeInput](t, c, r)
+			require.Equal(t, in.Pool, wake.Pool, "WakeReleases waits for the switch's own pool")
+			woken := wake.Configs
 			if in.To == "" {
 				require.Equal(t, []string{in.Abandon}, woken, "a cleared claim's config is woken")
 			}

@@ -2,6 +2,8 @@ package starter
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"go.temporal.io/sdk/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,36 +18,108 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // releaseStarter starts or wakes the release workflow of every SandboxConfig
-// that is in deletion and still carries the protection finalizer, when:
-// the config is marked for deletion; a pool's status stops naming it (the
-// worker's own status write, or a pool's deletion, seen through the deleted
-// object's last status, since pools carry no finalizer); and at start-up,
-// through the initial list, so a config whose last user went away while the
-// product was down is released then.
+// that is in deletion and still carries the protection finalizer: once
+// when this starter first sees it in deletion (its deletion mark, or the
+// initial list at start-up, so a config whose last user went away while
+// the product was down is released then, and a release that waits shows
+// so from the mark), and then only when its cache shows that no pool's
+// status names it any more. The pool events that may remove a user (the
+// worker's status write, or a pool's deletion, seen through the deleted
+// object's last status, since pools carry no finalizer) all look, but only
+// the one after which no user is left wakes the release: the reconcile
+// runs after the informer applied the event, so it sees the count reach
+// zero. A fleet moving off a deleted default thus wakes its release once,
+// not once per pool (docs/decisions/0014-release-fan-in.md).
 type releaseStarter struct {
 	cache    ctrlclient.Reader
 	temporal client.Client
 	scope    wfapi.Scope
 	metrics  *Metrics
+
+	mu sync.Mutex
+	// woken holds each config in deletion whose release this starter has
+	// started or woken since it started.
+	woken map[string]wokenRelease
+}
+
+// wokenRelease is what the starter knows of a config it woke the release
+// of: which incarnation, and whether its last look found no user, so that
+// events after the count reached zero (a reconcile of an event the look
+// before it already saw) wake the release no more.
+type wokenRelease struct {
+	uid    types.UID
+	unused bool
 }
 
 func (r *releaseStarter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var c v1alpha1.SandboxConfig
 	if err := r.cache.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
 		return reconcile.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !c.IsDeleting() || !c.IsProtected() {
+		r.forget(c.Name)
+		return reconcile.Result{}, nil
+	}
+	inUse, err := r.inUse(ctx, c.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	earlier, seen := r.seen(&c)
+	r.remember(&c, !inUse)
+	if seen && (inUse || earlier.unused) {
+		// Users remain, and the event of the last one's leaving comes;
+		// or none was left at the last look, which woke the release.
 		return reconcile.Result{}, nil
 	}
 	if err := wfapi.SignalRelease(ctx, r.temporal, r.scope, c.Name); err != nil {
+		r.forget(c.Name) // the retry wakes it
 		return reconcile.Result{}, err
 	}
 	r.metrics.signalled("release")
 	return reconcile.Result{}, nil
+}
+
+// inUse says whether the cache shows a pool whose status names config. It
+// only counts, so it reads the cache's own objects, not copies, and one.
+func (r *releaseStarter) inUse(ctx context.Context, config string) (bool, error) {
+	var pools v1alpha1.WorkerPoolList
+	if err := r.cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config},
+		ctrlclient.Limit(1), ctrlclient.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
+	}
+	return len(pools.Items) > 0, nil
+}
+
+// seen returns what the starter knows of this incarnation of c, if it woke
+// its release before.
+func (r *releaseStarter) seen(c *v1alpha1.SandboxConfig) (wokenRelease, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.woken[c.Name]
+	return w, ok && w.uid == c.UID
+}
+
+func (r *releaseStarter) remember(c *v1alpha1.SandboxConfig, unused bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.woken == nil {
+		r.woken = map[string]wokenRelease{}
+	}
+	r.woken[c.Name] = wokenRelease{uid: c.UID, unused: unused}
+}
+
+func (r *releaseStarter) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.woken, name)
 }
 
 func (r *releaseStarter) setup(mgr ctrl.Manager, concurrency int) error {

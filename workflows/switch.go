@@ -146,7 +146,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 		if w.Outcome == activities.PoolGone {
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		}
-		if err := wake(ctx, state, []string{in.Abandon}); err != nil {
+		if err := wake(ctx, state, in.Pool, []string{in.Abandon}); err != nil {
 			return nil, err
 		}
 		return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack}, nil
@@ -192,7 +192,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 			if err != nil || res.Outcome != wfapi.OutcomeConfirmed || !in.FromDeleting {
 				return res, err
 			}
-			return res, wake(ctx, state, []string{in.From})
+			return res, wake(ctx, state, in.Pool, []string{in.From})
 		case activities.PoolGone:
 			return &wfapi.SwitchResult{Outcome: wfapi.OutcomePoolGone}, nil
 		case activities.Superseded:
@@ -224,7 +224,7 @@ func move(ctx workflow.Context, in wfapi.SwitchInput, state *wfapi.SwitchState) 
 	if err != nil || res.Outcome == wfapi.OutcomePoolGone {
 		return res, err
 	}
-	if err := wake(ctx, state, release); err != nil {
+	if err := wake(ctx, state, in.Pool, release); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -372,12 +372,14 @@ func rolledBackEarlier(ctx workflow.Context, in wfapi.SwitchInput, earlier *acti
 	return &wfapi.SwitchResult{Outcome: wfapi.OutcomeRolledBack, Reason: earlier.Reason, Message: earlier.Message}, nil
 }
 
-func wake(ctx workflow.Context, state *wfapi.SwitchState, configs []string) error {
+// wake runs WakeReleases for the configs the switch's write on pool may
+// have left without users; it wakes a release only from the last user.
+func wake(ctx workflow.Context, state *wfapi.SwitchState, pool wfapi.PoolRef, configs []string) error {
 	if len(configs) == 0 {
 		return nil
 	}
 	atStep(ctx, state, "WakeReleases")
-	return step(ctx, act.WakeReleases, configs).Get(ctx, nil)
+	return step(ctx, act.WakeReleases, activities.WakeInput{Pool: pool, Configs: configs}).Get(ctx, nil)
 }
 
 // finish records the outcome, and hands a re-resolution asked for

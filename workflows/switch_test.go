@@ -292,7 +292,7 @@ func TestSwitchWakesTheReleaseOfAConfigInDeletion(t *testing.T) {
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(act.WakeReleases, mock.Anything, []string{"old"}).Return(nil).Once()
+	env.OnActivity(act.WakeReleases, mock.Anything, activities.WakeInput{Pool: in.Pool, Configs: []string{"old"}}).Return(nil).Once()
 	executeSwitch(env, in)
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, want, *order)

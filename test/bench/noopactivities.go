@@ -57,7 +57,7 @@ func (a *noopActivities) RecordEvent(_ context.Context, in poolevents.Event) err
 // WakeReleases runs when the class left a config in deletion, or a claim
 // displaced another; the floor's switches do neither, as the product's
 // switches in the bench do not.
-func (a *noopActivities) WakeReleases(context.Context, []string) error { return nil }
+func (a *noopActivities) WakeReleases(context.Context, activities.WakeInput) error { return nil }
 
 func (a *noopActivities) resourceVersion() string {
 	return strconv.FormatInt(a.writes.Add(1), 10)
