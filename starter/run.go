@@ -13,8 +13,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
@@ -64,6 +68,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
+	// The starter plans moves and never builds a Deployment: its pools
+	// keep no worker pod template.
+	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
+		&v1alpha1.WorkerPool{}: {Transform: cached.StarterWorkerPool},
+	}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)

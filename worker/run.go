@@ -29,6 +29,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
@@ -228,11 +229,12 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: ManagerShutdownTimeout, SkipNameValidation: cfg.SkipNameValidation}.Options()
 	// Only the pools' Deployments are cached, not every Deployment of the
-	// cluster.
+	// cluster, and of each only what the keeper reads (no pod template:
+	// the digest of the product's fields stands in for it). The pools keep
+	// their spec whole: the keeper builds the Deployment from it.
 	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
-		// The product's own managedFields entry stays: the keeper's
-		// up-to-date check reads it.
-		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods), Transform: deployment.KeepOwnManagedFields},
+		&appsv1.Deployment{}:   {Label: labels.NewSelector().Add(*workerPods), Transform: deployment.ForCache},
+		&v1alpha1.WorkerPool{}: {Transform: cached.WorkerPool},
 	}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {

@@ -56,6 +56,15 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	require.Equal(t, "worker", d.Spec.Template.Spec.Containers[0].Name)
 	require.Equal(t, "ateworker-gvisor:v1", d.Spec.Template.Spec.Containers[0].Image)
+	// As the API server stores it, the Deployment as the worker caches it
+	// (no template, a digest of the product's fields) is up to date: a
+	// status change of it costs no apply.
+	cached, err := deployment.ForCache(d.DeepCopy())
+	require.NoError(t, err)
+	require.Empty(t, cached.(*appsv1.Deployment).Spec.Template.Spec.Containers)
+	upToDate, err := deployment.CachedUpToDate(cached.(*appsv1.Deployment), wp)
+	require.NoError(t, err)
+	require.True(t, upToDate, "the cached Deployment should be up to date right after the apply")
 	require.Contains(t, d.Spec.Template.Spec.Tolerations, corev1.Toleration{
 		Key: v1alpha1.SandboxClassTaintKey, Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule,
 	})
