@@ -53,7 +53,7 @@ type Config struct {
 	// own); see wfapi.Cluster.
 	ClusterName, TaskQueue string
 	// Concurrency is the number of starts and signals in flight per
-	// controller.
+	// controller (options.DefaultStartConcurrency when zero).
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
 	LeaderElection options.LeaderElection
@@ -64,7 +64,7 @@ type Config struct {
 // Run starts the starter and blocks until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
+		cfg.Concurrency = options.DefaultStartConcurrency
 	}
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
