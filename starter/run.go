@@ -61,6 +61,14 @@ type Config struct {
 	SkipNameValidation bool
 }
 
+// cacheByObject is what the starter's cache holds of pools: it plans moves
+// and never builds a Deployment, so no worker pod template.
+func cacheByObject() map[ctrlclient.Object]cache.ByObject {
+	return map[ctrlclient.Object]cache.ByObject{
+		&v1alpha1.WorkerPool{}: {Transform: cached.StarterWorkerPool},
+	}
+}
+
 // Run starts the starter and blocks until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Concurrency <= 0 {
@@ -68,11 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
-	// The starter plans moves and never builds a Deployment: its pools
-	// keep no worker pod template.
-	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
-		&v1alpha1.WorkerPool{}: {Transform: cached.StarterWorkerPool},
-	}
+	mopts.Cache.ByObject = cacheByObject()
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)

@@ -35,6 +35,9 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	wp := producttest.Pool(ns, "workers", "")
 	wp.Spec.Replicas = producttest.Ptr(int32(2))
+	// Caches drop a pool's annotations: the status writes made from the
+	// cached copy must not drop them from the pool.
+	wp.Annotations = map[string]string{"example.com/owner": "infra"}
 	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
 		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
 		NodeSelector: map[string]v1alpha1.LabelValue{"pool": "sandbox"},
@@ -108,6 +111,8 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 		return !still, "nodeSelector still set"
 	})
 	require.Equal(t, deployment.FieldManager, managerOf(d, "f:replicas"), "the product owns the replica count")
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
+	require.Equal(t, "infra", wp.Annotations["example.com/owner"], "the status writes kept the pool's annotations")
 }
 
 // managerOf returns the manager that applied a field.
