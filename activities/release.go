@@ -50,7 +50,8 @@ func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, err
 		return Users{}, invalidInput("looking up the users of a SandboxConfig needs its name")
 	}
 	var pools v1alpha1.WorkerPoolList
-	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config}); err != nil {
+	// Read for their keys only: the cache's own objects, not copies.
+	if err := a.Cache.List(ctx, &pools, ctrlclient.MatchingFields{poolwatch.StatusConfigIndex: config}, ctrlclient.UnsafeDisableDeepCopy); err != nil {
 		return Users{}, fmt.Errorf("looking up WorkerPools naming SandboxConfig %q in the cache: %w", config, err)
 	}
 	var u Users

@@ -98,8 +98,12 @@ func envNames(t testing.TB, command string) []string {
 	names := append(optionEnvNames(t), mainEnvNames(t, command)...)
 	var leader options.LeaderElection
 	names = append(names, envNamesIn(leader.BindFlags)...)
-	if command == "worker" {
+	switch command {
+	case "worker":
 		names = append(names, workerOptionEnvNames()...)
+	case "starter":
+		var o options.StarterOptions
+		names = append(names, envNamesIn(o.BindFlags)...)
 	}
 	return names
 }
@@ -141,6 +145,9 @@ func TestEnvNames(t *testing.T) {
 	}
 	if slices.Contains(starter, "ATE_WORKFLOW_TASK_POLLERS") {
 		t.Error("the starter runs no Temporal worker")
+	}
+	if !slices.Contains(starter, "ATE_START_CONCURRENCY") || slices.Contains(worker, "ATE_START_CONCURRENCY") {
+		t.Error("ATE_START_CONCURRENCY is the starter's setting, and only the starter's")
 	}
 }
 

@@ -55,7 +55,7 @@ func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[string]bool{}
 	for _, r := range readers {
 		var list v1alpha1.SandboxConfigList
-		if err := r.List(ctx, &list); err != nil {
+		if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil { // only read
 			continue
 		}
 		for i := range list.Items {

@@ -114,7 +114,7 @@ func (r *rolloutStarter) setup(mgr ctrl.Manager, concurrency int) error {
 func (r *rolloutStarter) withRollouts(ctx context.Context, o ctrlclient.Object) []reconcile.Request {
 	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 	var list v1alpha1.SandboxConfigList
-	if err := r.cache.List(ctx, &list); err != nil {
+	if err := r.cache.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil { // only read
 		ctrl.LoggerFrom(ctx).Error(err, "listing SandboxConfigs with a rollout")
 		return reqs
 	}

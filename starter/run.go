@@ -13,8 +13,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
@@ -49,7 +53,7 @@ type Config struct {
 	// own); see wfapi.Cluster.
 	ClusterName, TaskQueue string
 	// Concurrency is the number of starts and signals in flight per
-	// controller.
+	// controller (options.DefaultStartConcurrency when zero).
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
 	LeaderElection options.LeaderElection
@@ -57,13 +61,22 @@ type Config struct {
 	SkipNameValidation bool
 }
 
+// cacheByObject is what the starter's cache holds of pools: it plans moves
+// and never builds a Deployment, so no worker pod template.
+func cacheByObject() map[ctrlclient.Object]cache.ByObject {
+	return map[ctrlclient.Object]cache.ByObject{
+		&v1alpha1.WorkerPool{}: {Transform: cached.StarterWorkerPool},
+	}
+}
+
 // Run starts the starter and blocks until ctx is done.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
+		cfg.Concurrency = options.DefaultStartConcurrency
 	}
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
+	mopts.Cache.ByObject = cacheByObject()
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the starter's manager: %w", err)

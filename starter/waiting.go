@@ -69,7 +69,7 @@ func (w *waiting) Collect(ch chan<- prometheus.Metric) {
 	since := map[string]time.Time{}
 	for _, r := range readers {
 		var list v1alpha1.SandboxConfigList
-		if err := r.List(ctx, &list); err != nil {
+		if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil { // only read
 			continue
 		}
 		for i := range list.Items {

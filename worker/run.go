@@ -29,6 +29,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
@@ -221,18 +222,11 @@ func dial(ctx context.Context, cancel context.CancelFunc, cfg Config, mgrDone <-
 // activities' first looks. The worker serves its own probes and metrics
 // (Main).
 func newManager(cfg Config) (ctrl.Manager, error) {
-	workerPods, err := labels.NewRequirement(v1alpha1.WorkerPoolLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
 	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: ManagerShutdownTimeout, SkipNameValidation: cfg.SkipNameValidation}.Options()
-	// Only the pools' Deployments are cached, not every Deployment of the
-	// cluster.
-	mopts.Cache.ByObject = map[ctrlclient.Object]cache.ByObject{
-		// The product's own managedFields entry stays: the keeper's
-		// up-to-date check reads it.
-		&appsv1.Deployment{}: {Label: labels.NewSelector().Add(*workerPods), Transform: deployment.KeepOwnManagedFields},
+	var err error
+	if mopts.Cache.ByObject, err = cacheByObject(); err != nil {
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)
 	if err != nil {
@@ -242,6 +236,22 @@ func newManager(cfg Config) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// cacheByObject is what the worker's cache holds of pools and Deployments.
+// Only the pools' Deployments are cached, not every Deployment of the
+// cluster, and of each only what the keeper reads (no pod template: the
+// digest of the product's fields stands in for it). The pools keep their
+// spec whole: the keeper builds the Deployment from it.
+func cacheByObject() (map[ctrlclient.Object]cache.ByObject, error) {
+	workerPods, err := labels.NewRequirement(v1alpha1.WorkerPoolLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	return map[ctrlclient.Object]cache.ByObject{
+		&appsv1.Deployment{}:   {Label: labels.NewSelector().Add(*workerPods), Transform: deployment.ForCache},
+		&v1alpha1.WorkerPool{}: {Transform: cached.WorkerPool},
+	}, nil
 }
 
 // newActivities builds the activities with their clients.

@@ -34,8 +34,10 @@ func run(args []string) error {
 		return preview(args[1:])
 	}
 	var opts options.Options
+	var sopts options.StarterOptions
 	fs := flag.NewFlagSet("starter", flag.ExitOnError)
 	opts.BindFlags(fs)
+	sopts.BindFlags(fs)
 	var leader options.LeaderElection
 	leader.BindFlags(fs)
 	printVersion := version.Flag(fs, "starter")
@@ -43,10 +45,10 @@ func run(args []string) error {
 	if printVersion(os.Stdout) {
 		return nil
 	}
-	if err := errors.Join(opts.Validate(), leader.Validate()); err != nil {
+	if err := errors.Join(opts.Validate(), sopts.Validate(), leader.Validate()); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return starter.Main(ctx, opts, leader)
+	return starter.Main(ctx, opts, sopts, leader)
 }

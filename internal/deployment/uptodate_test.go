@@ -100,14 +100,13 @@ func TestUpToDate(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 
-			// The worker's cached copy keeps only the product's own
-			// managedFields entry, and answers the same.
-			cached, err := KeepOwnManagedFields(d.DeepCopy())
+			// The worker's cached copy, without its pod template or
+			// managedFields, answers the same.
+			cached, err := ForCache(d.DeepCopy())
 			require.NoError(t, err)
-			for _, e := range cached.(*appsv1.Deployment).ManagedFields {
-				require.Equal(t, FieldManager, e.Manager, "a managedFields entry the cache should not keep")
-			}
-			got, err = UpToDate(cached.(*appsv1.Deployment), pool)
+			require.Empty(t, cached.(*appsv1.Deployment).ManagedFields)
+			require.Empty(t, cached.(*appsv1.Deployment).Spec.Template.Spec.Containers)
+			got, err = CachedUpToDate(cached.(*appsv1.Deployment), pool)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got, "on the cached copy")
 

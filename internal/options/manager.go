@@ -8,6 +8,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
 )
 
@@ -40,11 +41,12 @@ func (m Manager) Options() ctrl.Options {
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &m.ShutdownTimeout,
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &m.SkipNameValidation},
-		// Nothing reads an object's managedFields (the Deployment is
-		// server-side applied from the pool, not from the cached copy), and
-		// they are a large part of a cached Deployment or pool: the
-		// caches hold one of each per pool.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// Nothing reads an object's managedFields or kubectl's
+		// last-applied annotation, and they are a large part of a cached
+		// object: the caches hold one pool (and, in the worker, one
+		// Deployment) per pool. Each process sets its own transforms for
+		// pools and Deployments on top (internal/cached).
+		Cache: cache.Options{DefaultTransform: cached.StripUnread},
 	}
 	m.LeaderElection.Apply(&o, m.LeaseName)
 	return o

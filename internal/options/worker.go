@@ -73,7 +73,7 @@ const (
 	DefaultMaxConcurrentActivities = 1000
 	// DefaultOperatorStartsPerSecond: a re-resolution of 10,000 pools
 	// takes about eight minutes and adds at most this many starts a second
-	// to Temporal's load.
+	// to Temporal's load. To be measured on the bench.
 	DefaultOperatorStartsPerSecond = 20
 	// DefaultRolloutStepDeadlineSeconds: half an hour for a step's pools to
 	// move and become Available; a switch takes seconds, so this is about
@@ -81,15 +81,50 @@ const (
 	DefaultRolloutStepDeadlineSeconds = 1800
 )
 
-type intSetting struct {
+// intSetting is a whole-number setting of the options O: its flag, its
+// environment variable, its built-in default and the least value it takes.
+type intSetting[O any] struct {
 	flag, env string
 	def       int
 	min       int
 	usage     string
-	dst       func(*WorkerOptions) *int
+	dst       func(*O) *int
 }
 
-var workerSettings = []intSetting{
+// bindInts defines the flags of settings on fs, each defaulting from its
+// environment variable, then from its built-in default, and returns the
+// environment variables that are not numbers (for Validate to report:
+// BindFlags cannot fail).
+func bindInts[O any](fs *flag.FlagSet, o *O, settings []intSetting[O]) error {
+	var errs []error
+	for _, s := range settings {
+		def := s.def
+		if v, ok := os.LookupEnv(s.env); ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a number", s.env, v))
+			} else {
+				def = n
+			}
+		}
+		fs.IntVar(s.dst(o), s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	return errors.Join(errs...)
+}
+
+// validateInts reports every setting below its least value, naming its
+// flag and environment variable.
+func validateInts[O any](o *O, settings []intSetting[O]) []error {
+	var errs []error
+	for _, s := range settings {
+		if v := *s.dst(o); v < s.min {
+			errs = append(errs, fmt.Errorf("--%s (%s) must be at least %d, got %d", s.flag, s.env, s.min, v))
+		}
+	}
+	return errs
+}
+
+var workerSettings = []intSetting[WorkerOptions]{
 	{"workflow-task-pollers", "ATE_WORKFLOW_TASK_POLLERS", DefaultWorkflowTaskPollers, 2,
 		"concurrent workflow task polls of the Temporal worker (at least 2: the SDK alternates them between the sticky and the shared queue)",
 		func(o *WorkerOptions) *int { return &o.WorkflowTaskPollers }},
@@ -128,20 +163,7 @@ func DefaultWorkerOptions() WorkerOptions {
 // BindFlags defines the flags on fs, each defaulting from its environment
 // variable, then from its built-in default.
 func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
-	var errs []error
-	for _, s := range workerSettings {
-		dst := s.dst(o)
-		def := s.def
-		if v, ok := os.LookupEnv(s.env); ok && v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a number", s.env, v))
-			} else {
-				def = n
-			}
-		}
-		fs.IntVar(dst, s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
-	}
+	o.envErr = bindInts(fs, o, workerSettings)
 	behavior := DefaultWorkflowTaskPollerBehavior
 	if v, ok := os.LookupEnv(pollerBehaviorEnv); ok && v != "" {
 		behavior = v
@@ -149,17 +171,11 @@ func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WorkflowTaskPollerBehavior, pollerBehaviorFlag, behavior,
 		fmt.Sprintf("how the workflow task pollers are run: %q (keeps a poll on the shared queue, scaling between %d and --workflow-task-pollers) or %q (always --workflow-task-pollers, each choosing its queue per poll) (env %s)",
 			PollerAutoscaling, MinimumAutoscalingPollers, PollerFixed, pollerBehaviorEnv))
-	o.envErr = errors.Join(errs...)
 }
 
 // Validate checks the settings.
 func (o *WorkerOptions) Validate() error {
-	errs := []error{o.envErr}
-	for _, s := range workerSettings {
-		if v := *s.dst(o); v < s.min {
-			errs = append(errs, fmt.Errorf("--%s (%s) must be at least %d, got %d", s.flag, s.env, s.min, v))
-		}
-	}
+	errs := append([]error{o.envErr}, validateInts(o, workerSettings)...)
 	if b := o.WorkflowTaskPollerBehavior; b != PollerAutoscaling && b != PollerFixed {
 		errs = append(errs, fmt.Errorf("--%s (%s) must be %q or %q, got %q", pollerBehaviorFlag, pollerBehaviorEnv, PollerAutoscaling, PollerFixed, b))
 	}

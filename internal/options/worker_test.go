@@ -73,6 +73,21 @@ func TestWorkerOptions(t *testing.T) {
 			wantErr: "--activity-task-pollers (ATE_ACTIVITY_TASK_POLLERS) must be at least 1, got 0",
 		},
 		{
+			name:    "no operator pace",
+			args:    []string{"--operator-starts-per-second=0"},
+			wantErr: "--operator-starts-per-second (ATE_OPERATOR_STARTS_PER_SECOND) must be at least 1, got 0",
+		},
+		{
+			name:    "a negative operator pace",
+			env:     map[string]string{"ATE_OPERATOR_STARTS_PER_SECOND": "-5"},
+			wantErr: "--operator-starts-per-second (ATE_OPERATOR_STARTS_PER_SECOND) must be at least 1, got -5",
+		},
+		{
+			name:    "an operator pace that is not a number",
+			env:     map[string]string{"ATE_OPERATOR_STARTS_PER_SECOND": "fast"},
+			wantErr: `ATE_OPERATOR_STARTS_PER_SECOND="fast" is not a number`,
+		},
+		{
 			name:    "no activity slot",
 			args:    []string{"--max-concurrent-activities=0"},
 			wantErr: "--max-concurrent-activities (ATE_MAX_CONCURRENT_ACTIVITIES) must be at least 1, got 0",

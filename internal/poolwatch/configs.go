@@ -60,8 +60,10 @@ func (r ConfigEvents) enqueueUsers(ctx context.Context, q workqueueRL, old, cur 
 	}
 	seen := map[types.NamespacedName]bool{}
 	add := func(field, value string) {
+		// Every unpinned pool of a class, on a new default: read for its
+		// key only, so the cache's own objects, not deep copies.
 		var pools v1alpha1.WorkerPoolList
-		if err := r.Cache.List(ctx, &pools, ctrlclient.MatchingFields{field: value}); err != nil {
+		if err := r.Cache.List(ctx, &pools, ctrlclient.MatchingFields{field: value}, ctrlclient.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "listing WorkerPools affected by a SandboxConfig", "config", c.Name, "index", field)
 			return
 		}
@@ -160,9 +162,11 @@ func outcomeRelevant(old, cur *v1alpha1.SandboxConfig) bool {
 func classOf(c *v1alpha1.SandboxConfig) v1alpha1.SandboxClass { return c.Class() }
 
 // ListConfigs lists every SandboxConfig from r, as resolution sees them.
+// From a cache it reads the cache's own objects, not copies: ConfigsFrom
+// only reads them, into values of its own.
 func ListConfigs(ctx context.Context, r ctrlclient.Reader) ([]resolve.Config, error) {
 	var list v1alpha1.SandboxConfigList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing SandboxConfigs: %w", err)
 	}
 	return resolve.ConfigsFrom(list.Items), nil

@@ -32,8 +32,10 @@ type ClassPool struct {
 // ClassPools lists, in rollout order, the pools of r whose class follows
 // its class default: pinned pools and pools in deletion are no rollout's.
 func ClassPools(ctx context.Context, r ctrlclient.Reader, class v1alpha1.SandboxClass) ([]ClassPool, error) {
+	// Every pool, only read (into values of its own): from a cache, the
+	// cache's own objects rather than copies of them all.
 	var list v1alpha1.WorkerPoolList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the WorkerPools of sandbox class %q: %w", class, err)
 	}
 	var out []ClassPool

@@ -35,6 +35,9 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig("gvisor-default", true)))
 	wp := producttest.Pool(ns, "workers", "")
 	wp.Spec.Replicas = producttest.Ptr(int32(2))
+	// Caches drop a pool's annotations: the status writes made from the
+	// cached copy must not drop them from the pool.
+	wp.Annotations = map[string]string{"example.com/owner": "infra"}
 	wp.Spec.Template = &v1alpha1.WorkerPoolPodTemplate{
 		Labels:       map[string]v1alpha1.LabelValue{"team": "infra"},
 		NodeSelector: map[string]v1alpha1.LabelValue{"pool": "sandbox"},
@@ -56,6 +59,15 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	require.Equal(t, "worker", d.Spec.Template.Spec.Containers[0].Name)
 	require.Equal(t, "ateworker-gvisor:v1", d.Spec.Template.Spec.Containers[0].Image)
+	// As the API server stores it, the Deployment as the worker caches it
+	// (no template, a digest of the product's fields) is up to date: a
+	// status change of it costs no apply.
+	cached, err := deployment.ForCache(d.DeepCopy())
+	require.NoError(t, err)
+	require.Empty(t, cached.(*appsv1.Deployment).Spec.Template.Spec.Containers)
+	upToDate, err := deployment.CachedUpToDate(cached.(*appsv1.Deployment), wp)
+	require.NoError(t, err)
+	require.True(t, upToDate, "the cached Deployment should be up to date right after the apply")
 	require.Contains(t, d.Spec.Template.Spec.Tolerations, corev1.Toleration{
 		Key: v1alpha1.SandboxClassTaintKey, Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule,
 	})
@@ -99,6 +111,8 @@ func TestDeploymentFollowsThePool(t *testing.T) {
 		return !still, "nodeSelector still set"
 	})
 	require.Equal(t, deployment.FieldManager, managerOf(d, "f:replicas"), "the product owns the replica count")
+	require.NoError(t, kube.Get(ctx, client.ObjectKeyFromObject(wp), wp))
+	require.Equal(t, "infra", wp.Annotations["example.com/owner"], "the status writes kept the pool's annotations")
 }
 
 // managerOf returns the manager that applied a field.

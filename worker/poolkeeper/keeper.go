@@ -302,7 +302,7 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 		if r.upToDate.holds(pool, d) {
 			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
-		if upToDate, err := deployment.UpToDate(d, pool); err == nil && upToDate {
+		if upToDate, err := deployment.CachedUpToDate(d, pool); err == nil && upToDate {
 			r.upToDate.set(pool, d)
 			return kept{deployment: d, condition: appliedCondition(pool)}, nil
 		}
@@ -335,10 +335,11 @@ func (r *Reconciler) keepDeployment(ctx context.Context, pool *v1alpha1.WorkerPo
 	return kept{deployment: applied, condition: appliedCondition(pool)}, nil
 }
 
-// currentDeployment returns the Deployment of the pool's name, or nil. The
-// cache answers, but a miss is confirmed by a live read: a Deployment
-// created by someone else a moment ago may not be in the cache yet, and the
-// forced apply that follows a miss would take it over.
+// currentDeployment returns the Deployment of the pool's name, as the cache
+// keeps it (deployment.ForCache), or nil. The cache answers, but a miss is
+// confirmed by a live read: a Deployment created by someone else a moment
+// ago may not be in the cache yet, and the forced apply that follows a miss
+// would take it over.
 func (r *Reconciler) currentDeployment(ctx context.Context, pool *v1alpha1.WorkerPool) (*appsv1.Deployment, error) {
 	var d appsv1.Deployment
 	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pool), &d)
@@ -356,6 +357,10 @@ func (r *Reconciler) currentDeployment(ctx context.Context, pool *v1alpha1.Worke
 		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	}
+	// In the cache's form, which the up-to-date check reads.
+	if _, err := deployment.ForCache(live); err != nil {
 		return nil, fmt.Errorf("reading the Deployment of WorkerPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
 	return live, nil
