@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"go.temporal.io/sdk/client"
 	"log/slog"
 	"math/big"
 	"os"
@@ -130,4 +131,27 @@ func writeCertificates(t *testing.T, dir string) (caFile, certFile, keyFile stri
 		return path
 	}
 	return write("ca.pem", "CERTIFICATE", caDER), write("client.pem", "CERTIFICATE", clientDER), write("client-key.pem", "EC PRIVATE KEY", keyDER)
+}
+
+// TestTemporalGRPCCompression: the setting reaches the SDK's connection
+// options; no setting (Options built by code) is no compression, the
+// default the bench measured, not the SDK's gzip.
+func TestTemporalGRPCCompression(t *testing.T) {
+	clearEnv(t)
+	tests := []struct {
+		setting string
+		want    client.GrpcCompression
+	}{
+		{"", &client.GrpcCompressionNone{}},
+		{"none", &client.GrpcCompressionNone{}},
+		{"gzip", &client.GrpcCompressionGzip{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.setting, func(t *testing.T) {
+			o := Options{TemporalAddress: "temporal:7233", TemporalGRPCCompression: tt.setting}
+			opts, err := o.TemporalClientOptions(quiet)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, opts.ConnectionOptions.GrpcCompression)
+		})
+	}
 }

@@ -28,6 +28,11 @@ type WorkerOptions struct {
 	// OperatorStartsPerSecond paces the signal-with-starts the operator
 	// workflow's requests send (docs/operating-with-the-cli.md).
 	OperatorStartsPerSecond int
+	// StickyWorkflowCacheSize is how many workflow executions the worker
+	// keeps in memory between their workflow tasks (the SDK's sticky
+	// cache, process-wide); 0 (the default) keeps none and polls only the
+	// shared queue (docs/decisions/0016-temporal-transport.md).
+	StickyWorkflowCacheSize int
 	// RolloutStepDeadlineSeconds is how long a staged rollout's step may
 	// take for its pools to move and be Available before the rollout halts.
 	RolloutStepDeadlineSeconds int
@@ -79,6 +84,10 @@ const (
 	// move and become Available; a switch takes seconds, so this is about
 	// workers that do not become ready.
 	DefaultRolloutStepDeadlineSeconds = 1800
+	// DefaultStickyWorkflowCacheSize: a switch is one workflow task, so a
+	// cached execution is never used again; the few long-lived workflows
+	// (releases, rollouts, the operator) replay short histories.
+	DefaultStickyWorkflowCacheSize = 0
 )
 
 // intSetting is a whole-number setting of the options O: its flag, its
@@ -137,6 +146,9 @@ var workerSettings = []intSetting[WorkerOptions]{
 	{"operator-starts-per-second", "ATE_OPERATOR_STARTS_PER_SECOND", DefaultOperatorStartsPerSecond, 1,
 		"switch (or release) signal-with-starts per second an operator's request to the operator workflow sends, at most",
 		func(o *WorkerOptions) *int { return &o.OperatorStartsPerSecond }},
+	{"sticky-workflow-cache-size", "ATE_STICKY_WORKFLOW_CACHE_SIZE", DefaultStickyWorkflowCacheSize, 0,
+		"workflow executions kept in memory between their workflow tasks (the SDK's sticky cache); 0: none, every task polled from the shared queue",
+		func(o *WorkerOptions) *int { return &o.StickyWorkflowCacheSize }},
 	{"rollout-step-deadline-seconds", "ATE_ROLLOUT_STEP_DEADLINE_SECONDS", DefaultRolloutStepDeadlineSeconds, 1,
 		"seconds a staged rollout's step may take for its pools to move and be Available before the rollout halts",
 		func(o *WorkerOptions) *int { return &o.RolloutStepDeadlineSeconds }},
@@ -182,8 +194,10 @@ func (o *WorkerOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Apply sets the settings on the Temporal worker's options.
+// Apply sets the settings on the Temporal worker's options, and the
+// process-wide sticky cache size (before the first worker starts).
 func (o *WorkerOptions) Apply(w *worker.Options) {
+	worker.SetStickyWorkflowCacheSize(o.StickyWorkflowCacheSize)
 	w.MaxConcurrentWorkflowTaskPollers, w.WorkflowTaskPollerBehavior = 0, nil
 	if o.WorkflowTaskPollerBehavior == PollerFixed {
 		w.MaxConcurrentWorkflowTaskPollers = o.WorkflowTaskPollers

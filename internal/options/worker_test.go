@@ -31,8 +31,8 @@ func TestWorkerOptions(t *testing.T) {
 		{
 			name: "flags override environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4"},
-			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5", "--rollout-step-deadline-seconds=60"},
-			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5, RolloutStepDeadlineSeconds: 60, WorkflowTaskPollerBehavior: "autoscaling"},
+			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5", "--rollout-step-deadline-seconds=60", "--sticky-workflow-cache-size=100"},
+			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5, RolloutStepDeadlineSeconds: 60, StickyWorkflowCacheSize: 100, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "empty environment variable keeps the default",
@@ -86,6 +86,11 @@ func TestWorkerOptions(t *testing.T) {
 			name:    "an operator pace that is not a number",
 			env:     map[string]string{"ATE_OPERATOR_STARTS_PER_SECOND": "fast"},
 			wantErr: `ATE_OPERATOR_STARTS_PER_SECOND="fast" is not a number`,
+		},
+		{
+			name:    "a negative sticky cache",
+			env:     map[string]string{"ATE_STICKY_WORKFLOW_CACHE_SIZE": "-1"},
+			wantErr: "--sticky-workflow-cache-size (ATE_STICKY_WORKFLOW_CACHE_SIZE) must be at least 0, got -1",
 		},
 		{
 			name:    "no activity slot",
