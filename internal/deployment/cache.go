@@ -38,9 +38,16 @@ func ForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	digest := ""
-	if have, err := appsv1ac.ExtractDeployment(d, FieldManager); err == nil {
+	if prior := d.Annotations[ownedDigestAnnotation]; prior != "" && len(d.ManagedFields) == 0 {
+		// Transformed already: the informer may run its transform on an
+		// object it holds again (client-go asks transforms to be
+		// idempotent), and the managedFields the digest came from are gone.
+		// An object from the API server always has managedFields.
+		digest = prior
+	} else if have, err := appsv1ac.ExtractDeployment(d, FieldManager); err == nil {
 		digest, _ = digestOf(have)
 	}
+
 	d.ManagedFields = nil
 	d.Annotations = nil
 	if digest != "" {

@@ -120,6 +120,24 @@ func TestCachedUpToDateWithoutADigest(t *testing.T) {
 	require.False(t, got, "a Deployment the product never applied")
 }
 
+// TestForCacheIsIdempotent: the worker's informer ran the transform again
+// on a Deployment it already held (the bench saw it at every start), and
+// the second pass, with the managedFields gone, digested nothing: every
+// Deployment then looked out of date, and a worker's start re-applied
+// every pool's Deployment (10,000 applies at N=10,000). Transformed twice,
+// a Deployment keeps the digest of its first pass.
+func TestForCacheIsIdempotent(t *testing.T) {
+	full, pool := representativeDeployment(t)
+	once, err := ForCache(full.DeepCopy())
+	require.NoError(t, err)
+	twice, err := ForCache(once.(*appsv1.Deployment).DeepCopy())
+	require.NoError(t, err)
+	require.Equal(t, once, twice)
+	got, err := CachedUpToDate(twice.(*appsv1.Deployment), pool)
+	require.NoError(t, err)
+	require.True(t, got, "an up-to-date Deployment transformed twice is still up to date")
+}
+
 func jsonSize(t *testing.T, v any) int {
 	t.Helper()
 	b, err := json.Marshal(v)
