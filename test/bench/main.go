@@ -343,9 +343,12 @@ func workerBusy(ctx context.Context, wp *process) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("worker metrics: %w", err)
 	}
+	// The pool keeper's reconciles too: a worker still going through its
+	// first pass is not at rest.
 	return m["temporal_workflow_task_execution_latency_seconds_count"] +
 		m["temporal_activity_execution_latency_seconds_count"] +
-		m["temporal_local_activity_execution_latency_seconds_count"], nil
+		m["temporal_local_activity_execution_latency_seconds_count"] +
+		m["controller_runtime_reconcile_total"], nil
 }
 
 // quiesce waits until the API server has served no request on the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"ate.dev/orchestrator/internal/wfapi"
@@ -108,6 +109,24 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	if err := until(ctx, timeoutFor(2*time.Minute, n), "every pool on "+oldDefault+", resolved and served", func() (bool, string) {
 		warm := w.warmCount()
 		return warm == n, fmt.Sprintf("%d of %d", warm, n)
+	}); err != nil {
+		return err
+	}
+	// The pools were provisioned before the product started, so the watch
+	// above says nothing about the product: wait for its first pass over
+	// every pool (the keeper's and the switch starter's reconciles), which
+	// at 10,000 pools outlasts a quiet second and would otherwise run into
+	// the wave.
+	if err := until(ctx, timeoutFor(2*time.Minute, n), "the worker's and the starter's first pass over every pool", func() (bool, string) {
+		keeper, err := reconciles(ctx, wp, "pool-keeper")
+		if err != nil {
+			return false, err.Error()
+		}
+		starter, err := reconciles(ctx, sp, "switch-starter")
+		if err != nil {
+			return false, err.Error()
+		}
+		return keeper >= float64(n) && starter >= float64(n), fmt.Sprintf("pool keeper %.0f, switch starter %.0f of %d", keeper, starter, n)
 	}); err != nil {
 		return err
 	}
@@ -350,4 +369,19 @@ func sampleConcurrency(ctx context.Context, wp *process) func() concurrency {
 		}
 	}()
 	return func() concurrency { cancel(); return <-done }
+}
+
+// reconciles is how many reconciles a process's controller has finished.
+func reconciles(ctx context.Context, p *process, controller string) (float64, error) {
+	m, err := processMetrics(ctx, p.metricsAddr, "controller")
+	if err != nil {
+		return 0, fmt.Errorf("%s metrics: %w", controller, err)
+	}
+	var total float64
+	for k, v := range m {
+		if strings.HasPrefix(k, "controller_runtime_reconcile_total|") && strings.HasSuffix(k, "|controller="+controller) {
+			total += v
+		}
+	}
+	return total, nil
 }
