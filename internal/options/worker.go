@@ -76,9 +76,11 @@ const (
 	DefaultActivityTaskPollers = 2
 	// DefaultMaxConcurrentActivities is the SDK's; runs reached at most 22.
 	DefaultMaxConcurrentActivities = 1000
-	// DefaultOperatorStartsPerSecond: a re-resolution of 10,000 pools
-	// takes about eight minutes and adds at most this many starts a second
-	// to Temporal's load. To be measured on the bench.
+	// DefaultOperatorStartsPerSecond: a third of the switches a second
+	// the bench's 2-core stack sustains (about 60), so a new default's
+	// wave keeps most of the capacity while an operator's class-wide
+	// request runs (docs/decisions/0016-temporal-transport.md); 10,000
+	// pools take about eight minutes.
 	DefaultOperatorStartsPerSecond = 20
 	// DefaultRolloutStepDeadlineSeconds: half an hour for a step's pools to
 	// move and become Available; a switch takes seconds, so this is about
