@@ -96,6 +96,7 @@ func TestHelpFlags(t *testing.T) {
 	var opts options.Options
 	var leader options.LeaderElection
 	var wopts options.WorkerOptions
+	var sopts options.StarterOptions
 	tests := []struct {
 		name string
 		want []string
@@ -103,7 +104,7 @@ func TestHelpFlags(t *testing.T) {
 		never []string
 	}{
 		{name: "worker", want: flagsOf(opts.BindFlags, leader.BindFlags, wopts.BindFlags)},
-		{name: "starter", want: flagsOf(opts.BindFlags, leader.BindFlags),
+		{name: "starter", want: flagsOf(opts.BindFlags, leader.BindFlags, sopts.BindFlags),
 			never: []string{"workflow-task-pollers"}},
 		{name: "teardown", want: []string{"kubeconfig", "log-format", "log-level"},
 			never: []string{"temporal-address", "temporal-api-key", "task-queue", "metrics-bind-address", "health-probe-bind-address"}},

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"slices"
 	"strings"
 	"testing"
@@ -172,7 +175,22 @@ func TestHandStartedHostileSwitchesFailAtOnce(t *testing.T) {
 			if id == "" {
 				id = testenv.Current().ClusterName.SwitchWorkflowID(ns, "pool")
 			}
-			run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue}, wfapi.SwitchWorkflow, in)
+			// The pool's own switch (its first resolution) may still be
+			// completing: a start then would join it and read its result.
+			producttest.Eventually(t, "no switch of the pool running", func() (bool, string) {
+				d, err := p.TemporalClient().DescribeWorkflowExecution(ctx, id, "")
+				var notFound *serviceerror.NotFound
+				if errors.As(err, &notFound) {
+					return true, "none started under this ID"
+				}
+				if err != nil {
+					return false, err.Error()
+				}
+				st := d.GetWorkflowExecutionInfo().GetStatus()
+				return st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, st.String()
+			})
+			run, err := p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: p.TaskQueue,
+				WorkflowExecutionErrorWhenAlreadyStarted: true}, wfapi.SwitchWorkflow, in)
 			require.NoError(t, err)
 			runCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			defer cancel()
