@@ -19,14 +19,14 @@ func TestWorkerOptions(t *testing.T) {
 	}{
 		{
 			name: "built-in defaults",
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4", "ATE_MAX_CONCURRENT_ACTIVITIES": "50",
 			},
-			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "flags override environment",
@@ -37,18 +37,18 @@ func TestWorkerOptions(t *testing.T) {
 		{
 			name: "empty environment variable keeps the default",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": ""},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "fixed pollers from the environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, WorkflowTaskPollerBehavior: "fixed"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "fixed"},
 		},
 		{
 			name: "poller behaviour flag overrides environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
 			args: []string{"--workflow-task-poller-behavior=autoscaling"},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name:    "unknown poller behaviour",
