@@ -1,11 +1,7 @@
 package starter
 
 import (
-	"context"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -44,31 +40,16 @@ func (rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect exports each config with a status.rollout once, whichever of
 // this process's starters' caches holds it.
 func (rolloutCollector) Collect(ch chan<- prometheus.Metric) {
-	releasesWaiting.mu.Lock()
-	readers := make([]ctrlclient.Reader, 0, len(releasesWaiting.sources))
-	for r := range releasesWaiting.sources {
-		readers = append(readers, *r)
-	}
-	releasesWaiting.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
 	seen := map[string]bool{}
-	for _, r := range readers {
-		var list v1alpha1.SandboxConfigList
-		if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil { // only read
-			continue
+	releasesWaiting.eachConfig(func(c *v1alpha1.SandboxConfig) {
+		st := c.Status.Rollout
+		if st == nil || st.Phase == "" || seen[c.Name] {
+			return
 		}
-		for i := range list.Items {
-			c := &list.Items[i]
-			st := c.Status.Rollout
-			if st == nil || st.Phase == "" || seen[c.Name] {
-				continue
-			}
-			seen[c.Name] = true
-			ch <- prometheus.MustNewConstMetric(rolloutPhaseDesc, prometheus.GaugeValue, 1, c.Name, string(st.Phase))
-			ch <- prometheus.MustNewConstMetric(rolloutStepDesc, prometheus.GaugeValue, float64(st.Step), c.Name)
-			ch <- prometheus.MustNewConstMetric(rolloutMovedDesc, prometheus.GaugeValue, float64(st.MovedPools), c.Name)
-			ch <- prometheus.MustNewConstMetric(rolloutTotalDesc, prometheus.GaugeValue, float64(st.TotalPools), c.Name)
-		}
-	}
+		seen[c.Name] = true
+		ch <- prometheus.MustNewConstMetric(rolloutPhaseDesc, prometheus.GaugeValue, 1, c.Name, string(st.Phase))
+		ch <- prometheus.MustNewConstMetric(rolloutStepDesc, prometheus.GaugeValue, float64(st.Step), c.Name)
+		ch <- prometheus.MustNewConstMetric(rolloutMovedDesc, prometheus.GaugeValue, float64(st.MovedPools), c.Name)
+		ch <- prometheus.MustNewConstMetric(rolloutTotalDesc, prometheus.GaugeValue, float64(st.TotalPools), c.Name)
+	})
 }

@@ -56,32 +56,39 @@ func (w *waiting) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (w *waiting) Collect(ch chan<- prometheus.Metric) {
+	since := map[string]time.Time{}
+	w.eachConfig(func(c *v1alpha1.SandboxConfig) {
+		if c.IsDeleting() && c.IsProtected() {
+			since[c.Name] = c.DeletionTimestamp.Time
+		}
+	})
+	ch <- prometheus.MustNewConstMetric(releasesWaitingDesc, prometheus.GaugeValue, float64(len(since)))
+	now := time.Now()
+	for name, t := range since {
+		ch <- prometheus.MustNewConstMetric(releaseWaitingDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), name)
+	}
+}
+
+// eachConfig calls fn with every SandboxConfig of every registered cache,
+// read without a copy: fn only reads. A cache that does not answer is
+// skipped: a cache not synced yet answers after its sync, and a scrape
+// does not wait that long.
+func (w *waiting) eachConfig(fn func(*v1alpha1.SandboxConfig)) {
 	w.mu.Lock()
 	readers := make([]ctrlclient.Reader, 0, len(w.sources))
 	for r := range w.sources {
 		readers = append(readers, *r)
 	}
 	w.mu.Unlock()
-	// A cache not synced yet answers after its sync; a scrape does not wait
-	// that long.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	since := map[string]time.Time{}
 	for _, r := range readers {
 		var list v1alpha1.SandboxConfigList
-		if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil { // only read
+		if err := r.List(ctx, &list, ctrlclient.UnsafeDisableDeepCopy); err != nil {
 			continue
 		}
 		for i := range list.Items {
-			c := &list.Items[i]
-			if c.IsDeleting() && c.IsProtected() {
-				since[c.Name] = c.DeletionTimestamp.Time
-			}
+			fn(&list.Items[i])
 		}
-	}
-	ch <- prometheus.MustNewConstMetric(releasesWaitingDesc, prometheus.GaugeValue, float64(len(since)))
-	now := time.Now()
-	for name, t := range since {
-		ch <- prometheus.MustNewConstMetric(releaseWaitingDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), name)
 	}
 }
