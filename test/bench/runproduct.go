@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"ate.dev/orchestrator/internal/wfapi"
@@ -377,11 +376,6 @@ func reconciles(ctx context.Context, p *process, controller string) (float64, er
 	if err != nil {
 		return 0, fmt.Errorf("%s metrics: %w", controller, err)
 	}
-	var total float64
-	for k, v := range m {
-		if strings.HasPrefix(k, "controller_runtime_reconcile_total|") && strings.HasSuffix(k, "|controller="+controller) {
-			total += v
-		}
-	}
-	return total, nil
+	// processMetrics sums the series over the labels it does not keep.
+	return m["controller_runtime_reconcile_total|controller="+controller], nil
 }
