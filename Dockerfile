@@ -19,7 +19,8 @@
 # labels (hack/release/pkg/release; deploy/dockerfile_test.go fails when
 # they differ, docs/decisions/0009-tooling-layout.md).
 
-ARG GO_VERSION=1.26
+# go.mod's toolchain line (deploy/dockerfile_test.go keeps them equal).
+ARG GO_VERSION=1.27.3
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src

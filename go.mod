@@ -2,6 +2,8 @@ module ate.dev/orchestrator
 
 go 1.26.7
 
+toolchain go1.27.3
+
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/Masterminds/semver/v3 v3.5.0

@@ -193,16 +193,19 @@ func TestDockerfile(t *testing.T) {
 	root := repoRoot(t)
 	df := parseDockerfile(t)
 
-	// The builder is the Go of go.mod.
+	// The builder is the Go of go.mod's toolchain line, the one make and CI build with.
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+	goVersion := regexp.MustCompile(`(?m)^toolchain go(\d+\.\d+\.\d+)$`).FindSubmatch(gomod)
+	if goVersion == nil {
+		t.Fatal("go.mod has no toolchain line")
+	}
 	builder := df.stages[0]
 	from := strings.ReplaceAll(builder.from, "${GO_VERSION}", df.globalArgs["GO_VERSION"])
 	if want := "golang:" + string(goVersion[1]); from != want {
-		t.Errorf("the builder is FROM %s, want %s (go.mod says go %s)", from, want, goVersion[1])
+		t.Errorf("the builder is FROM %s, want %s (go.mod says toolchain go%s)", from, want, goVersion[1])
 	}
 
 	// It builds every command, statically.

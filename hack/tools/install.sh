@@ -9,6 +9,12 @@
 #
 #   ${ATE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ate-orchestrator/tools}/<tool>/<version>/<tool>
 #
+# Tools that type-check this repository's Go source (controller-gen,
+# workflowcheck, golangci-lint, govulncheck) must be built by the Go that
+# builds it, so their key also names that Go:
+#
+#   .../<tool>/<version>/<go version>/<tool>
+#
 # The cache lives outside the clone, so a fresh clone on the same machine (as
 # CI uses) reuses it. Only missing tools are built. Each tool is then linked
 # into bin/ at the repository root, where the Makefile, the tests and the local
@@ -26,6 +32,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${ATE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ate-orchestrator/tools}
 bin="$root/bin"
 mkdir -p "$bin"
+
+# The Makefile exports go.mod's toolchain line as GOTOOLCHAIN; run by hand,
+# this script does the same (decision 0018).
+if [[ -z ${GOTOOLCHAIN:-} ]]; then
+	GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod")
+	export GOTOOLCHAIN
+fi
 
 # The version of a tool is the version of its module in hack/tools/<tool>/go.mod.
 module_version() { # dir module
@@ -50,12 +63,23 @@ progress() { # tool version started
 	done
 }
 
+# The tools that load and type-check Go packages with the go/types they were
+# built with: one built by another Go misreads that Go's standard library.
+reads_go_source=" controller-gen workflowcheck golangci-lint govulncheck "
+
 build() { # tool module package [ldflags [module-dir]]
 	local tool=$1 module=$2 pkg=$3 ldflags=${4:-}
 	local dir="$root/hack/tools/${5:-$tool}"
-	local version
+	local version key
 	version=$(module_version "$dir" "$module")
-	local out="$cache/$tool/$version/$tool"
+	key=$version
+	if [[ $reads_go_source == *" $tool "* ]]; then
+		local go_version
+		go_version=$(go env GOVERSION)
+		key="$version/$go_version"
+		version="$version ($go_version)"
+	fi
+	local out="$cache/$tool/$key/$tool"
 	if [[ ! -x "$out" ]]; then
 		echo "[$tool_index/$tool_count] building $tool $version into $out (only once per machine)" >&2
 		local started

@@ -16,12 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeGo answers `go list -m` with a version and makes `go build -o OUT`
-// take a moment before it writes OUT; a FAIL file makes builds fail. With
-// FAKE_LOG set, each build appends its directory and package to that file.
+// fakeGo answers `go list -m` with a version and `go env GOVERSION` with the
+// toolchain it was asked for, and makes `go build -o OUT` take a moment
+// before it writes OUT; a FAIL file makes builds fail. With FAKE_LOG set,
+// each build appends its directory and package to that file.
 const fakeGo = `#!/usr/bin/env bash
 case $1 in
 list) echo v1.2.3 ;;
+env) echo "$GOTOOLCHAIN" ;;
 build)
 	[[ -n ${FAKE_LOG:-} ]] && echo "$PWD ${*: -1}" >>"$FAKE_LOG"
 	sleep "$FAKE_BUILD_SECONDS"
@@ -39,9 +41,10 @@ func newRig(t *testing.T) rig {
 	script, err := os.ReadFile("install.sh")
 	require.NoError(t, err)
 	tools := filepath.Join(r.root, "hack", "tools")
-	for _, tool := range []string{"etcd", "kube-apiserver", "temporal"} {
+	for _, tool := range []string{"etcd", "kube-apiserver", "temporal", "golangci-lint"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(tools, tool), 0o755))
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(r.root, "go.mod"), []byte("module x\n\ngo 1.26\n\ntoolchain go9.1.0\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(tools, "install.sh"), script, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(r.dir, "go"), []byte(fakeGo), 0o755))
 	return r
@@ -57,7 +60,7 @@ func (r rig) install(t *testing.T, buildSeconds string, tools ...string) (string
 func (r rig) installEnv(t *testing.T, buildSeconds string, env []string, tools ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(r.root, "hack", "tools", "install.sh"), tools...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(withoutGOTOOLCHAIN(os.Environ()),
 		"PATH="+r.dir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ATE_TOOLS_CACHE="+r.cache, "ATE_TOOLS_PROGRESS_INTERVAL=1",
 		"FAKE_BUILD_SECONDS="+buildSeconds, "FAKE_DIR="+r.dir)
@@ -139,6 +142,51 @@ func TestInstallBuildsTheClusterFromTheirModules(t *testing.T) {
 		link, err := os.Readlink(filepath.Join(r.root, "bin", tool))
 		require.NoError(t, err, "bin/%s", tool)
 		require.Equal(t, filepath.Join(r.cache, tool, "v1.2.3", tool), link)
+	}
+}
+
+// withoutGOTOOLCHAIN drops the toolchain make exports, so that install.sh
+// takes go.mod's unless a test sets one.
+func withoutGOTOOLCHAIN(env []string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, "GOTOOLCHAIN=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A linter or generator type-checks the repository with the go/types it was
+// built with, so its cache key names the Go that built it: a new toolchain
+// builds it again, while a server such as etcd stays cached.
+func TestInstallKeysSourceReadingToolsByGo(t *testing.T) {
+	r := newRig(t)
+	log := filepath.Join(r.dir, "builds.log")
+	tests := []struct {
+		name      string
+		env       []string
+		wantBuilt int
+		wantLint  string
+	}{
+		{"go.mod's toolchain when none is set", nil, 2, filepath.Join(r.cache, "golangci-lint", "v1.2.3", "go9.1.0", "golangci-lint")},
+		{"the same toolchain again builds nothing", []string{"GOTOOLCHAIN=go9.1.0"}, 2, filepath.Join(r.cache, "golangci-lint", "v1.2.3", "go9.1.0", "golangci-lint")},
+		{"a new toolchain builds only the linter again", []string{"GOTOOLCHAIN=go9.2.0"}, 3, filepath.Join(r.cache, "golangci-lint", "v1.2.3", "go9.2.0", "golangci-lint")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := r.installEnv(t, "0", append([]string{"FAKE_LOG=" + log}, tt.env...), "golangci-lint", "etcd")
+			require.NoError(t, err, out)
+			b, err := os.ReadFile(log)
+			require.NoError(t, err)
+			require.Len(t, strings.Split(strings.TrimSpace(string(b)), "\n"), tt.wantBuilt, "builds so far:\n%s", b)
+			link, err := os.Readlink(filepath.Join(r.root, "bin", "golangci-lint"))
+			require.NoError(t, err)
+			require.Equal(t, tt.wantLint, link)
+			link, err = os.Readlink(filepath.Join(r.root, "bin", "etcd"))
+			require.NoError(t, err)
+			require.Equal(t, filepath.Join(r.cache, "etcd", "v1.2.3", "etcd"), link)
+		})
 	}
 }
 
