@@ -153,37 +153,26 @@ type previous struct {
 	dir     string
 }
 
-// previousRelease picks what users upgrade from: the newest release tag
-// (v*) among HEAD's ancestors other than HEAD itself, so that the upgrade
-// a user makes is the one tested. Before the first release there is none,
-// and the previous commit (HEAD~1) stands in for it. It unpacks that
-// commit (`git archive <rev> | tar -x`). With neither (the first commit,
-// or a shallow clone of depth 1, which .ci/run deepens) the test is
-// skipped with the reason, except under CI=true, where it fails: CI must
-// test the upgrade.
+// previousRelease picks what users upgrade from: the newest release among
+// HEAD's ancestors other than HEAD itself (release.FindPrevious: its tag, or
+// in a clone without tags the commit that added its CHANGELOG.md heading),
+// so that the upgrade a user makes is the one tested. Before the first
+// release the previous commit (HEAD~1) stands in for it. It unpacks that
+// commit (`git archive <rev> | tar -x`). With none (the first commit, or a
+// shallow clone of depth 1, which .ci/run deepens) the test is skipped with
+// the reason, except under CI=true, where it fails: CI must test the upgrade.
 func previousRelease(t testing.TB) previous {
 	t.Helper()
 	root := repoRoot(t)
-	p := previous{}
-	// --first-parent keeps to main's own line; HEAD~1 excludes a tag on
-	// HEAD itself (the release being cut is not its own predecessor).
-	if out, err := exec.Command("git", "-C", root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--first-parent", "HEAD~1").Output(); err == nil {
-		p.release = strings.TrimSpace(string(out))
-	}
-	ref := "HEAD~1"
-	if p.release != "" {
-		ref = p.release
-	}
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Output()
-	p.commit = strings.TrimSpace(string(out))
-	if err != nil || p.commit == "" {
-		shallow, _ := exec.Command("git", "-C", root, "rev-parse", "--is-shallow-repository").Output()
-		reason := "no release tag and no previous commit (git rev-parse " + ref + " failed; shallow clone: " + strings.TrimSpace(string(shallow)) + "): nothing to upgrade from"
+	found, err := release.FindPrevious(root, "HEAD")
+	if err != nil {
+		reason := "nothing to upgrade from: " + err.Error()
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s; CI must test the upgrade (.ci/run deepens a shallow clone and fetches tags)", reason)
 		}
 		t.Skip(reason)
 	}
+	p := previous{commit: found.Commit, release: found.Version}
 	p.dir = t.TempDir()
 	archive := exec.Command("git", "-C", root, "archive", "--format=tar", p.commit)
 	untar := exec.Command("tar", "-x", "-C", p.dir)

@@ -21,7 +21,7 @@ import (
 )
 
 // TestUpgradeFromPreviousRelease installs the previous release of this
-// repository (previousRelease: the newest v* tag before HEAD; before the
+// repository (previousRelease: the newest release before HEAD, by its tag or its CHANGELOG.md heading; before the
 // first release, the previous commit): its deploy/ rendered, its worker,
 // starter and teardown built. It runs pools through a switch, and upgrades to the current tree as
 // docs/install.md says: the CRDs first, server-side, then the rest; the
