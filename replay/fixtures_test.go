@@ -34,7 +34,7 @@ const Version = "v1"
 // before any release, and its fixtures deleted with it
 // (docs/decisions/0003, 0007, 0008 and 0010); from v1 on, every fixture is
 // kept and replayed for as long as its shape may run.
-var firstVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1}
+var firstVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1, "operator": 1}
 
 // shapeVersions is, per workflow kind, the version whose fixtures record
 // the kind's current shape: the code version at which its workflow last
@@ -43,7 +43,7 @@ var firstVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1}
 // bumped keeps its fixtures of the older version, which replay with
 // today's code (TestReplay), and is not recorded again under the new
 // name. Bump a kind's entry to Version when its workflow changes.
-var shapeVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1}
+var shapeVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1, "operator": 1}
 
 // recordsKind reports whether the recorder records fixtures of kind
 // under Version.
@@ -55,18 +55,19 @@ const Dir = "testdata"
 // Workflow kinds, the first part of a fixture's name, and their workflow
 // types.
 var workflowTypes = map[string]string{
-	"switch":  wfapi.SwitchWorkflow,
-	"release": wfapi.ReleaseWorkflow,
-	"rollout": wfapi.RolloutWorkflow,
+	"switch":   wfapi.SwitchWorkflow,
+	"release":  wfapi.ReleaseWorkflow,
+	"rollout":  wfapi.RolloutWorkflow,
+	"operator": wfapi.OperatorWorkflow,
 }
 
-var fixtureName = regexp.MustCompile(`^(switch|release|rollout)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
+var fixtureName = regexp.MustCompile(`^(switch|release|rollout|operator)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
 // switch-confirmed.v1.json.
 type Fixture struct {
 	Path     string
-	Kind     string // switch, release or rollout
+	Kind     string // switch, release, rollout or operator
 	Scenario string // e.g. walk
 	Version  int    // 1 for v1
 }
@@ -81,7 +82,7 @@ func (f Fixture) WorkflowType() string { return workflowTypes[f.Kind] }
 func ParseFixture(path string) (Fixture, error) {
 	m := fixtureName.FindStringSubmatch(filepath.Base(path))
 	if m == nil {
-		return Fixture{}, fmt.Errorf("%s: a fixture is named <switch|release>-<scenario>.v<N>.json", path)
+		return Fixture{}, fmt.Errorf("%s: a fixture is named <switch|release|rollout|operator>-<scenario>.v<N>.json", path)
 	}
 	v, err := strconv.Atoi(m[3])
 	if err != nil {

@@ -21,7 +21,8 @@ import (
 // Each changed workflow is a few lines, not a copy of the product, and
 // differs from it at its first command: a switch starts with its first
 // Protect (a local activity) or, started by an operator, with a search
-// attribute upsert and a regular Observe; a release with its ReadConfig.
+// attribute upsert and a regular Observe; a release with its ReadConfig; the
+// operator workflow with nothing (it waits for a signal).
 // So each fails against every history of its kind, whatever the rest of
 // the product's steps are. The activities are named by their registered
 // names: a replay never runs them, and matches the type and the kind
@@ -38,6 +39,7 @@ func TestReplayCatchesIncompatibleChanges(t *testing.T) {
 		{"a switch that confirms without claiming", "switch", switchConfirmsFirst},
 		{"a switch that does nothing", "switch", switchDoesNothing},
 		{"a release that unprotects before it asks the cache", "release", releaseUnprotectsFirst},
+		{"an operator that runs a request before any signal", "operator", operatorRequestsFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0

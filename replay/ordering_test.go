@@ -72,6 +72,7 @@ var recordedScenarios = []string{
 	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
 	"rollout-completed", "rollout-halted", "rollout-resumed",
+	"operator-requests",
 }
 
 // TestFixtureExecutions: every fixture keeps the execution it was recorded
@@ -110,6 +111,10 @@ func checkExecution(t testing.TB, fx Fixture, exec Execution, h *historypb.Histo
 		var in wfapi.RolloutInput
 		startInput(t, h, &in)
 		require.NoError(t, wfapi.CheckRolloutID(exec.WorkflowID, in.Config), "%s: a rollout's workflow ID", fx.Path)
+	case "operator":
+		c, ok := wfapi.ClusterOf(exec.WorkflowID)
+		require.True(t, ok, "%s: the operator's workflow ID %q names its cluster", fx.Path, exec.WorkflowID)
+		require.Equal(t, c.OperatorWorkflowID(), exec.WorkflowID, "%s: the operator's workflow ID", fx.Path)
 	default:
 		t.Fatalf("%s: no %s workflow is recorded", fx.Path, fx.Kind)
 	}
@@ -133,6 +138,8 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 		checkRelease(t, h)
 	case "rollout":
 		checkRollout(t, h)
+	case "operator":
+		checkOperator(t, h)
 	}
 	if check, ok := scenarioChecks[fx.Name()]; ok {
 		check(t, h)
@@ -819,6 +826,7 @@ func checkMove(t testing.TB, h *historypb.History, signal, outcome string, steps
 // scenarioChecks check what each recorded scenario did, by fixture name
 // without version.
 var scenarioChecks = map[string]func(testing.TB, *historypb.History){
+	"operator-requests": checkOperatorRequests,
 	// Three steps, each with its gate, the first two with a bake: created
 	// paused, resumed from the spec.
 	"rollout-completed": func(t testing.TB, h *historypb.History) {

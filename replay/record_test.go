@@ -91,6 +91,7 @@ var scenarios = []scenario{
 	{"rerun-landed", []string{"switch-rerun-landed"}, recordRerunLanded},
 	{"rerun-rolled-back", []string{"switch-rerun-rolled-back"}, recordRerunRolledBack},
 	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed"}, recordRollout},
+	{"operator", []string{"operator-requests"}, recordOperator},
 }
 
 func TestRecord(t *testing.T) {
@@ -158,12 +159,11 @@ func fixtureOf(t testing.TB, name string) Fixture {
 }
 
 func cut(name string) (kind, scenario string, ok bool) {
-	for _, k := range []string{"pool", "switch", "release", "rollout"} {
-		if len(name) > len(k)+1 && name[:len(k)+1] == k+"-" {
-			return k, name[len(k)+1:], true
-		}
+	kind, scenario, ok = strings.Cut(name, "-")
+	if _, known := workflowTypes[kind]; !ok || !known || scenario == "" {
+		return "", "", false
 	}
-	return "", "", false
+	return kind, scenario, true
 }
 
 // save keeps a history of the run exec for the end of the scenario. It
@@ -418,13 +418,19 @@ func recordAbandonedClaim(t *testing.T, rec *recording) {
 	ns, _ := racer(t, p, held, "stray") // claimed, not yet read
 	id := recordedCluster.SwitchWorkflowID(ns, "stray")
 
+	// Terminating a run does not stop its worker's workflow task: released,
+	// the held task would go on to its Confirm and move the pool to
+	// gvisor-next, leaving no claim to abandon. So the claim's run stays
+	// held until the next run has abandoned the claim; its late Confirm then
+	// finds no claim of its own and writes nothing. The repin comes first,
+	// so that the starter's next start is the abandoning move.
+	producttest.Repin(t, p.Env.Kube, ns, "stray", "gvisor-now")
 	stopped, _ := p.describe(t, id, "")
 	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, id, stopped, "stopped by hand (replay recorder)"))
+	h, run := p.closedRun(t, id, p.nextRun(t, id, stopped))
 	held.Release()
-	producttest.Repin(t, p.Env.Kube, ns, "stray", "gvisor-now")
 	p.WaitForConfig(t, ns, "stray", "gvisor-now", metav1.ConditionTrue)
 
-	h, run := p.closedRun(t, id, p.nextRun(t, id, stopped))
 	var in wfapi.SwitchInput
 	startInput(t, h, &in)
 	require.Equal(t, "gvisor-next", in.Abandon, "the switch clears the stopped switch's claim")
