@@ -224,6 +224,7 @@ func settleClasses(pool *v1alpha1.WorkerPool, configs []resolve.Config) (switchi
 func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool, configs []resolve.Config) ([]resolve.Config, error) {
 	listedLive := false
 	for _, entry := range pool.Spec.SandboxClasses {
+		var err error
 		// A pinned config the cache does not hold yet (created just before
 		// the pool, its watch event not in) would read as
 		// SandboxConfigNotFound, with a Warning for a failure that never
@@ -234,15 +235,12 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 		// even send it, and failing the look on it would stop the pool.
 		if pinned := entry.ConfigRef.NameOf(); pinned != "" && len(validation.IsDNS1123Subdomain(pinned)) == 0 &&
 			!slices.ContainsFunc(configs, func(c resolve.Config) bool { return c.Name == pinned }) {
-			var live v1alpha1.SandboxConfig
-			err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: pinned}, &live)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
+			if configs, err = r.withLive(ctx, configs, pinned); err != nil {
 				return nil, fmt.Errorf("reading SandboxConfig %q, pinned by WorkerPool %s/%s, live: %w", pinned, pool.Namespace, pool.Name, err)
-			default:
-				configs = append(slices.Clone(configs), resolve.ConfigFrom(&live))
 			}
+		}
+		if configs, err = r.confirmSeenDeletion(ctx, pool, entry, configs); err != nil {
+			return nil, err
 		}
 		p := resolve.PlanClass(rollout.KeyOf(pool), entry, &pool.Status, configs)
 		if !listedLive && !p.NeedsSwitch() && p.Current == "" && p.Result.Reason == v1alpha1.ReasonDefaultConfigNotFound {
@@ -260,16 +258,63 @@ func (r *Reconciler) confirmDrops(ctx context.Context, pool *v1alpha1.WorkerPool
 		if p.NeedsSwitch() || p.Result.Target != "" || p.Current == "" {
 			continue
 		}
-		configs = slices.DeleteFunc(slices.Clone(configs), func(c resolve.Config) bool { return c.Name == p.Current })
-		var live v1alpha1.SandboxConfig
-		err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: p.Current}, &live)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		if configs, err = r.withLive(ctx, configs, p.Current); err != nil {
 			return nil, fmt.Errorf("reading SandboxConfig %q of WorkerPool %s/%s live before dropping it: %w", p.Current, pool.Namespace, pool.Name, err)
-		default:
-			configs = append(configs, resolve.ConfigFrom(&live))
 		}
+	}
+	return configs, nil
+}
+
+// withLive returns configs with the config named name as the API server
+// has it: the live copy in place of the cached one (or added, where the
+// cache lacked it), or none where the API server has none. The error is the
+// read's; the caller says why it read.
+func (r *Reconciler) withLive(ctx context.Context, configs []resolve.Config, name string) ([]resolve.Config, error) {
+	var live v1alpha1.SandboxConfig
+	err := r.Live.Get(ctx, ctrlclient.ObjectKey{Name: name}, &live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	configs = slices.DeleteFunc(slices.Clone(configs), func(c resolve.Config) bool { return c.Name == name })
+	if err == nil {
+		configs = append(configs, resolve.ConfigFrom(&live))
+	}
+	return configs, nil
+}
+
+// confirmSeenDeletion reads live a config the class's status has seen in
+// deletion (Resolved False, SandboxConfigDeleting: the pinned config, or,
+// unpinned, the one the class is on) while the cache still holds it
+// without a deletionTimestamp. The pool and config informers are
+// independent: a switch that read the config live can write the pool, and
+// its event reach this look, before the config's own event does. Resolved
+// from the cache, the class would read Resolved=True, and the config's
+// event would then take it back with a second Warning of the same failure
+// (a new transition time). A deletion is never undone, so the live read
+// settles which is behind: in deletion, the live copy replaces the cached
+// one; gone since, the cached one goes; not in deletion (deleted and
+// created again), the cache was right. Only this disagreement costs the
+// read.
+func (r *Reconciler) confirmSeenDeletion(ctx context.Context, pool *v1alpha1.WorkerPool, entry v1alpha1.WorkerPoolSandboxClass, configs []resolve.Config) ([]resolve.Config, error) {
+	st := pool.Status.ClassStatus(entry.Name)
+	if st == nil {
+		return configs, nil
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonSandboxConfigDeleting {
+		return configs, nil
+	}
+	name := entry.ConfigRef.NameOf()
+	if name == "" {
+		name = st.ConfigRef.NameOf()
+	}
+	i := slices.IndexFunc(configs, func(c resolve.Config) bool { return c.Name == name })
+	if i < 0 || configs[i].Deleting {
+		return configs, nil
+	}
+	configs, err := r.withLive(ctx, configs, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading SandboxConfig %q, in deletion by the status of WorkerPool %s/%s but not in the cache, live: %w", name, pool.Namespace, pool.Name, err)
 	}
 	return configs, nil
 }

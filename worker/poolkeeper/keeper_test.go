@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -143,15 +144,22 @@ func TestReconcilerLeavesMovesToSwitches(t *testing.T) {
 }
 
 // lagging is a cache behind the API server: it does not have the configs
-// named in hidden yet.
+// named in hidden yet, and has the configs in older as they were.
 type lagging struct {
 	ctrlclient.Client
 	hidden map[string]bool
+	older  map[string]*v1alpha1.SandboxConfig
 }
 
 func (l lagging) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-	if _, ok := obj.(*v1alpha1.SandboxConfig); ok && l.hidden[key.Name] {
-		return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("sandboxconfigs").GroupResource(), key.Name)
+	if c, ok := obj.(*v1alpha1.SandboxConfig); ok {
+		if l.hidden[key.Name] {
+			return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("sandboxconfigs").GroupResource(), key.Name)
+		}
+		if o := l.older[key.Name]; o != nil {
+			o.DeepCopyInto(c)
+			return nil
+		}
 	}
 	return l.Client.Get(ctx, key, obj, opts...)
 }
@@ -162,8 +170,73 @@ func (l lagging) List(ctx context.Context, list ctrlclient.ObjectList, opts ...c
 	}
 	if configs, ok := list.(*v1alpha1.SandboxConfigList); ok {
 		configs.Items = slices.DeleteFunc(configs.Items, func(c v1alpha1.SandboxConfig) bool { return l.hidden[c.Name] })
+		for i := range configs.Items {
+			if o := l.older[configs.Items[i].Name]; o != nil {
+				configs.Items[i] = *o.DeepCopy()
+			}
+		}
 	}
 	return nil
+}
+
+// TestReconcilerTrustsADeletionTheStatusHasSeen: a switch read a config
+// live in deletion and wrote so in the pool's status (Resolved False,
+// SandboxConfigDeleting), and the pool's event reached the keeper before
+// the config's: its cache still holds the config as it was before the
+// deletion. The keeper reads it live and leaves the failure as written (the
+// same transition, so its Warning stays the one recorded), instead of
+// marking the class Resolved until the config's event takes it back with a
+// second Warning. A config deleted and created again since (not in deletion
+// live) resolves.
+func TestReconcilerTrustsADeletionTheStatusHasSeen(t *testing.T) {
+	seen := metav1.NewTime(time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC))
+	deleting := func(name string, classDefault bool) *v1alpha1.SandboxConfig {
+		c := config(name, classDefault)
+		c.Finalizers = []string{v1alpha1.ProtectionFinalizer}
+		c.DeletionTimestamp = &seen
+		return c
+	}
+	pinnedMsg := `SandboxConfig "old" is being deleted; keeping "old"`
+	defaultMsg := `SandboxConfig "old" is being deleted and no other SandboxConfig of sandbox class "gvisor" is annotated sandboxconfig.ate.dev/is-class-default: "true"; keeping "old"`
+	tests := []struct {
+		name       string
+		pinned     bool
+		live       *v1alpha1.SandboxConfig
+		cached     *v1alpha1.SandboxConfig
+		msg        string
+		wantReason string
+	}{
+		{"pinned, the cache behind", true, deleting("old", false), config("old", false), pinnedMsg, v1alpha1.ReasonSandboxConfigDeleting},
+		{"the class default, the cache behind", false, deleting("old", true), config("old", true), defaultMsg, v1alpha1.ReasonSandboxConfigDeleting},
+		{"pinned, created again since", true, config("old", false), config("old", false), pinnedMsg, v1alpha1.ReasonResolved},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pool("old", "")
+			if tt.pinned {
+				p.Spec.SandboxClasses[0].ConfigRef = &v1alpha1.SandboxConfigReference{Name: "old"}
+			}
+			p.Status.SandboxClasses[0].Conditions = []metav1.Condition{{Type: v1alpha1.ConditionResolved, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: tt.msg, LastTransitionTime: seen, ObservedGeneration: p.Generation}}
+			c := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(tt.live, p).
+				WithStatusSubresource(&v1alpha1.WorkerPool{}).Build()
+			rec := &recorder{}
+			r := &Reconciler{Client: lagging{Client: c, older: map[string]*v1alpha1.SandboxConfig{"old": tt.cached}}, Live: c,
+				Deployments: k8sfake.NewClientset().AppsV1(), Events: rec}
+			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}})
+			require.NoError(t, err)
+			var got v1alpha1.WorkerPool
+			require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &got))
+			cond := meta.FindStatusCondition(got.Status.ClassStatus(gvisor).Conditions, v1alpha1.ConditionResolved)
+			require.NotNil(t, cond)
+			require.Equal(t, tt.wantReason, cond.Reason, cond.Message)
+			if tt.wantReason != v1alpha1.ReasonResolved {
+				require.Equal(t, tt.msg, cond.Message)
+				require.Equal(t, seen.UTC(), cond.LastTransitionTime.UTC(), "the same appearance of the failure")
+				require.Equal(t, []string{tt.wantReason + ": " + tt.msg}, rec.keys, "its one Warning")
+			}
+		})
+	}
 }
 
 // TestReconcilerDropsAConfigOnlyOnALiveRead: the keeper's config cache
