@@ -73,15 +73,8 @@ func (l *LeaderElection) BindFlags(fs *flag.FlagSet) {
 		"namespace of the leader election Lease; defaults to the pod's namespace (env LEADER_ELECTION_NAMESPACE)")
 	var errs []error
 	for _, s := range leaderTimings {
-		def := s.def
-		if v, ok := os.LookupEnv(s.env); ok && v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a duration", s.env, v))
-			} else {
-				def = d
-			}
-		}
+		def, err := envDefault(s.env, s.def, time.ParseDuration, "a duration")
+		errs = append(errs, err)
 		fs.DurationVar(s.dst(l), s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	l.envErr = errors.Join(errs...)

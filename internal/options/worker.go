@@ -112,18 +112,26 @@ type intSetting[O any] struct {
 func bindInts[O any](fs *flag.FlagSet, o *O, settings []intSetting[O]) error {
 	var errs []error
 	for _, s := range settings {
-		def := s.def
-		if v, ok := os.LookupEnv(s.env); ok && v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a number", s.env, v))
-			} else {
-				def = n
-			}
-		}
+		def, err := envDefault(s.env, s.def, strconv.Atoi, "a number")
+		errs = append(errs, err)
 		fs.IntVar(s.dst(o), s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	return errors.Join(errs...)
+}
+
+// envDefault is a flag's default: its environment variable's value when set
+// and not empty, else def. A value parse refuses leaves def and is an error
+// naming the variable: it is not what (a number, a duration).
+func envDefault[T any](env string, def T, parse func(string) (T, error), what string) (T, error) {
+	v, ok := os.LookupEnv(env)
+	if !ok || v == "" {
+		return def, nil
+	}
+	parsed, err := parse(v)
+	if err != nil {
+		return def, fmt.Errorf("%s=%q is not %s", env, v, what)
+	}
+	return parsed, nil
 }
 
 // validateInts reports every setting below its least value, naming its
