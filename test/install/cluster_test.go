@@ -71,6 +71,25 @@ func admin(t testing.TB) client.Client {
 	return c
 }
 
+// productCRDsServed reports whether both of the product's CRDs exist and
+// are not being deleted, read as objects. A list of pools is no such test:
+// for a moment after a CRD is deleted the API server may still answer one
+// list of its resource and refuse the next (seen: a cleanup's List passed,
+// CleanCluster's List then failed with "could not find the requested
+// resource").
+func productCRDsServed(t testing.TB) bool {
+	t.Helper()
+	for _, name := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+		var crd apiextensionsv1.CustomResourceDefinition
+		err := admin(t).Get(context.Background(), client.ObjectKey{Name: name}, &crd)
+		if apierrors.IsNotFound(err) || err == nil && crd.DeletionTimestamp != nil {
+			return false
+		}
+		require.NoError(t, err, "reading CRD %s", name)
+	}
+	return true
+}
+
 // resource is the dynamic client of an object's kind, in its namespace.
 func (k *kube) resource(t testing.TB, o *unstructured.Unstructured) dynamic.ResourceInterface {
 	t.Helper()

@@ -187,7 +187,7 @@ func removeKeptInstall(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	env := testenv.Current()
-	if err := env.Kube.List(ctx, &v1alpha1.WorkerPoolList{}); err == nil {
+	if productCRDsServed(t) {
 		producttest.CleanCluster(t, env.Kube)
 	}
 	a := admin(t)
