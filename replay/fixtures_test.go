@@ -61,7 +61,19 @@ var workflowTypes = map[string]string{
 	"operator": wfapi.OperatorWorkflow,
 }
 
-var fixtureName = regexp.MustCompile(`^(switch|release|rollout|operator)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
+// fixtureName is <kind>-<scenario>.v<N>.json; the kind is one of
+// workflowTypes' (ParseFixture checks it).
+var fixtureName = regexp.MustCompile(`^([a-z]+)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1-9][0-9]*)\.json$`)
+
+// fixtureKinds lists workflowTypes' kinds, for messages.
+func fixtureKinds() string {
+	kinds := make([]string, 0, len(workflowTypes))
+	for k := range workflowTypes {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, "|")
+}
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
 // switch-confirmed.v1.json.
@@ -81,8 +93,8 @@ func (f Fixture) WorkflowType() string { return workflowTypes[f.Kind] }
 // ParseFixture parses a fixture's file name.
 func ParseFixture(path string) (Fixture, error) {
 	m := fixtureName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return Fixture{}, fmt.Errorf("%s: a fixture is named <switch|release|rollout|operator>-<scenario>.v<N>.json", path)
+	if m == nil || workflowTypes[m[1]] == "" {
+		return Fixture{}, fmt.Errorf("%s: a fixture is named <%s>-<scenario>.v<N>.json", path, fixtureKinds())
 	}
 	v, err := strconv.Atoi(m[3])
 	if err != nil {

@@ -149,7 +149,7 @@ func TestWriteFixtureRefusesToOverwrite(t *testing.T) {
 		want       string
 	}{
 		{"a fixture without its execution", src.Kind, Execution{}, "keeps the execution"},
-		{"a pool fixture", "pool", exec, "a fixture is named <switch|release|rollout|operator>"},
+		{"a pool fixture", "pool", exec, "a fixture is named <operator|release|rollout|switch>"},
 		{"a name that says another workflow", "release", exec, "workflow type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
