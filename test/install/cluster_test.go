@@ -71,6 +71,9 @@ func admin(t testing.TB) client.Client {
 	return c
 }
 
+// productCRDs are the names of the product's CustomResourceDefinitions.
+var productCRDs = []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"}
+
 // productCRDsServed reports whether both of the product's CRDs exist and
 // are not being deleted, read as objects. A list of pools is no such test:
 // for a moment after a CRD is deleted the API server may still answer one
@@ -79,9 +82,10 @@ func admin(t testing.TB) client.Client {
 // resource").
 func productCRDsServed(t testing.TB) bool {
 	t.Helper()
-	for _, name := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+	a := admin(t)
+	for _, name := range productCRDs {
 		var crd apiextensionsv1.CustomResourceDefinition
-		err := admin(t).Get(context.Background(), client.ObjectKey{Name: name}, &crd)
+		err := a.Get(context.Background(), client.ObjectKey{Name: name}, &crd)
 		if apierrors.IsNotFound(err) || err == nil && crd.DeletionTimestamp != nil {
 			return false
 		}

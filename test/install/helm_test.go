@@ -97,7 +97,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 		return len(left) == 0, "left: " + strings.Join(left, "; ")
 	})
 	// ...and the users' objects stay, as they were.
-	for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+	for _, crd := range productCRDs {
 		var c apiextensionsv1.CustomResourceDefinition
 		require.NoError(t, admin(t).Get(ctx, client.ObjectKey{Name: crd}, &c), "CRD %s after helm uninstall", crd)
 		require.Nil(t, c.DeletionTimestamp, "CRD %s", crd)
@@ -133,7 +133,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	r, err = up.RunWithContext(ctx, helmchart.ReleaseName, ch, map[string]any{"crds": map[string]any{"keep": false}})
 	require.NoError(t, err, "helm upgrade --reuse-values --set crds.keep=false")
 	rel = r.(*releasev1.Release)
-	for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+	for _, crd := range productCRDs {
 		var c apiextensionsv1.CustomResourceDefinition
 		require.NoError(t, admin(t).Get(ctx, client.ObjectKey{Name: crd}, &c))
 		require.NotContains(t, c.Annotations, "helm.sh/resource-policy", "CRD %s after the upgrade to crds.keep=false", crd)
@@ -158,7 +158,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	require.NoError(t, err, "helm uninstall --no-hooks")
 	producttest.EventuallyWithin(t, 3*time.Minute, "the CRDs, and with them every pool and config, to be gone", func() (bool, string) {
 		var left []string
-		for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+		for _, crd := range productCRDs {
 			if err := admin(t).Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 				left = append(left, "CRD "+crd)
 			}
@@ -191,13 +191,13 @@ func removeKeptInstall(t testing.TB) {
 		producttest.CleanCluster(t, env.Kube)
 	}
 	a := admin(t)
-	for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+	for _, crd := range productCRDs {
 		require.NoError(t, client.IgnoreNotFound(a.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd}})))
 	}
 	require.NoError(t, client.IgnoreNotFound(a.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}})))
 	producttest.EventuallyWithin(t, 3*time.Minute, "the CRDs and the namespace to be gone", func() (bool, string) {
 		var left []string
-		for _, crd := range []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"} {
+		for _, crd := range productCRDs {
 			if err := a.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 				left = append(left, "CRD "+crd)
 			}
