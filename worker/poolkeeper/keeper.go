@@ -314,7 +314,7 @@ func (r *Reconciler) confirmSeenDeletion(ctx context.Context, pool *v1alpha1.Wor
 	}
 	configs, err := r.withLive(ctx, configs, name)
 	if err != nil {
-		return nil, fmt.Errorf("reading SandboxConfig %q, in deletion by the status of WorkerPool %s/%s but not in the cache, live: %w", name, pool.Namespace, pool.Name, err)
+		return nil, fmt.Errorf("reading SandboxConfig %q live: the status of WorkerPool %s/%s has seen it in deletion, the cache has not: %w", name, pool.Namespace, pool.Name, err)
 	}
 	return configs, nil
 }
