@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,12 +69,7 @@ var fixtureName = regexp.MustCompile(`^([a-z]+)-([a-z0-9]+(?:-[a-z0-9]+)*)\.v([1
 
 // fixtureKinds lists workflowTypes' kinds, for messages.
 func fixtureKinds() string {
-	kinds := make([]string, 0, len(workflowTypes))
-	for k := range workflowTypes {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return strings.Join(kinds, "|")
+	return strings.Join(slices.Sorted(maps.Keys(workflowTypes)), "|")
 }
 
 // Fixture is one recorded history: <kind>-<scenario>.<version>.json, e.g.
