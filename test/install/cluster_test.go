@@ -80,9 +80,8 @@ var productCRDs = []string{"sandboxconfigs.ate.dev", "workerpools.ate.dev"}
 // list of its resource and refuse the next (seen: a cleanup's List passed,
 // CleanCluster's List then failed with "could not find the requested
 // resource").
-func productCRDsServed(t testing.TB) bool {
+func productCRDsServed(t testing.TB, a client.Client) bool {
 	t.Helper()
-	a := admin(t)
 	for _, name := range productCRDs {
 		var crd apiextensionsv1.CustomResourceDefinition
 		err := a.Get(context.Background(), client.ObjectKey{Name: name}, &crd)

@@ -43,6 +43,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	bins := current.wait(t)
 	env := testenv.Current()
 	ctx := context.Background()
+	a := admin(t)
 	cfg := helmConfig(t)
 
 	ch, err := loader.Load(helmchart.ChartDir())
@@ -99,7 +100,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	// ...and the users' objects stay, as they were.
 	for _, crd := range productCRDs {
 		var c apiextensionsv1.CustomResourceDefinition
-		require.NoError(t, admin(t).Get(ctx, client.ObjectKey{Name: crd}, &c), "CRD %s after helm uninstall", crd)
+		require.NoError(t, a.Get(ctx, client.ObjectKey{Name: crd}, &c), "CRD %s after helm uninstall", crd)
 		require.Nil(t, c.DeletionTimestamp, "CRD %s", crd)
 	}
 	for _, name := range ps.names {
@@ -135,7 +136,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	rel = r.(*releasev1.Release)
 	for _, crd := range productCRDs {
 		var c apiextensionsv1.CustomResourceDefinition
-		require.NoError(t, admin(t).Get(ctx, client.ObjectKey{Name: crd}, &c))
+		require.NoError(t, a.Get(ctx, client.ObjectKey{Name: crd}, &c))
 		require.NotContains(t, c.Annotations, "helm.sh/resource-policy", "CRD %s after the upgrade to crds.keep=false", crd)
 	}
 	// The pre-delete hook's Job cannot run here (no Job controller, no
@@ -159,7 +160,7 @@ func TestHelmUninstallKeepsPools(t *testing.T) {
 	producttest.EventuallyWithin(t, 3*time.Minute, "the CRDs, and with them every pool and config, to be gone", func() (bool, string) {
 		var left []string
 		for _, crd := range productCRDs {
-			if err := admin(t).Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+			if err := a.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 				left = append(left, "CRD "+crd)
 			}
 		}
@@ -187,10 +188,10 @@ func removeKeptInstall(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	env := testenv.Current()
-	if productCRDsServed(t) {
+	a := admin(t)
+	if productCRDsServed(t, a) {
 		producttest.CleanCluster(t, env.Kube)
 	}
-	a := admin(t)
 	for _, crd := range productCRDs {
 		require.NoError(t, client.IgnoreNotFound(a.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd}})))
 	}

@@ -193,7 +193,7 @@ func newPools(t testing.TB, ns, prefix string, n int) *pools {
 	t.Cleanup(func() {
 		// A test that failed before its uninstall leaves pools and
 		// configs; after an uninstall their CRDs are gone.
-		if productCRDsServed(t) {
+		if productCRDsServed(t, admin(t)) {
 			producttest.CleanCluster(t, env.Kube)
 		}
 	})

@@ -49,8 +49,9 @@ func uninstall(t testing.TB, orch *orchestrator, bins *binaries, objs []*unstruc
 	k.deleteAll(t, objs)
 	// The CRDs are gone, so no SandboxConfig or WorkerPool is left,
 	// Terminating or not.
+	a := admin(t)
 	for _, crd := range productCRDs {
-		err := admin(t).Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})
+		err := a.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{})
 		require.True(t, apierrors.IsNotFound(err), "CRD %s after the uninstall: %v", crd, err)
 	}
 }
