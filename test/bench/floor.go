@@ -82,7 +82,7 @@ type floorRun struct {
 	// Start and End bound the timed part, for the history window.
 	Start, End time.Time
 	// Sample: the pools whose executions are measured.
-	Sample []poolSample
+	Sample []string
 	// CPU per process during the timed part; the floor worker's mean
 	// schedule-to-start latencies.
 	CPU                           map[string]float64
@@ -167,11 +167,11 @@ func floorMove(prefix string, i int) wfapi.SwitchInput {
 }
 
 // floorSample picks k of the floor's n pools, spread over them.
-func floorSample(prefix string, n, k int) []poolSample {
-	var out []poolSample
+func floorSample(prefix string, n, k int) []string {
+	var out []string
 	for j := range k {
 		p := floorPool(prefix, j*n/k)
-		out = append(out, poolSample{Key: wfapi.PoolKey(p.Namespace, p.Name)})
+		out = append(out, wfapi.PoolKey(p.Namespace, p.Name))
 	}
 	return out
 }

@@ -64,7 +64,7 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	res.RunningSampled = len(sampled)
 	before := map[execRef]int64{}
 	for _, e := range sampled {
-		if before[e], _, err = settledTransitions(ctx, s.tc, e.ID, e.RunID); err != nil {
+		if before[e], err = settledTransitions(ctx, s.tc, e.ID, e.RunID); err != nil {
 			return nil, old, err
 		}
 	}
@@ -109,7 +109,7 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	}
 	var gained int64
 	for _, e := range sampled {
-		now, _, err := settledTransitions(ctx, s.tc, e.ID, e.RunID)
+		now, err := settledTransitions(ctx, s.tc, e.ID, e.RunID)
 		if err != nil {
 			return nil, sp, err
 		}

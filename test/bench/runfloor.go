@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 )
@@ -27,7 +28,7 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 	r.TemporalFloorSeconds, r.TemporalFloorFullSeconds = round(best.Seconds, 2), round(best.FullSeconds, 2)
 	r.FloorCPUSeconds, r.FloorActivityScheduleToStart, r.FloorWFTaskScheduleToStart = best.CPU, best.ActivityScheduleToStartMs, best.WorkflowTaskScheduleToStartMs
 	var err error
-	if r.FloorHistory, err = measureFloor(ctx, s, best); err != nil {
+	if r.FloorHistory, err = measureShape(ctx, s.tc, best.Sample, best.Start, best.End, time.Time{}); err != nil {
 		return fmt.Errorf("floor histories: %w", err)
 	}
 	r.FloorStateTransitionsPerSwitch = r.FloorHistory.StateTransitions
@@ -54,10 +55,6 @@ func runFloors(ctx context.Context, s *stack, n int, opts worker.Options, cfg co
 // other shapes were timed beside it; nothing reads the results back, so
 // their rows stay as written.
 const floorKey = "switch"
-
-func measureFloor(ctx context.Context, s *stack, run *floorRun) (*shapeStats, error) {
-	return measureShape(ctx, s.tc, run.Sample, switchWindow{From: run.Start, To: run.End})
-}
 
 // shapeFloor is the no-op floor of the product's workflow shape.
 type shapeFloor struct {

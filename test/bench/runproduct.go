@@ -12,10 +12,6 @@ import (
 	"ate.dev/orchestrator/test/localstack/servers"
 )
 
-// runProduct runs the product's worker and starter over the n pools, all
-// on the old default, and measures into r: the switch to a new default,
-// the release of the old one, and a restart of the starter. It stops them
-// before it returns.
 // benchCluster is the name the bench gives its one cluster.
 const benchCluster = wfapi.Cluster("bench")
 
@@ -71,6 +67,11 @@ func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]stri
 	return err
 }
 
+// runProduct runs the product's worker and starter over the n pools, all
+// on the old default, and measures into r: the switch to a new default,
+// the release of the old one, a restart of the starter, the
+// create-and-delete flow and, with -pod-replicas, the pods. It stops them
+// before it returns.
 func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
 	env := productEnv(cfg, s)
 	// With -profile, each process serves pprof on an address of its own.
@@ -147,10 +148,6 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 
 	// 3. A new class default.
 	sample := productSample(n, min(historySamples, n))
-	lrBefore, err := longRunningTransitions(ctx, s.tc, sample)
-	if err != nil {
-		return err
-	}
 	before, err := snapshot(ctx, s, wp, sp)
 	if err != nil {
 		return err
@@ -182,10 +179,6 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	r.SwitchSettleSeconds = secs(settled.Sub(start))
 	r.ActivityConcurrency = sampler()
 	mid, err := snapshot(ctx, s, wp, sp)
-	if err != nil {
-		return err
-	}
-	lrAfter, err := longRunningTransitions(ctx, s.tc, sample)
 	if err != nil {
 		return err
 	}
@@ -222,7 +215,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	r.fillCosts(before, mid, after)
 	r.EventsRecorded = w.eventsTo(newDefault)
 	r.fail("the wave to "+newDefault, w.check(newDefault, oldDefault, n), log)
-	if r.History, err = measureShape(ctx, s.tc, sample, switchWindow{From: before.at, To: mid.at, End: after.at, LRBefore: lrBefore, LRAfter: lrAfter}); err != nil {
+	if r.History, err = measureShape(ctx, s.tc, sample, before.at, mid.at, after.at); err != nil {
 		return fmt.Errorf("product executions: %w", err)
 	}
 	r.HistoryEventsPerSwitch = r.History.EventsPerSwitch
@@ -321,14 +314,12 @@ func (r *result) fail(what string, problems []string, log *slog.Logger) {
 	}
 }
 
-// productSample picks k pools spread over the N: their WorkerPool search
-// attribute (the product keeps no long-running workflow per pool).
-func productSample(n, k int) []poolSample {
-	var out []poolSample
+// productSample is the WorkerPool search attribute values of k pools
+// spread over the n.
+func productSample(n, k int) []string {
+	var out []string
 	for j := range k {
-		i := j * n / k
-		ns, name := namespaceName(i), poolName(i)
-		out = append(out, poolSample{Key: wfapi.PoolKey(ns, name)})
+		out = append(out, wfapi.PoolKey(namespaceName(j*n/k), poolName(j*n/k)))
 	}
 	return out
 }
