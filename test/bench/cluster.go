@@ -67,23 +67,18 @@ func parallel(ctx context.Context, n, c int, f func(ctx context.Context, i int) 
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range max(1, min(c, n)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
 				if err := f(ctx, i); err != nil {
 					cancel(err)
 				}
 			}
-		}()
+		})
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		select {
 		case next <- i:
 		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	close(next)

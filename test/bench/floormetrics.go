@@ -22,28 +22,21 @@ func newLatencies(switched func()) *latencies {
 	return &latencies{sum: map[string]time.Duration{}, n: map[string]int{}, switched: switched}
 }
 
-// tagged is the handler a metric is asked for with, whatever its tags.
-type tagged struct{ l *latencies }
+// WithTags returns l: it keeps its sums whatever the tags.
+func (l *latencies) WithTags(map[string]string) tclient.MetricsHandler { return l }
 
-func (l *latencies) WithTags(tags map[string]string) tclient.MetricsHandler {
-	return tagged{l: l}.WithTags(tags)
-}
-func (l *latencies) Counter(name string) tclient.MetricsCounter { return tagged{l: l}.Counter(name) }
-func (l *latencies) Gauge(name string) tclient.MetricsGauge     { return tagged{l: l}.Gauge(name) }
-func (l *latencies) Timer(name string) tclient.MetricsTimer     { return tagged{l: l}.Timer(name) }
-
-func (t tagged) WithTags(map[string]string) tclient.MetricsHandler { return t }
-
-func (t tagged) Counter(name string) tclient.MetricsCounter {
+func (l *latencies) Counter(name string) tclient.MetricsCounter {
 	if name == "ate_switches" {
-		return counterFunc(func(int64) { t.l.switched() })
+		return counterFunc(func(int64) { l.switched() })
 	}
 	return tclient.MetricsNopHandler.Counter(name)
 }
-func (t tagged) Gauge(string) tclient.MetricsGauge { return tclient.MetricsNopHandler.Gauge("") }
 
-func (t tagged) Timer(name string) tclient.MetricsTimer {
-	l := t.l
+func (l *latencies) Gauge(name string) tclient.MetricsGauge {
+	return tclient.MetricsNopHandler.Gauge(name)
+}
+
+func (l *latencies) Timer(name string) tclient.MetricsTimer {
 	if name == "temporal_activity_schedule_to_start_latency" || name == "temporal_workflow_task_schedule_to_start_latency" {
 		return timerFunc(func(d time.Duration) {
 			l.mu.Lock()

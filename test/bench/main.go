@@ -406,11 +406,8 @@ func loadAverage() float64 {
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
+	load1, _, _ := strings.Cut(string(b), " ")
+	v, _ := strconv.ParseFloat(load1, 64)
 	return v
 }
 

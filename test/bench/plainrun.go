@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,21 +56,15 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 		return nil, fmt.Errorf("plain reconciler's controller: %w", err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
-	var mu sync.Mutex
-	var mgrErr error
+	var mgrErr error // read once stopped is closed
 	stopped := make(chan struct{})
 	go func() {
-		err := mgr.Start(mctx)
-		mu.Lock()
-		mgrErr = err
-		mu.Unlock()
+		mgrErr = mgr.Start(mctx)
 		close(stopped)
 	}()
 	defer func() {
 		cancel()
 		<-stopped
-		mu.Lock()
-		defer mu.Unlock()
 		if err == nil && mgrErr != nil {
 			err = fmt.Errorf("plain reconciler's manager: %w", mgrErr)
 		}
@@ -79,8 +72,6 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	running := func() error {
 		select {
 		case <-stopped:
-			mu.Lock()
-			defer mu.Unlock()
 			return fmt.Errorf("plain reconciler's manager stopped: %w", mgrErr)
 		default:
 			return nil

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,14 +100,9 @@ func (a cpuSnapshot) since(b cpuSnapshot) map[string]float64 {
 }
 
 func formatCPU(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %.1fs", k, m[k])
+	var parts []string
+	for _, k := range slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Compare(m[b], m[a]) }) {
+		parts = append(parts, fmt.Sprintf("%s %.1fs", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

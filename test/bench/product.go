@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,7 +130,7 @@ func processMetrics(ctx context.Context, addr string, keep ...string) (map[strin
 	}
 	out := map[string]float64{}
 	for name, f := range fams {
-		if !scraped(name) {
+		if !slices.ContainsFunc(scrapedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -146,12 +147,8 @@ func processMetrics(ctx context.Context, addr string, keep ...string) (map[strin
 			case m.Summary != nil:
 				out[name+"_count"+key] += float64(m.Summary.GetSampleCount())
 				out[name+"_sum"+key] += m.Summary.GetSampleSum()
-			case m.Untyped != nil:
-				out[name+key] += m.Untyped.GetValue()
-			case m.Counter != nil:
-				out[name+key] += m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[name+key] += m.Gauge.GetValue()
+			default: // at most one of them is set
+				out[name+key] += m.GetUntyped().GetValue() + m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			}
 		}
 	}
@@ -187,12 +184,3 @@ func diffMetrics(after, before map[string]float64) map[string]float64 {
 // counts, and controller-runtime's reconcile and work queue metrics.
 var scrapedPrefixes = []string{"temporal_", "ate_", "rest_client_requests_total",
 	"controller_runtime_reconcile_total", "controller_runtime_active_workers", "workqueue_depth", "workqueue_adds_total"}
-
-func scraped(name string) bool {
-	for _, p := range scrapedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,8 +46,6 @@ func isWrite(verb string) bool {
 	return false
 }
 
-func isRead(verb string) bool { return verb == "GET" || verb == "LIST" }
-
 // productResources are the resources the product reads or writes; the rest
 // of the API server's traffic in a window (its own leases, endpoints, ...)
 // is background and reported apart.
@@ -57,12 +56,12 @@ var productResources = map[string]bool{
 	"events.events.k8s.io":   true,
 }
 
-// split sums a window's requests: the product's writes and reads (WATCH
-// excluded: a watch is a stream, not a per-switch cost), event creates,
-// LISTs of all pools, and the background.
+// reqSummary sums a window's requests: the product's writes and reads
+// (WATCH excluded: a watch is a stream, not a per-switch cost), event
+// creates, LISTs of all pools, and the background.
 type reqSummary struct {
-	Writes, Reads, EventCreates, PoolLists, Watches, Background float64
-	ByVerbResource                                              map[string]float64
+	Writes, Reads, EventCreates, PoolLists, Background float64
+	ByVerbResource                                     map[string]float64
 }
 
 func summarize(c reqCounts) reqSummary {
@@ -74,11 +73,9 @@ func summarize(c reqCounts) reqSummary {
 		}
 		s.ByVerbResource[k.String()] = v
 		switch {
-		case k.Verb == "WATCH":
-			s.Watches += v
 		case isWrite(k.Verb):
 			s.Writes += v
-		case isRead(k.Verb):
+		case k.Verb == "GET" || k.Verb == "LIST":
 			s.Reads += v
 		}
 		if k.Verb == "POST" && k.Resource == "events.events.k8s.io" {
@@ -131,11 +128,7 @@ func newRequestCounter() *requestCounter { return &requestCounter{m: reqCounts{}
 func (c *requestCounter) snapshot() reqCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(reqCounts, len(c.m))
-	for k, v := range c.m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.m)
 }
 
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 )
@@ -163,7 +164,7 @@ func settleStarter(ctx context.Context, sp *process, from time.Time, n int) (tim
 				cur["starter"] += v
 			}
 		}
-		if !sameCounts(cur, last) {
+		if !maps.Equal(cur, last) {
 			last, lastChange = cur, time.Now()
 		}
 		listed := cur["reconciles"] >= float64(n) || time.Since(from) >= initialListGrace
@@ -175,18 +176,6 @@ func settleStarter(ctx context.Context, sp *process, from time.Time, n int) (tim
 		lastChange = from
 	}
 	return lastChange, last, err
-}
-
-func sameCounts(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // awaitNoneRunning waits until no execution the query selects is running,

@@ -80,9 +80,6 @@ func sampleTaskQueue(ctx context.Context, tc tclient.Client, namespace, taskQueu
 // (normal) queue and on its sticky queue, from the SDK's
 // temporal_num_pollers gauge; -1, -1 when its metrics do not answer.
 func workerPolls(ctx context.Context, wp *process) (normal, sticky float64) {
-	if wp == nil {
-		return -1, -1
-	}
 	m, err := processMetrics(ctx, wp.metricsAddr, "poller_type")
 	if err != nil {
 		return -1, -1
