@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"text/tabwriter"
 )
 
@@ -137,14 +137,10 @@ func verdictAtMost(target string, value, limit float64, judged bool) runVerdict 
 // sizes are 1000 and 10000).
 func judgeRun(results []*result) []runVerdict {
 	bySize := map[int][]*result{}
-	var sizes []int
 	for _, r := range results {
-		if bySize[r.Pools] == nil {
-			sizes = append(sizes, r.Pools)
-		}
 		bySize[r.Pools] = append(bySize[r.Pools], r)
 	}
-	sort.Ints(sizes)
+	sizes := slices.Sorted(maps.Keys(bySize))
 	var out []runVerdict
 	for _, n := range sizes {
 		rs := bySize[n]

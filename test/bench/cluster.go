@@ -8,19 +8,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
-	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/resolve"
-	"ate.dev/orchestrator/internal/wfapi"
+	"ate.dev/orchestrator/test/bench/baseline"
 )
 
 const (
@@ -141,21 +138,8 @@ func apiFloor(ctx context.Context, c client.Client, concurrency int) (time.Durat
 		if err := c.Status().Update(ctx, pool); err != nil {
 			return fmt.Errorf("API floor: confirm on %s/%s: %w", pool.Namespace, pool.Name, err)
 		}
-		ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
-		ev := &eventsv1.Event{
-			ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, "bench/api-floor"), Namespace: pool.Namespace},
-			EventTime:           metav1.NowMicro(),
-			ReportingController: "ate.dev/bench",
-			ReportingInstance:   "bench",
-			Action:              "Switch",
-			Reason:              "BenchAPIFloor",
-			Note:                fmt.Sprintf("sandbox class %q uses SandboxConfig %q", v1alpha1.SandboxClassGVisor, oldDefault),
-			Type:                corev1.EventTypeNormal,
-			Regarding: corev1.ObjectReference{
-				APIVersion: v1alpha1.GroupVersion.String(), Kind: "WorkerPool",
-				Namespace: pool.Namespace, Name: pool.Name, UID: types.UID(pool.UID),
-			},
-		}
+		ev := baseline.SwitchEvent(pool, "bench/api-floor", "ate.dev/bench", "BenchAPIFloor",
+			fmt.Sprintf("sandbox class %q uses SandboxConfig %q", v1alpha1.SandboxClassGVisor, oldDefault))
 		if err := c.Create(ctx, ev); err != nil {
 			return fmt.Errorf("API floor: event on %s/%s: %w", pool.Namespace, pool.Name, err)
 		}

@@ -57,18 +57,17 @@ func (t *tracker) mark(key string) {
 	}
 }
 
-func (t *tracker) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.seen)
-}
-
-func (t *tracker) wait(ctx context.Context) error {
+// wait waits at most d until every pool reached the point.
+func (t *tracker) wait(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("timed out after %s", d))
+	defer cancel()
 	select {
 	case <-t.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%d of %d: %w", t.count(), t.target, context.Cause(ctx))
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return fmt.Errorf("%d of %d: %w", len(t.seen), t.target, context.Cause(ctx))
 	}
 }
 
@@ -134,11 +133,11 @@ func temporalFloor(ctx context.Context, tc tclient.Client, n int, opts worker.Op
 	}); err != nil {
 		return nil, fmt.Errorf("starting the floor's switches: %w", err)
 	}
-	if err := waitTimeout(ctx, events, timeoutFor(15*time.Minute, n)); err != nil {
+	if err := events.wait(ctx, timeoutFor(15*time.Minute, n)); err != nil {
 		return nil, fmt.Errorf("floor switches did not finish: %w", err)
 	}
 	run.Seconds = time.Since(start).Seconds()
-	if err := waitTimeout(ctx, passes, timeoutFor(5*time.Minute, n)); err != nil {
+	if err := passes.wait(ctx, timeoutFor(5*time.Minute, n)); err != nil {
 		return nil, fmt.Errorf("floor switches' last workflow tasks did not run: %w", err)
 	}
 	run.FullSeconds = time.Since(start).Seconds()
@@ -174,10 +173,4 @@ func floorSample(prefix string, n, k int) []string {
 		out = append(out, wfapi.PoolKey(p.Namespace, p.Name))
 	}
 	return out
-}
-
-func waitTimeout(ctx context.Context, t *tracker, d time.Duration) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("timed out after %s", d))
-	defer cancel()
-	return t.wait(ctx)
 }

@@ -1,33 +1,11 @@
 // Command bench measures how fast pools follow a new class default, on the
-// local real stack (`make bench`). For each size N it starts a Temporal dev
-// server (SQLite file, WAL, synchronous=normal, the tuned dynamic config)
-// and etcd+kube-apiserver in a temporary directory, creates N unpinned
-// pools over 10 namespaces, and measures, in order:
-//
-//  1. the API floor: the least writes a switch of N pools needs, made with a
-//     plain client (which also puts the pools on the old default);
-//  2. the Temporal floor: N switches of the product's own workflows with
-//     no-op activities, on the same server, in this process (floor.go);
-//  3. the product (./cmd/worker and ./cmd/starter as subprocesses): a new class
-//     default is created; time until every pool names it (Resolved True, no
-//     pending claim) and has its SandboxConfigSwitched event;
-//  4. the release: the old default is deleted; time until it is gone;
-//  5. a restart of the starter over the N up-to-date pools, then the
-//     create-and-delete flow: a new default created and the current one
-//     deleted at once; the old one's release is timed from the last move
-//     and its signals counted;
-//  6. the plain reconciler (package baseline), the product stopped: the same
-//     protocol in a controller-runtime reconciler with no Temporal, moving
-//     the pools to two more new defaults, 16 and 1 reconciles at once;
-//  7. costs, counted: API requests (the API server's apiserver_request_total
-//     before and after, minus the bench's own requests), state transitions
-//     and history events per switch (sampled executions), RSS of the worker
-//     and the starter (at rest, and per pool beyond the same processes' RSS
-//     with no pool), CPU per process.
-//
-// After each wave it checks that every pool names the new default, has
-// exactly one SandboxConfigSwitched event to it, and the deleted default is
-// gone; a failed check fails the run.
+// local real stack (`make bench`). For each size N, on fresh servers, it
+// measures the API and Temporal floors, the product's switch, release,
+// starter restart and create-and-delete flow, and the plain reconciler
+// (package baseline), with their costs (requests, state transitions,
+// history events, CPU, RSS), and checks every wave for correctness (a
+// failed check fails the run). BENCHMARKS.md ("What it measures, and
+// how") describes each step; runSize runs them in order.
 //
 // It prints a table, writes test/bench/results/latest.json and, with -record,
 // adds a dated row per size to BENCHMARKS.md. Ctrl-C stops everything.

@@ -64,5 +64,5 @@ func TestFloorSwitchConfirms(t *testing.T) {
 	var res wfapi.SwitchResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, wfapi.OutcomeConfirmed, res.Outcome)
-	require.Equal(t, 1, events.count(), "RecordEvent ran")
+	require.Len(t, events.seen, 1, "RecordEvent ran")
 }

@@ -195,13 +195,10 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	if err := s.kc.Delete(ctx, gvisorDefault(oldDefault)); err != nil {
 		return fmt.Errorf("deleting %s: %w", oldDefault, err)
 	}
-	if err := until(ctx, timeoutFor(10*time.Minute, n), "the old default to be gone", func() (bool, string) {
-		_, gone := w.gone(oldDefault)
-		return gone, "still there"
-	}); err != nil {
+	goneAt, err := w.awaitGone(ctx, oldDefault, timeoutFor(10*time.Minute, n))
+	if err != nil {
 		return err
 	}
-	goneAt, _ := w.gone(oldDefault)
 	r.ReleaseSeconds = secs(goneAt.Sub(release))
 	log.Info("released", "seconds", r.ReleaseSeconds)
 	if settled, err = quiesce(ctx, s, release, wp); err != nil {
@@ -284,13 +281,10 @@ func measureRoll(ctx context.Context, s *stack, w *watcher, wp *process, n int, 
 		return nil, err
 	}
 	roll.Seconds = times.Seconds
-	if err := until(ctx, timeoutFor(10*time.Minute, n), newDefault+" to be gone", func() (bool, string) {
-		_, gone := w.gone(newDefault)
-		return gone, "still there"
-	}); err != nil {
+	goneAt, err := w.awaitGone(ctx, newDefault, timeoutFor(10*time.Minute, n))
+	if err != nil {
 		return nil, err
 	}
-	goneAt, _ := w.gone(newDefault)
 	lastMove, _ := w.lastTimes(rollDefault)
 	roll.ReleaseAfterLastMoveSeconds = secs(goneAt.Sub(lastMove))
 	id := benchCluster.ReleaseWorkflowID(newDefault)

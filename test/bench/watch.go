@@ -146,13 +146,16 @@ func (w *watcher) pool(o any) {
 	if !resolved {
 		return
 	}
-	m := w.switched[name]
-	if m == nil {
-		m = map[string]time.Time{}
-		w.switched[name] = m
+	markFirst(w.switched, name, k, now)
+}
+
+// markFirst records now as when pool k first reached config, if it had not.
+func markFirst(m map[string]map[string]time.Time, config, k string, now time.Time) {
+	if m[config] == nil {
+		m[config] = map[string]time.Time{}
 	}
-	if _, seen := m[k]; !seen {
-		m[k] = now
+	if _, seen := m[config][k]; !seen {
+		m[config][k] = now
 	}
 }
 
@@ -186,17 +189,9 @@ func (w *watcher) event(o any) {
 		w.perPool[to] = map[string]int{}
 	}
 	w.perPool[to][k]++
-	m := w.eventAt[to]
-	if m == nil {
-		m = map[string]time.Time{}
-		w.eventAt[to] = m
-	}
-	if _, seen := m[k]; !seen {
-		m[k] = now
-	}
+	markFirst(w.eventAt, to, k, now)
 }
 
-// warmCount is the number of pools on the old default, resolved and served.
 // readyCount is how many pools' status shows want ready replicas, at
 // their generation.
 func (w *watcher) readyCount(want int32) int {
@@ -211,6 +206,7 @@ func (w *watcher) readyCount(want int32) int {
 	return n
 }
 
+// warmCount is the number of pools on the old default, resolved and served.
 func (w *watcher) warmCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -291,12 +287,17 @@ func firstFew(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-// gone returns when config was deleted, and whether it was.
-func (w *watcher) gone(config string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t, ok := w.goneAt[config]
-	return t, ok
+// awaitGone waits until config is deleted, and returns when it was.
+func (w *watcher) awaitGone(ctx context.Context, config string, timeout time.Duration) (time.Time, error) {
+	var at time.Time
+	err := until(ctx, timeout, config+" to be gone", func() (bool, string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t, gone := w.goneAt[config]
+		at = t
+		return gone, "still there"
+	})
+	return at, err
 }
 
 // lastTimes returns when the last pool named config and when the last

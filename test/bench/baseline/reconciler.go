@@ -185,24 +185,31 @@ func (r *Reconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool, clas
 	return nil
 }
 
-// recordSwitch creates the SandboxConfigSwitched event, named from the
-// pool's UID and the target so a retry records it once.
-func (r *Reconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
+// SwitchEvent is a Normal "Switch" event regarding pool, reported by
+// controller, named from the pool's UID and key so a retry records it once.
+// The bench's API floor makes its events with it too.
+func SwitchEvent(pool *v1alpha1.WorkerPool, key, controller, reason, note string) *eventsv1.Event {
 	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
-	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, "plain/"+to), Namespace: pool.Namespace},
+	return &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: poolevents.Name(ref, key), Namespace: pool.Namespace},
 		EventTime:           metav1.NowMicro(),
-		ReportingController: plainController,
+		ReportingController: controller,
 		ReportingInstance:   "bench",
 		Action:              "Switch",
-		Reason:              v1alpha1.EventReasonSandboxConfigSwitched,
-		Note:                fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", class, from, to),
+		Reason:              reason,
+		Note:                note,
 		Type:                corev1.EventTypeNormal,
 		Regarding: corev1.ObjectReference{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "WorkerPool",
 			Namespace: pool.Namespace, Name: pool.Name, UID: types.UID(pool.UID),
 		},
 	}
+}
+
+// recordSwitch creates the SandboxConfigSwitched event.
+func (r *Reconciler) recordSwitch(ctx context.Context, pool *v1alpha1.WorkerPool, class v1alpha1.SandboxClass, from, to string) error {
+	ev := SwitchEvent(pool, "plain/"+to, plainController, v1alpha1.EventReasonSandboxConfigSwitched,
+		fmt.Sprintf("sandbox class %q switched from SandboxConfig %q to %q", class, from, to))
 	if err := r.live.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("recording the switch of WorkerPool %s/%s to %q: %w", pool.Namespace, pool.Name, to, err)
 	}
