@@ -67,7 +67,7 @@ func TestSpread(t *testing.T) {
 }
 
 func TestRepeatsSpreadAndNote(t *testing.T) {
-	rs := []*result{{Seconds: 20, Repeat: 1, Repeats: 3}, {Seconds: 26, Repeat: 2, Repeats: 3}, {Seconds: 22, Repeat: 3, Repeats: 3,
+	rs := []*result{{waveTimes: waveTimes{Seconds: 20}, Repeat: 1, Repeats: 3}, {waveTimes: waveTimes{Seconds: 26}, Repeat: 2, Repeats: 3}, {waveTimes: waveTimes{Seconds: 22}, Repeat: 3, Repeats: 3,
 		TaskQueue: &taskQueueStats{MaxBacklogAgeSeconds: 4.25}, TemporalCPUMsPerSwitch: 14.7}}
 	fastest, slowest := spreadOf(rs)
 	if fastest != 20 || slowest != 26 {

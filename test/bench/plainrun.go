@@ -16,13 +16,9 @@ import (
 
 // plainRun is one wave of the plain reconciler.
 type plainRun struct {
-	MaxConcurrentReconciles int     `json:"max_concurrent_reconciles"`
-	Config                  string  `json:"config"`
-	Seconds                 float64 `json:"seconds"`
-	StatusSeconds           float64 `json:"status_seconds"`
-	EventsSeconds           float64 `json:"events_seconds"`
-	HalfSeconds             float64 `json:"half_switched_seconds"`
-	P90Seconds              float64 `json:"p90_switched_seconds"`
+	MaxConcurrentReconciles int    `json:"max_concurrent_reconciles"`
+	Config                  string `json:"config"`
+	waveTimes
 	// Requests the reconciler made during the wave (the bench's client
 	// counts them; the bench's own create of the config left out).
 	WritesPerSwitch       float64            `json:"writes_per_switch"`
@@ -101,8 +97,7 @@ func runPlain(ctx context.Context, s *stack, w *watcher, n, mcr int, config stri
 	if err := running(); err != nil {
 		return nil, err
 	}
-	run.Seconds, run.StatusSeconds, run.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
-	run.HalfSeconds, run.P90Seconds = times.HalfSeconds, times.P90Seconds
+	run.waveTimes = times
 	run.CPUSeconds = takeCPU().since(cpu)
 	run.Reconciles = r.Reconciles() - reconciles
 	reqs := s.own.snapshot().sub(own)

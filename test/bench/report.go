@@ -25,15 +25,8 @@ type result struct {
 	// worker and the floor's (-poller-behavior).
 	PollerBehavior string `json:"poller_behavior"`
 
-	// Seconds: from the new default's creation until every pool's status
-	// names it (Resolved True, no claim) and every pool has its
-	// SandboxConfigSwitched event, whichever is later.
-	Seconds       float64 `json:"seconds"`
-	StatusSeconds float64 `json:"status_seconds"`
-	EventsSeconds float64 `json:"events_seconds"`
-	// HalfSeconds, P90Seconds: when half and 90 % of the pools had moved.
-	HalfSeconds float64 `json:"half_switched_seconds"`
-	P90Seconds  float64 `json:"p90_switched_seconds"`
+	// The product's wave to the new default (Seconds and the rest).
+	waveTimes
 	// SwitchSettleSeconds: until the API server saw the product's last
 	// request of the switch (the passes' trailing writes, if any).
 	SwitchSettleSeconds float64 `json:"switch_settle_seconds"`

@@ -167,8 +167,7 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	if err := profiled(); err != nil {
 		return err
 	}
-	r.Seconds, r.StatusSeconds, r.EventsSeconds = times.Seconds, times.StatusSeconds, times.EventsSeconds
-	r.HalfSeconds, r.P90Seconds = times.HalfSeconds, times.P90Seconds
+	r.waveTimes = times
 	log.Info("switched", "seconds", r.Seconds, "statusSeconds", r.StatusSeconds, "eventsSeconds", r.EventsSeconds,
 		"halfSeconds", r.HalfSeconds, "p90Seconds", r.P90Seconds, "maxWorkflowTaskBacklog", r.TaskQueue.MaxBacklog,
 		"maxBacklogAgeSeconds", r.TaskQueue.MaxBacklogAgeSeconds, "minPollers", r.TaskQueue.MinPollers)

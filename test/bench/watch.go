@@ -318,12 +318,18 @@ func (w *watcher) lastTimes(config string) (switched, event time.Time) {
 	return switched, event
 }
 
-// waveTimes is how long a wave to a new default took, from start; Half
-// and P90 are when half and 90 % of the pools named it (a wave that
-// stalls shows in how they compare with StatusSeconds).
+// waveTimes is how long a wave to a new default took, from its creation:
+// Seconds until every pool's status named it (Resolved True, no claim;
+// StatusSeconds) and every pool had its SandboxConfigSwitched event
+// (EventsSeconds), whichever was later; Half and P90 when half and 90 %
+// of the pools named it (a wave that stalls shows in how they compare
+// with StatusSeconds).
 type waveTimes struct {
-	Seconds, StatusSeconds, EventsSeconds float64
-	HalfSeconds, P90Seconds               float64
+	Seconds       float64 `json:"seconds"`
+	StatusSeconds float64 `json:"status_seconds"`
+	EventsSeconds float64 `json:"events_seconds"`
+	HalfSeconds   float64 `json:"half_switched_seconds"`
+	P90Seconds    float64 `json:"p90_switched_seconds"`
 }
 
 // switchedQuantile returns when the fraction q of the pools that named
