@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 )
 
@@ -203,36 +204,17 @@ func (r *result) fillCosts(before, mid, after *snap) {
 	r.BackgroundRequests = sw.Background + rel.Background
 
 	wm := diffMetrics(mid.worker, before.worker)
-	r.ActivitiesByType = map[string]float64{}
 	var acts, locals float64
-	for k, v := range wm {
-		switch {
-		case strings.HasPrefix(k, "temporal_activity_execution_latency_seconds_count|"):
-			acts += v
-			r.ActivitiesByType[activityType(k)] += v
-		case strings.HasPrefix(k, "temporal_local_activity_execution_latency_seconds_count|"):
-			locals += v
-			r.ActivitiesByType["local "+activityType(k)] += v
-		}
-	}
+	r.ActivitiesByType, acts, locals = activitiesRun(wm)
 	r.ActivitiesPerSwitch = round(acts/n, 2)
 	r.LocalActivitiesPerPass = round(locals/n, 2)
 	r.ActivityScheduleToStart = meanMs(wm, "temporal_activity_schedule_to_start_latency_seconds")
 	r.WFTaskScheduleToStart = meanMs(wm, "temporal_workflow_task_schedule_to_start_latency_seconds")
 	r.StarterSignals = signals(diffMetrics(mid.starter, before.starter))
-	r.StarterMetricsDuringSwitch = map[string]float64{}
-	for k, v := range diffMetrics(mid.starter, before.starter) {
-		if strings.HasPrefix(k, "ate_starter_") {
-			r.StarterMetricsDuringSwitch[k] = v
-		}
-	}
+	r.StarterMetricsDuringSwitch = starterMetrics(diffMetrics(mid.starter, before.starter))
 	r.ReleaseSignals = signals(diffMetrics(after.starter, mid.starter))
-	for k, v := range diffMetrics(after.worker, mid.worker) {
-		if strings.HasPrefix(k, "temporal_activity_execution_latency_seconds_count|") ||
-			strings.HasPrefix(k, "temporal_local_activity_execution_latency_seconds_count|") {
-			r.ReleaseActivities += v
-		}
-	}
+	_, acts, locals = activitiesRun(diffMetrics(after.worker, mid.worker))
+	r.ReleaseActivities = acts + locals
 	r.SwitchCPUSeconds = mid.cpu.since(before.cpu)
 	r.ReleaseCPU = after.cpu.since(mid.cpu)
 	c := r.SwitchCPUSeconds
@@ -264,12 +246,33 @@ func (r *result) finish() {
 	}
 }
 
-func activityType(key string) string {
-	if _, v, ok := strings.Cut(key, "activity_type="); ok {
-		v, _, _ = strings.Cut(v, "|")
-		return v
+// activitiesRun counts the activities and the local activities the
+// worker's metrics m (a window's) show run, in total and by type (local
+// ones as "local <type>").
+func activitiesRun(m map[string]float64) (byType map[string]float64, acts, locals float64) {
+	byType = map[string]float64{}
+	for k, v := range m {
+		typ := "?"
+		if _, t, ok := strings.Cut(k, "activity_type="); ok {
+			typ, _, _ = strings.Cut(t, "|")
+		}
+		switch {
+		case strings.HasPrefix(k, "temporal_activity_execution_latency_seconds_count|"):
+			acts += v
+			byType[typ] += v
+		case strings.HasPrefix(k, "temporal_local_activity_execution_latency_seconds_count|"):
+			locals += v
+			byType["local "+typ] += v
+		}
 	}
-	return "?"
+	return byType, acts, locals
+}
+
+// starterMetrics is the product's own metrics (ate_starter_*) in m.
+func starterMetrics(m map[string]float64) map[string]float64 {
+	out := maps.Clone(m)
+	maps.DeleteFunc(out, func(k string, _ float64) bool { return !strings.HasPrefix(k, "ate_starter_") })
+	return out
 }
 
 func meanMs(m map[string]float64, name string) float64 {

@@ -25,14 +25,11 @@ type reqCounts map[reqKey]float64
 
 func (c reqCounts) sub(o reqCounts) reqCounts {
 	out := reqCounts{}
-	for k, v := range c {
-		if d := v - o[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	for k, v := range o {
-		if _, ok := c[k]; !ok && v != 0 {
-			out[k] = -v
+	for _, keys := range []reqCounts{c, o} {
+		for k := range keys {
+			if d := c[k] - o[k]; d != 0 {
+				out[k] = d
+			}
 		}
 	}
 	return out

@@ -60,14 +60,10 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	if err != nil {
 		return nil, old, err
 	}
-	res.RunningBefore = len(running)
-	sampled := spread(running, describeLimit)
-	res.RunningSampled = len(sampled)
-	before := map[execRef]int64{}
-	for _, e := range sampled {
-		if before[e], err = settledTransitions(ctx, s.tc, e.ID, e.RunID); err != nil {
-			return nil, old, err
-		}
+	res.RunningBefore, res.RunningSampled = len(running), min(len(running), describeLimit)
+	runningBefore, err := executionsTransitions(ctx, s.tc, running, describeLimit)
+	if err != nil {
+		return nil, old, err
 	}
 
 	stopping := time.Now()
@@ -108,29 +104,18 @@ func restartStarter(ctx context.Context, s *stack, old *process, bin, logDir str
 	if res.StateTransitions, err = executionsTransitions(ctx, s.tc, execs, describeLimit); err != nil {
 		return nil, sp, err
 	}
-	var gained int64
-	for _, e := range sampled {
-		now, err := settledTransitions(ctx, s.tc, e.ID, e.RunID)
-		if err != nil {
-			return nil, sp, err
-		}
-		gained += now - before[e]
+	runningAfter, err := executionsTransitions(ctx, s.tc, running, describeLimit)
+	if err != nil {
+		return nil, sp, err
 	}
-	if len(sampled) > 0 {
-		res.StateTransitions += float64(gained) * float64(len(running)) / float64(len(sampled))
-	}
+	res.StateTransitions += runningAfter - runningBefore
 	res.StateTransitions = round(res.StateTransitions, 1)
 	res.StateTransitionsPerPool = round(res.StateTransitions/float64(n), 3)
 	m, err := processMetrics(ctx, sp.metricsAddr, "kind")
 	if err != nil {
 		return nil, sp, fmt.Errorf("starter metrics: %w", err)
 	}
-	res.StarterMetrics = map[string]float64{}
-	for k, v := range m {
-		if strings.HasPrefix(k, "ate_starter_") {
-			res.StarterMetrics[k] = v
-		}
-	}
+	res.StarterMetrics = starterMetrics(m)
 	log.Info("starter restarted", "seconds", res.Seconds, "readySeconds", res.ReadySeconds, "reconciles", res.Reconciles,
 		"executionsStarted", res.ExecutionsStarted, "stateTransitionsPerPool", res.StateTransitionsPerPool, "cpu", formatCPU(res.CPUSeconds))
 	return res, sp, nil
@@ -201,16 +186,4 @@ func awaitNoneRunning(ctx context.Context, s *stack, query, what string) error {
 		return fmt.Errorf("%w (last error: %w)", err, lastErr)
 	}
 	return err
-}
-
-// spread picks at most k of xs, evenly spread.
-func spread[T any](xs []T, k int) []T {
-	if len(xs) <= k {
-		return xs
-	}
-	out := make([]T, 0, k)
-	for j := range k {
-		out = append(out, xs[j*len(xs)/k])
-	}
-	return out
 }

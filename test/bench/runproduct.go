@@ -75,22 +75,16 @@ func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]stri
 func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
 	env := productEnv(cfg, s)
 	// With -profile, each process serves pprof on an address of its own.
-	pprofAddrs := map[string]string{}
-	pprofEnv := func(name string) ([]string, error) {
+	wenv, senv, pprofAddrs := env, env, map[string]string{}
+	for name, e := range map[string]*[]string{"worker": &wenv, "starter": &senv} {
 		if profiling.dir == "" {
-			return env, nil
+			break
 		}
 		addr, err := servers.FreeAddr("127.0.0.1")
-		pprofAddrs[name] = addr
-		return append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr), err
-	}
-	wenv, err := pprofEnv("worker")
-	if err != nil {
-		return err
-	}
-	senv, err := pprofEnv("starter")
-	if err != nil {
-		return err
+		if err != nil {
+			return err
+		}
+		pprofAddrs[name], *e = addr, append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr)
 	}
 	warmStart := time.Now()
 	wp, sp, err := startProduct(ctx, wenv, senv, bins, logDir, n)
@@ -284,7 +278,7 @@ func measureRoll(ctx context.Context, s *stack, w *watcher, wp *process, n int, 
 	if err != nil {
 		return nil, err
 	}
-	lastMove, _ := w.lastTimes(rollDefault)
+	lastMove, _ := w.at(rollDefault, 1)
 	roll.ReleaseAfterLastMoveSeconds = secs(goneAt.Sub(lastMove))
 	id := benchCluster.ReleaseWorkflowID(newDefault)
 	if roll.ReleaseSignals, roll.ReleaseRuns, err = signalsOfAllRuns(ctx, s, id); err != nil {

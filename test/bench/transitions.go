@@ -119,3 +119,15 @@ func executionsTransitions(ctx context.Context, tc tclient.Client, execs []execR
 	}
 	return float64(sum) * float64(len(execs)) / float64(len(sample)), nil
 }
+
+// spread picks at most k of xs, evenly spread.
+func spread[T any](xs []T, k int) []T {
+	if len(xs) <= k {
+		return xs
+	}
+	out := make([]T, 0, k)
+	for j := range k {
+		out = append(out, xs[j*len(xs)/k])
+	}
+	return out
+}

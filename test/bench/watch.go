@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -300,22 +301,19 @@ func (w *watcher) awaitGone(ctx context.Context, config string, timeout time.Dur
 	return at, err
 }
 
-// lastTimes returns when the last pool named config and when the last
-// event to it appeared.
-func (w *watcher) lastTimes(config string) (switched, event time.Time) {
+// at returns when the fraction q of the pools that named config had done
+// so, and when that fraction of its events had appeared (q = 1: the last).
+func (w *watcher) at(config string, q float64) (switched, event time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, t := range w.switched[config] {
-		if t.After(switched) {
-			switched = t
+	quantile := func(m map[string]time.Time) time.Time {
+		ts := slices.SortedFunc(maps.Values(m), time.Time.Compare)
+		if len(ts) == 0 {
+			return time.Time{}
 		}
+		return ts[min(len(ts)-1, int(math.Ceil(q*float64(len(ts))))-1)]
 	}
-	for _, t := range w.eventAt[config] {
-		if t.After(event) {
-			event = t
-		}
-	}
-	return switched, event
+	return quantile(w.switched[config]), quantile(w.eventAt[config])
 }
 
 // waveTimes is how long a wave to a new default took, from its creation:
@@ -332,22 +330,6 @@ type waveTimes struct {
 	P90Seconds    float64 `json:"p90_switched_seconds"`
 }
 
-// switchedQuantile returns when the fraction q of the pools that named
-// config had done so.
-func (w *watcher) switchedQuantile(config string, q float64) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ts := make([]time.Time, 0, len(w.switched[config]))
-	for _, t := range w.switched[config] {
-		ts = append(ts, t)
-	}
-	if len(ts) == 0 {
-		return time.Time{}
-	}
-	slices.SortFunc(ts, time.Time.Compare)
-	return ts[min(len(ts)-1, int(math.Ceil(q*float64(len(ts))))-1)]
-}
-
 // awaitWave waits until all n pools name config (Resolved True, no claim)
 // and have its event, and returns the times since start.
 func (w *watcher) awaitWave(ctx context.Context, config string, n int, start time.Time, timeout time.Duration) (waveTimes, error) {
@@ -357,10 +339,12 @@ func (w *watcher) awaitWave(ctx context.Context, config string, n int, start tim
 	}); err != nil {
 		return waveTimes{}, err
 	}
-	lastSwitch, lastEvent := w.lastTimes(config)
+	lastSwitch, lastEvent := w.at(config, 1)
+	half, _ := w.at(config, 0.5)
+	p90, _ := w.at(config, 0.9)
 	t := waveTimes{
 		StatusSeconds: secs(lastSwitch.Sub(start)), EventsSeconds: secs(lastEvent.Sub(start)),
-		HalfSeconds: secs(w.switchedQuantile(config, 0.5).Sub(start)), P90Seconds: secs(w.switchedQuantile(config, 0.9).Sub(start)),
+		HalfSeconds: secs(half.Sub(start)), P90Seconds: secs(p90.Sub(start)),
 	}
 	t.Seconds = max(t.StatusSeconds, t.EventsSeconds)
 	return t, nil
