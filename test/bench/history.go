@@ -24,17 +24,7 @@ type shapeStats struct {
 	// started.
 	EventsPerSwitch float64 `json:"events_per_switch"`
 	Child           float64 `json:"child_events"`
-	// The shares of a long-running pool workflow (its transitions, passes
-	// and pass sizes), always 0: the product keeps no workflow across
-	// switches since the one-shape cleanup (decisions/0003); kept so the
-	// results keep their fields.
-	LongRunningTransitions float64 `json:"long_running_transitions_per_switch"`
-	PassesPerSwitch        float64 `json:"passes_per_switch"`
-	SwitchPass             float64 `json:"switch_pass_events"`
-	SwitchPasses           int     `json:"switch_passes_sampled"`
-	PlainPass              float64 `json:"plain_pass_events"`
-	PlainPasses            int     `json:"plain_passes_sampled"`
-	ReleasePasses          float64 `json:"release_passes_per_pool,omitempty"`
+	ReleasePasses   float64 `json:"release_passes_per_pool,omitempty"`
 	// Activities, local activities and workflow tasks per switch.
 	Activities      float64 `json:"activities"`
 	LocalActivities float64 `json:"local_activities"`
