@@ -24,7 +24,6 @@ type shapeStats struct {
 	// started.
 	EventsPerSwitch float64 `json:"events_per_switch"`
 	Child           float64 `json:"child_events"`
-	ReleasePasses   float64 `json:"release_passes_per_pool,omitempty"`
 	// Activities, local activities and workflow tasks per switch.
 	Activities      float64 `json:"activities"`
 	LocalActivities float64 `json:"local_activities"`
