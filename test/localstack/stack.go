@@ -138,7 +138,6 @@ type Stack struct {
 	TemporalCLI     string
 
 	started []*component // in start order
-	logs    []*os.File
 }
 
 // component is one process (or pair of processes) of the stack. Start
@@ -173,7 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	components, err := s.components(opts)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("localstack: %w", err), s.closeLogs())
+		return nil, fmt.Errorf("localstack: %w", err)
 	}
 	if err := s.start(ctx, components); err != nil {
 		return nil, errors.Join(fmt.Errorf("localstack: %w (logs in %s)", err, s.LogDir), s.Stop())
@@ -322,6 +321,7 @@ func (s *Stack) kube(opts Options) (*component, error) {
 		APIServerPort: opts.APIServerPort,
 		CRDDirs:       opts.CRDDirs,
 		Scheme:        opts.Scheme,
+		LogDir:        s.LogDir,
 	}
 	if len(kc.CRDDirs) == 0 {
 		kc.CRDDirs = []string{filepath.Join(opts.Root, "deploy", "crds")}
@@ -344,13 +344,6 @@ func (s *Stack) kube(opts Options) (*component, error) {
 			}
 			s.Cluster = c
 			return c.Kube, nil
-		}
-	} else {
-		if kc.EtcdLog, err = s.logFile("etcd"); err != nil {
-			return nil, err
-		}
-		if kc.APIServerLog, err = s.logFile("kube-apiserver"); err != nil {
-			return nil, err
 		}
 	}
 	return &component{
@@ -382,16 +375,6 @@ func (s *Stack) kube(opts Options) (*component, error) {
 	}, nil
 }
 
-// logFile opens LogDir/<name>.log for appending; Stop closes it.
-func (s *Stack) logFile(name string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(s.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("creating the log of %s: %w", name, err)
-	}
-	s.logs = append(s.logs, f)
-	return f, nil
-}
-
 // Stop stops every component started, in reverse order. It is safe on a
 // half-started stack and to call more than once. Dir stays.
 func (s *Stack) Stop() error {
@@ -402,13 +385,5 @@ func (s *Stack) Stop() error {
 		}
 	}
 	s.started = nil
-	return errors.Join(append(errs, s.closeLogs())...)
-}
-
-func (s *Stack) closeLogs() error {
-	for _, f := range s.logs {
-		_ = f.Close()
-	}
-	s.logs = nil
-	return nil
+	return errors.Join(errs...)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -72,23 +72,22 @@ type Config struct {
 	APIServerPort int
 	// Fleet is the simulated nodes; default DefaultFleet.
 	Fleet []NodeGroup
-	// EvictAfter is how long a pod that does not say otherwise stays bound
-	// to a NotReady or unreachable node before it is evicted; default 10s
-	// (a real cluster's is 300s).
-	EvictAfter time.Duration
-	// NodeMonitorGracePeriod: see servers.ControllerManagerConfig.
-	NodeMonitorGracePeriod time.Duration
-	// StartTimeout bounds the start of each program and the fleet's
-	// readiness; default 60s.
-	StartTimeout time.Duration
 }
+
+// startTimeout bounds the start of each program and the fleet's readiness.
+const startTimeout = 60 * time.Second
+
+// evictAfter is how long a pod that does not say otherwise stays bound to a
+// NotReady or unreachable node before it is evicted (a real cluster's is
+// 300s), so that a test of node failure sees the eviction in seconds.
+const evictAfter = 10 * time.Second
 
 // Cluster is a running local cluster.
 type Cluster struct {
 	Kube              *servers.Kube
-	ControllerManager *servers.ControllerManager
-	Scheduler         *servers.Scheduler
-	Kwok              *servers.Kwok
+	ControllerManager *servers.Component
+	Scheduler         *servers.Component
+	Kwok              *servers.Component
 	// Clientset is an admin client of the API server.
 	Clientset kubernetes.Interface
 	// RestConfig authenticates as an admin (system:masters).
@@ -102,8 +101,6 @@ type Cluster struct {
 	// scheduler and kwok healthy; started together) and "fleet" (every
 	// node Ready).
 	StartTimes map[string]time.Duration
-
-	logs []*os.File
 }
 
 // Start starts etcd and kube-apiserver, then the controller manager, the
@@ -119,12 +116,6 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if cfg.Fleet == nil {
 		cfg.Fleet = DefaultFleet
 	}
-	if cfg.EvictAfter == 0 {
-		cfg.EvictAfter = 10 * time.Second
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
 	c = &Cluster{StartTimes: map[string]time.Duration{}}
 	defer func() {
 		if err != nil {
@@ -134,14 +125,6 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}()
 
 	began := time.Now()
-	etcdLog, err := c.logFile(cfg.LogDir, "etcd")
-	if err != nil {
-		return c, err
-	}
-	apiServerLog, err := c.logFile(cfg.LogDir, "kube-apiserver")
-	if err != nil {
-		return c, err
-	}
 	c.Kube, err = servers.StartKube(servers.KubeConfig{
 		EtcdBinary: cfg.Binaries.Etcd, APIServerBinary: cfg.Binaries.APIServer,
 		Dir:            filepath.Join(cfg.Dir, "kube"),
@@ -150,9 +133,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		EtcdDataDir:    cfg.EtcdDataDir,
 		DurableEtcd:    cfg.DurableEtcd,
 		APIServerPort:  cfg.APIServerPort,
-		APIServerFlags: servers.ClusterAPIServerFlags(cfg.EvictAfter),
-		EtcdLog:        etcdLog, APIServerLog: apiServerLog,
-		StartTimeout: cfg.StartTimeout,
+		LogDir:         cfg.LogDir,
+		// The DefaultTolerationSeconds admission plugin gives every pod
+		// that does not say otherwise evictAfter on a NotReady or
+		// unreachable node.
+		APIServerFlags: map[string]string{
+			"default-not-ready-toleration-seconds":   strconv.Itoa(int(evictAfter.Seconds())),
+			"default-unreachable-toleration-seconds": strconv.Itoa(int(evictAfter.Seconds())),
+		},
 	})
 	if err != nil {
 		return c, err
@@ -178,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if c.Nodes, err = createFleet(ctx, c.Clientset, cfg.Fleet); err != nil {
 		return c, err
 	}
-	if err := c.WaitNodes(ctx, cfg.StartTimeout, true, c.Nodes...); err != nil {
+	if err := c.WaitNodes(ctx, startTimeout, true, c.Nodes...); err != nil {
 		return c, err
 	}
 	c.StartTimes["fleet"] = time.Since(began)
@@ -186,38 +174,20 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 }
 
 func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, rootCA string) error {
-	logs := map[string]string{}
-	for _, name := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
-		f, err := c.logFile(cfg.LogDir, name)
-		if err != nil {
-			return err
-		}
-		logs[name] = f.Name()
-	}
+	log := func(name string) string { return filepath.Join(cfg.LogDir, name+".log") }
 	var err error
-	c.ControllerManager, err = servers.NewControllerManager(servers.ControllerManagerConfig{
+	if c.ControllerManager, err = servers.NewControllerManager(servers.ControllerManagerConfig{
 		Binary: cfg.Binaries.ControllerManager, Dir: cfg.Dir, KubeconfigFile: kubeconfig,
-		ServiceAccountKeyFile:  c.Kube.ServiceAccountSigningKeyFile(),
-		RootCAFile:             rootCA,
-		NodeMonitorGracePeriod: cfg.NodeMonitorGracePeriod,
-		LogFile:                logs["kube-controller-manager"],
-		StartTimeout:           cfg.StartTimeout,
-	})
-	if err != nil {
+		ServiceAccountKeyFile: c.Kube.ServiceAccountSigningKeyFile(),
+		RootCAFile:            rootCA,
+		LogFile:               log("kube-controller-manager"),
+	}); err != nil {
 		return err
 	}
-	c.Scheduler, err = servers.NewScheduler(servers.SchedulerConfig{
-		Binary: cfg.Binaries.Scheduler, Dir: cfg.Dir, KubeconfigFile: kubeconfig,
-		LogFile: logs["kube-scheduler"], StartTimeout: cfg.StartTimeout,
-	})
-	if err != nil {
+	if c.Scheduler, err = servers.NewScheduler(cfg.Binaries.Scheduler, cfg.Dir, kubeconfig, log("kube-scheduler")); err != nil {
 		return err
 	}
-	c.Kwok, err = servers.NewKwok(servers.KwokConfig{
-		Binary: cfg.Binaries.Kwok, Dir: cfg.Dir, KubeconfigFile: kubeconfig,
-		LogFile: logs["kwok"], StartTimeout: cfg.StartTimeout,
-	})
-	if err != nil {
+	if c.Kwok, err = servers.NewKwok(cfg.Binaries.Kwok, cfg.Dir, kubeconfig, log("kwok")); err != nil {
 		return err
 	}
 	// Started together: each mostly waits for its informers' first lists.
@@ -229,15 +199,6 @@ func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, r
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func (c *Cluster) logFile(dir, name string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: creating the log of %s: %w", name, err)
-	}
-	c.logs = append(c.logs, f)
-	return f, nil
 }
 
 // Stop stops kwok, the scheduler and the controller manager, then
@@ -256,10 +217,6 @@ func (c *Cluster) Stop() error {
 	if c.Kube != nil {
 		errs = append(errs, c.Kube.Stop())
 	}
-	for _, f := range c.logs {
-		errs = append(errs, f.Close())
-	}
-	c.logs = nil
 	return errors.Join(errs...)
 }
 
@@ -284,7 +241,7 @@ func (c *Cluster) Pids() map[string]int {
 // SetNodeReady makes kwok report the node Ready (ready) or NotReady, as a
 // kubelet whose runtime broke would: see servers.NotReadyLabel. The
 // controller manager then taints a NotReady node and evicts its pods after
-// Config.EvictAfter.
+// evictAfter.
 func (c *Cluster) SetNodeReady(ctx context.Context, node string, ready bool) error {
 	value := `"true"`
 	if ready {

@@ -217,7 +217,7 @@ func TestClusterRunsWorkerDeployments(t *testing.T) {
 	vm := newPool(t, ctx, c, kc, ns, "vm", v1alpha1.SandboxClassMicroVM, 9)
 	unschedulable(t, ctx, c, vm, 8, classNodes(v1alpha1.SandboxClassMicroVM), v1alpha1.KVMResource)
 
-	// A NotReady node's workers are evicted (after Config.EvictAfter) and
+	// A NotReady node's workers are evicted (after evictAfter) and
 	// replaced on the other gVisor nodes; the node comes back.
 	broken := ready[0].Spec.NodeName
 	require.NoError(t, c.SetNodeReady(ctx, broken, false))

@@ -1,9 +1,7 @@
 package servers
 
 import (
-	"fmt"
 	"strings"
-	"time"
 )
 
 // ClusterControllers are the controllers the local cluster's controller
@@ -39,62 +37,28 @@ type ControllerManagerConfig struct {
 	RootCAFile string
 	// Controllers to run; default ClusterControllers.
 	Controllers []string
-	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
-	// (kwok renews the node's lease) before it is marked Unknown; default
-	// 16s, a few of kwok's renewals (see KwokConfig.NodeLeaseDuration).
-	NodeMonitorGracePeriod time.Duration
 	// LogFile receives the output (appended); empty discards it.
 	LogFile string
-	// StartTimeout bounds the start; default 60s.
-	StartTimeout time.Duration
 }
 
-// ControllerManager is a kube-controller-manager process.
-type ControllerManager struct{ component }
-
-// NewControllerManager validates cfg and picks a free secure port; Start
-// starts the process.
-func NewControllerManager(cfg ControllerManagerConfig) (*ControllerManager, error) {
-	for what, v := range map[string]string{
-		"binary": cfg.Binary, "directory": cfg.Dir, "kubeconfig": cfg.KubeconfigFile,
-		"service account key": cfg.ServiceAccountKeyFile, "root CA": cfg.RootCAFile,
-	} {
-		if v == "" {
-			return nil, fmt.Errorf("kube-controller-manager: no %s configured", what)
-		}
-	}
+// NewControllerManager picks a free secure port for a
+// kube-controller-manager; Start starts it.
+func NewControllerManager(cfg ControllerManagerConfig) (*Component, error) {
 	if len(cfg.Controllers) == 0 {
 		cfg.Controllers = ClusterControllers
 	}
-	if cfg.NodeMonitorGracePeriod == 0 {
-		cfg.NodeMonitorGracePeriod = 16 * time.Second
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
-	healthURL, serving, err := kubeServing("kube-controller-manager", cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return &ControllerManager{component{
-		name:   "kube-controller-manager",
-		binary: cfg.Binary,
-		args: append([]string{
-			"--kubeconfig=" + cfg.KubeconfigFile,
-			"--controllers=" + strings.Join(cfg.Controllers, ","),
-			"--service-account-private-key-file=" + cfg.ServiceAccountKeyFile,
-			"--root-ca-file=" + cfg.RootCAFile,
-			// Every controller acts as the admin of the kubeconfig, rather
-			// than as a service account of its own that RBAC would have to
-			// grant: envtest's API server has no bootstrap for that.
-			"--use-service-account-credentials=false",
-			// A node's missed heartbeats are noticed within a second of the
-			// grace period, so tests of node failure take seconds.
-			"--node-monitor-period=1s",
-			"--node-monitor-grace-period=" + cfg.NodeMonitorGracePeriod.String(),
-		}, serving...),
-		logFile:      cfg.LogFile,
-		healthURL:    healthURL,
-		startTimeout: cfg.StartTimeout,
-	}}, nil
+	return newKubeComponent("kube-controller-manager", cfg.Binary, cfg.Dir, cfg.KubeconfigFile, cfg.LogFile,
+		"--controllers="+strings.Join(cfg.Controllers, ","),
+		"--service-account-private-key-file="+cfg.ServiceAccountKeyFile,
+		"--root-ca-file="+cfg.RootCAFile,
+		// Every controller acts as the admin of the kubeconfig, rather
+		// than as a service account of its own that RBAC would have to
+		// grant: envtest's API server has no bootstrap for that.
+		"--use-service-account-credentials=false",
+		// A node's missed heartbeats are noticed within a second of the
+		// grace period, so tests of node failure take seconds. The grace
+		// period is a few of kwok's lease renewals (see NewKwok).
+		"--node-monitor-period=1s",
+		"--node-monitor-grace-period=16s",
+	)
 }

@@ -3,7 +3,6 @@ package servers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,10 +38,8 @@ type KubeConfig struct {
 	// set over envtest's defaults, e.g. the default toleration seconds of
 	// the local cluster (see ClusterAPIServerFlags).
 	APIServerFlags map[string]string
-	// EtcdLog and APIServerLog receive each process's output; nil discards.
-	EtcdLog, APIServerLog io.Writer
-	// StartTimeout bounds the start of each process; default 60s.
-	StartTimeout time.Duration
+	// LogDir receives etcd.log and kube-apiserver.log (appended).
+	LogDir string
 }
 
 // Kube is an etcd and a kube-apiserver run by controller-runtime's envtest.
@@ -50,6 +47,7 @@ type Kube struct {
 	cfg         KubeConfig
 	env         *envtest.Environment
 	launcherDir string
+	logs        []*os.File // etcd's, kube-apiserver's
 	// RestConfig authenticates as an admin (system:masters).
 	RestConfig *rest.Config
 	// KubeConfig is RestConfig as a kubeconfig file's content.
@@ -70,16 +68,8 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 	if cfg.EtcdDataDir == "" {
 		cfg.EtcdDataDir = filepath.Join(cfg.Dir, "etcd")
 	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
-	port := cfg.APIServerPort
-	if port == 0 {
-		var err error
-		if port, err = FreePort("127.0.0.1"); err != nil {
-			return nil, err
-		}
-	} else if err := checkPortFree("kube-apiserver", "127.0.0.1", port); err != nil {
+	port, err := pickPort("kube-apiserver", cfg.APIServerPort)
+	if err != nil {
 		return nil, err
 	}
 
@@ -106,16 +96,24 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 		return nil, err
 	}
 
-	etcd := &envtest.Etcd{Path: etcdPath, DataDir: cfg.EtcdDataDir, Out: cfg.EtcdLog, Err: cfg.EtcdLog}
+	for _, name := range []string{etcdName, apiServerName} {
+		f, err := os.OpenFile(filepath.Join(cfg.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			k.closeLogs()
+			return nil, fmt.Errorf("kube: creating the log of %s: %w", name, err)
+		}
+		k.logs = append(k.logs, f)
+	}
+	etcd := &envtest.Etcd{Path: etcdPath, DataDir: cfg.EtcdDataDir, Out: k.logs[0], Err: k.logs[0]}
 	if cfg.DurableEtcd {
 		etcd.Configure().Set("unsafe-no-fsync", "false")
 	}
 	apiServer := &envtest.APIServer{
 		Path:    apiServerPath,
 		CertDir: certDir,
-		Out:     cfg.APIServerLog, Err: cfg.APIServerLog,
+		Out:     k.logs[1], Err: k.logs[1],
 		SecureServing: envtest.SecureServing{
-			ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)},
+			ListenAddr: envtest.ListenAddr{Address: loopback, Port: strconv.Itoa(port)},
 		},
 	}
 	for name, value := range cfg.APIServerFlags {
@@ -126,7 +124,7 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 		Scheme:                   cfg.Scheme,
 		CRDDirectoryPaths:        cfg.CRDDirs,
 		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: cfg.StartTimeout,
+		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
 	// envtest forks both processes inside Start.
@@ -135,6 +133,7 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 		return err
 	}); err != nil {
 		_ = k.env.Stop()
+		k.closeLogs()
 		return nil, fmt.Errorf("kube: starting etcd and kube-apiserver (envtest): %w", err)
 	}
 	k.KubeConfig = k.env.KubeConfig
@@ -143,10 +142,18 @@ func StartKube(cfg KubeConfig) (*Kube, error) {
 
 // Stop stops kube-apiserver, then etcd.
 func (k *Kube) Stop() error {
+	defer k.closeLogs()
 	if err := k.env.Stop(); err != nil {
 		return fmt.Errorf("kube: stopping the control plane: %w", err)
 	}
 	return nil
+}
+
+func (k *Kube) closeLogs() {
+	for _, f := range k.logs {
+		_ = f.Close()
+	}
+	k.logs = nil
 }
 
 // StopAPIServer stops kube-apiserver gracefully; etcd keeps running.

@@ -4,24 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"time"
 
 	"ate.dev/orchestrator/test/localstack/procs"
 )
-
-// ClusterAPIServerFlags are the API server flags of a local cluster whose
-// controller manager evicts pods from failed nodes: the DefaultToleration
-// Seconds admission plugin gives every pod that does not say otherwise this
-// long on a NotReady or unreachable node (300s in a real cluster), so a test
-// of node failure sees the eviction in seconds.
-func ClusterAPIServerFlags(evictAfter time.Duration) map[string]string {
-	s := strconv.Itoa(int(evictAfter.Seconds()))
-	return map[string]string{
-		"default-not-ready-toleration-seconds":   s,
-		"default-unreachable-toleration-seconds": s,
-	}
-}
 
 // ServiceAccountSigningKeyFile is the private key the API server signs
 // service account tokens with (envtest generates it at start); the

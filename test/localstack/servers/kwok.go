@@ -5,11 +5,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"time"
 )
 
 // kwokStages are the stages kwok plays on the nodes and pods it manages; see
@@ -29,79 +26,38 @@ const (
 // broke would); removing it makes the node Ready again.
 const NotReadyLabel = "localcluster.ate.dev/not-ready"
 
-// KwokConfig configures kwok.
-type KwokConfig struct {
-	// Binary is kwok.
-	Binary string
-	// Dir holds kwok's configuration (its stages); it must exist.
-	Dir string
-	// KubeconfigFile authenticates to the API server as an admin.
-	KubeconfigFile string
-	// NodeLeaseDuration is the duration of the leases kwok renews for its
-	// nodes, every quarter of it (as a kubelet does); default 20s, so that
-	// the controller manager's grace period can be short.
-	NodeLeaseDuration time.Duration
-	// PodCIDR is where kwok takes the pods' IPs from; default 10.244.0.0/16.
-	PodCIDR string
-	// LogFile receives the output (appended); empty discards it.
-	LogFile string
-	// StartTimeout bounds the start; default 30s.
-	StartTimeout time.Duration
-}
-
-// Kwok is a kwok process: it plays the kubelet of every node annotated
-// KwokManagedAnnotation=KwokManagedValue (heartbeats, the node lease, the
-// Ready condition) and of the pods bound to those nodes (Running and Ready
-// at once, deleted at once when their deletion is asked). No container runs.
-// Once it stops, its nodes miss their heartbeats: the controller manager
-// marks them Unknown after its grace period.
-type Kwok struct{ component }
-
-// NewKwok validates cfg, writes kwok's configuration and picks a free port
-// for its health endpoint; Start starts the process.
-func NewKwok(cfg KwokConfig) (*Kwok, error) {
-	for what, v := range map[string]string{"binary": cfg.Binary, "directory": cfg.Dir, "kubeconfig": cfg.KubeconfigFile} {
-		if v == "" {
-			return nil, fmt.Errorf("kwok: no %s configured", what)
-		}
-	}
-	if cfg.NodeLeaseDuration == 0 {
-		cfg.NodeLeaseDuration = 20 * time.Second
-	}
-	if cfg.PodCIDR == "" {
-		cfg.PodCIDR = "10.244.0.0/16"
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 30 * time.Second
-	}
-	config := filepath.Join(cfg.Dir, "kwok.yaml")
+// NewKwok writes kwok's configuration into dir and picks a free port for
+// its health endpoint; Start starts it. Kwok plays the kubelet of every node
+// annotated KwokManagedAnnotation=KwokManagedValue (heartbeats, the node
+// lease, the Ready condition) and of the pods bound to those nodes (Running
+// and Ready at once, deleted at once when their deletion is asked). No
+// container runs. Once it stops, its nodes miss their heartbeats: the
+// controller manager marks them Unknown after its grace period.
+func NewKwok(binary, dir, kubeconfig, logFile string) (*Component, error) {
+	config := filepath.Join(dir, "kwok.yaml")
 	if err := writeKwokConfig(config); err != nil {
 		return nil, err
 	}
-	port, err := FreePort("127.0.0.1")
+	c, addr, err := newComponent("kwok", binary, logFile)
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return &Kwok{component{
-		name:   "kwok",
-		binary: cfg.Binary,
-		args: []string{
-			"--config=" + config,
-			"--kubeconfig=" + cfg.KubeconfigFile,
-			// Only the simulated fleet: a real node registered to the same
-			// API server (none is, locally) would keep its kubelet.
-			"--manage-all-nodes=false",
-			"--manage-nodes-with-annotation-selector=" + KwokManagedAnnotation + "=" + KwokManagedValue,
-			"--node-lease-duration-seconds=" + strconv.Itoa(int(cfg.NodeLeaseDuration.Seconds())),
-			"--cidr=" + cfg.PodCIDR,
-			"--node-ip=127.0.0.1",
-			"--server-address=" + addr,
-		},
-		logFile:      cfg.LogFile,
-		healthURL:    "http://" + addr + "/healthz",
-		startTimeout: cfg.StartTimeout,
-	}}, nil
+	c.healthURL = "http://" + addr + "/healthz"
+	c.args = []string{
+		"--config=" + config,
+		"--kubeconfig=" + kubeconfig,
+		// Only the simulated fleet: a real node registered to the same
+		// API server (none is, locally) would keep its kubelet.
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + KwokManagedAnnotation + "=" + KwokManagedValue,
+		// Renewed every quarter of it, as a kubelet does: short, so that
+		// the controller manager's grace period can be.
+		"--node-lease-duration-seconds=20",
+		"--cidr=10.244.0.0/16",
+		"--node-ip=" + loopback,
+		"--server-address=" + addr,
+	}
+	return c, nil
 }
 
 // writeKwokConfig writes the embedded stages as one multi-document YAML file.

@@ -13,7 +13,7 @@ import (
 // node stages a NotReady node must not match say so.
 func TestKwokConfigHasTheStages(t *testing.T) {
 	dir := t.TempDir()
-	_, err := NewKwok(KwokConfig{Binary: "kwok", Dir: dir, KubeconfigFile: "kubeconfig"})
+	_, err := NewKwok("kwok", dir, "kubeconfig", "")
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(dir, "kwok.yaml"))
 	require.NoError(t, err)

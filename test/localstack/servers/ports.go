@@ -7,6 +7,9 @@ import (
 	"strconv"
 )
 
+// loopback is the address every server binds.
+const loopback = "127.0.0.1"
+
 // FreePort returns a TCP port on ip that nothing listens on, from below the
 // kernel's ephemeral range (32768 and up on Linux). It is the one free-port
 // helper of the servers, the bench and the tests. A port the kernel hands

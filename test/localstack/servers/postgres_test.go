@@ -14,7 +14,7 @@ import (
 // leaves neither a process nor a data directory behind.
 func TestPostgresStartsAndIsRemoved(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "postgres.log")
-	pg, err := StartPostgres(context.Background(), PostgresConfig{LogFile: log})
+	pg, err := StartPostgres(context.Background(), log)
 	require.NoError(t, err)
 	dir := pg.dir
 	require.NoError(t, probePostgres(context.Background(), pg.Address()))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,8 +16,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
-
-	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // TemporalServerBinaries finds temporal-server and temporal-sql-tool in
@@ -28,95 +25,67 @@ func TemporalServerBinaries(binDir string) (server, sqlTool string, err error) {
 	if server, err = FindBinary("temporal-server", filepath.Join(binDir, "temporal-server"), "from the repository's bin/"); err != nil {
 		return "", "", err
 	}
-	if sqlTool, err = FindBinary("temporal-sql-tool", filepath.Join(binDir, "temporal-sql-tool"), "from the repository's bin/"); err != nil {
-		return "", "", err
-	}
-	return server, sqlTool, nil
+	sqlTool, err = FindBinary("temporal-sql-tool", filepath.Join(binDir, "temporal-sql-tool"), "from the repository's bin/")
+	return server, sqlTool, err
 }
 
 // TemporalServerConfig configures a production-shaped Temporal server: the
 // temporal-server binary (every service in one process), PostgreSQL
-// persistence and SQL visibility, several history shards.
+// persistence and SQL visibility, 4 history shards.
 type TemporalServerConfig struct {
 	// ServerBinary is temporal-server, SQLToolBinary temporal-sql-tool
 	// (both built from hack/tools/temporal-server).
 	ServerBinary, SQLToolBinary string
-	// Postgres configures the database server; its LogFile defaults to
-	// "postgres.log" beside LogFile.
-	Postgres PostgresConfig
-	// IP is the address every service binds; default 127.0.0.1. Port is the
-	// frontend's gRPC port; 0 picks a free one.
-	IP   string
+	// Port is the frontend's gRPC port; 0 picks a free one.
 	Port int
 	// Namespace is registered at start; default "default".
 	Namespace string
-	// HistoryShards is fixed when the database is created; default 4.
-	HistoryShards int
 	// DynamicConfig maps dynamic config keys to JSON values.
 	DynamicConfig map[string]string
-	// LogFile receives the server's output (appended); empty discards it.
+	// LogFile receives the server's output (appended), and postgres.log
+	// beside it PostgreSQL's; empty discards both.
 	LogFile string
-	// LogLevel is the server's log level; default warn.
-	LogLevel string
-	// StartTimeout bounds each start; default 120s (the first start creates
-	// the schema).
-	StartTimeout time.Duration
 }
 
 // TemporalServer is a Temporal server on its own PostgreSQL. Stop and Kill
 // act on the server process only, so a test can crash and restart it over
 // the same database; Close removes everything.
 type TemporalServer struct {
+	process
 	cfg   TemporalServerConfig
 	dir   string // config files
 	ports map[string]int
 	pg    *Postgres
-	proc  *procs.Process
 }
 
 // The services temporal-server runs in one process, each with a gRPC and
 // a membership port.
 var temporalServices = []string{"frontend", "history", "matching", "worker"}
 
+// temporalServerStartTimeout bounds each start: the first creates the schema.
+const temporalServerStartTimeout = 120 * time.Second
+
 // NewTemporalServer validates cfg and picks its ports; Launch starts it.
-func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
+func NewTemporalServer(cfg TemporalServerConfig) (_ *TemporalServer, err error) {
 	if cfg.ServerBinary == "" || cfg.SQLToolBinary == "" {
 		return nil, errors.New("temporal server: temporal-server and temporal-sql-tool binaries must be configured")
-	}
-	if cfg.IP == "" {
-		cfg.IP = "127.0.0.1"
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = client.DefaultNamespace
 	}
-	if cfg.HistoryShards == 0 {
-		cfg.HistoryShards = 4
-	}
-	if cfg.LogLevel == "" {
-		cfg.LogLevel = "warn"
-	}
-	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 120 * time.Second
-	}
-	if cfg.Postgres.LogFile == "" && cfg.LogFile != "" {
-		cfg.Postgres.LogFile = filepath.Join(filepath.Dir(cfg.LogFile), "postgres.log")
-	}
-	t := &TemporalServer{cfg: cfg, ports: map[string]int{}}
 	// Ports are fixed once, so a restarted server is found at the same address.
-	var err error
-	if cfg.Port == 0 {
-		if t.cfg.Port, err = FreePort(cfg.IP); err != nil {
-			return nil, err
-		}
-	} else if err := checkPortFree("Temporal gRPC", cfg.IP, cfg.Port); err != nil {
+	if cfg.Port, err = pickPort("Temporal gRPC", cfg.Port); err != nil {
 		return nil, err
 	}
-	t.ports["frontend.grpc"] = t.cfg.Port
+	t := &TemporalServer{
+		process: process{name: "temporal-server", logFile: cfg.LogFile, stopTimeout: 15 * time.Second},
+		cfg:     cfg, ports: map[string]int{"frontend.grpc": cfg.Port},
+	}
 	for _, name := range []string{"frontend.http", "frontend.membership",
 		"history.grpc", "history.membership", "matching.grpc", "matching.membership",
 		"worker.grpc", "worker.membership"} {
 		// FreePort's ports fit the smallint the membership table stores.
-		if t.ports[name], err = FreePort(cfg.IP); err != nil {
+		if t.ports[name], err = FreePort(loopback); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +94,7 @@ func NewTemporalServer(cfg TemporalServerConfig) (*TemporalServer, error) {
 
 // Address is the frontend's gRPC host:port.
 func (t *TemporalServer) Address() string {
-	return net.JoinHostPort(t.cfg.IP, strconv.Itoa(t.cfg.Port))
+	return net.JoinHostPort(loopback, strconv.Itoa(t.cfg.Port))
 }
 
 // UIAddress is "": this stack has no Web UI (the dev server's is part of
@@ -134,12 +103,6 @@ func (t *TemporalServer) UIAddress() string { return "" }
 
 // Namespace is the namespace registered at start.
 func (t *TemporalServer) Namespace() string { return t.cfg.Namespace }
-
-// Postgres is the database server, once launched.
-func (t *TemporalServer) Postgres() *Postgres { return t.pg }
-
-// Running reports whether the server process runs.
-func (t *TemporalServer) Running() bool { return t.proc != nil && !t.proc.Exited() }
 
 // Start launches the server and waits until it serves.
 func (t *TemporalServer) Start(ctx context.Context) error {
@@ -163,38 +126,13 @@ func (t *TemporalServer) Launch() error {
 	}
 	cmd := exec.Command(t.cfg.ServerBinary, "--config-file", t.configFile(), "--allow-no-auth", "start")
 	cmd.Env = envWithoutTemporal()
-	if os.Getenv("GOGC") == "" {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("GOGC=%d", procs.ServerGOGC))
-	}
-	out, closeOut, err := t.logOutput()
-	if err != nil {
-		return err
-	}
-	defer closeOut() // the child holds its own descriptor
-	cmd.Stdout, cmd.Stderr = out, out
-	proc, err := procs.Start("temporal-server", cmd)
-	if err != nil {
-		return err
-	}
-	t.proc = proc
-	return nil
-}
-
-func (t *TemporalServer) logOutput() (io.Writer, func(), error) {
-	if t.cfg.LogFile == "" {
-		return io.Discard, func() {}, nil
-	}
-	f, err := os.OpenFile(t.cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("temporal server: opening log file: %w", err)
-	}
-	return f, func() { _ = f.Close() }, nil
+	return t.launch(cmd)
 }
 
 // setUp starts PostgreSQL, creates both databases with the schema tool and
 // writes the server's config; on error it removes what it made.
 func (t *TemporalServer) setUp() (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), temporalServerStartTimeout)
 	defer cancel()
 	if t.dir, err = os.MkdirTemp("", "ate-temporal-server-"); err != nil {
 		return fmt.Errorf("temporal server: creating the config directory: %w", err)
@@ -204,7 +142,11 @@ func (t *TemporalServer) setUp() (err error) {
 			err = errors.Join(err, t.Close())
 		}
 	}()
-	if t.pg, err = StartPostgres(ctx, t.cfg.Postgres); err != nil {
+	pgLog := ""
+	if t.cfg.LogFile != "" {
+		pgLog = filepath.Join(filepath.Dir(t.cfg.LogFile), "postgres.log")
+	}
+	if t.pg, err = StartPostgres(ctx, pgLog); err != nil {
 		return err
 	}
 	for _, db := range []struct{ name, schema string }{
@@ -231,8 +173,8 @@ func (t *TemporalServer) setUp() (err error) {
 }
 
 func (t *TemporalServer) sqlTool(ctx context.Context, db string, args ...string) error {
-	base := []string{"--plugin", "postgres12", "--endpoint", t.pg.IP(), "--port", strconv.Itoa(t.pg.Port()),
-		"--user", t.pg.User(), "--password", "unused-trust-auth", "--database", db}
+	base := []string{"--plugin", "postgres12", "--endpoint", loopback, "--port", strconv.Itoa(t.pg.port),
+		"--user", postgresUser, "--password", "unused-trust-auth", "--database", db}
 	cmd := exec.CommandContext(ctx, t.cfg.SQLToolBinary, append(base, args...)...)
 	cmd.Env = envWithoutTemporal()
 	out, err := cmd.CombinedOutput()
@@ -251,65 +193,25 @@ func (t *TemporalServer) dynamicConfigFile() string {
 // registers) with every custom search attribute; on failure it kills the
 // server.
 func (t *TemporalServer) WaitReady(ctx context.Context) error {
-	if t.proc == nil {
-		return errors.New("temporal server: WaitReady before Launch")
-	}
-	ctx, cancel := context.WithTimeout(ctx, t.cfg.StartTimeout)
-	defer cancel()
-	err := waitServing(ctx, t.proc, 250*time.Millisecond, t.probe)
-	if err == nil {
-		return nil
-	}
-	_ = t.proc.Kill()
-	return fmt.Errorf("temporal server on %s did not become ready: %w%s", t.Address(), err, logTail(t.cfg.LogFile, 20))
+	return t.waitReady(ctx, temporalServerStartTimeout, 250*time.Millisecond, func(ctx context.Context) error {
+		return probeTemporal(ctx, t.Address(), t.cfg.Namespace, t.register)
+	})
 }
 
-func (t *TemporalServer) probe(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: t.Address(), Namespace: t.cfg.Namespace, Logger: quietLogger()})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ws := c.WorkflowService()
-	if _, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: t.cfg.Namespace}); err != nil {
-		var notFound *serviceerror.NamespaceNotFound
-		if !errors.As(err, &notFound) {
-			return fmt.Errorf("describing namespace %q: %w", t.cfg.Namespace, err)
+// register registers the namespace: a real server has none until one is
+// (the compose stack's temporal-setup job does it); the frontend's namespace
+// cache then picks it up within seconds.
+func (t *TemporalServer) register(ctx context.Context, c client.Client) error {
+	if _, err := c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        t.cfg.Namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}); err != nil {
+		var exists *serviceerror.NamespaceAlreadyExists
+		if !errors.As(err, &exists) {
+			return fmt.Errorf("registering namespace %q: %w", t.cfg.Namespace, err)
 		}
-		// A real server has no namespace until one is registered (the
-		// compose stack's temporal-setup job does it); the frontend's
-		// namespace cache then picks it up within seconds.
-		if _, err := ws.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
-			Namespace:                        t.cfg.Namespace,
-			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-		}); err != nil {
-			var exists *serviceerror.NamespaceAlreadyExists
-			if !errors.As(err, &exists) {
-				return fmt.Errorf("registering namespace %q: %w", t.cfg.Namespace, err)
-			}
-		}
-		return fmt.Errorf("namespace %q registered, waiting for the server to serve it", t.cfg.Namespace)
 	}
-	return EnsureSearchAttributes(ctx, c, t.cfg.Namespace)
-}
-
-// Stop stops the server process gracefully (SIGTERM, then SIGKILL after
-// 15s); PostgreSQL and its data stay for Launch.
-func (t *TemporalServer) Stop() error {
-	if t.proc == nil {
-		return nil
-	}
-	return t.proc.Stop(15 * time.Second)
-}
-
-// Kill kills the server process at once, as a crash would.
-func (t *TemporalServer) Kill() error {
-	if t.proc == nil {
-		return nil
-	}
-	return t.proc.Kill()
+	return fmt.Errorf("namespace %q registered, waiting for the server to serve it", t.cfg.Namespace)
 }
 
 // Close stops the server and PostgreSQL and removes their directories. It
@@ -326,20 +228,4 @@ func (t *TemporalServer) Close() error {
 		t.dir = ""
 	}
 	return errors.Join(errs...)
-}
-
-// Done is closed when the current server process exits.
-func (t *TemporalServer) Done() <-chan struct{} {
-	if t.proc == nil {
-		return nil
-	}
-	return t.proc.Done()
-}
-
-// Err is the current server process's exit error, once it has exited.
-func (t *TemporalServer) Err() error {
-	if t.proc == nil {
-		return nil
-	}
-	return t.proc.Err()
 }

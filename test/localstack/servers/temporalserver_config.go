@@ -2,7 +2,8 @@ package servers
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -23,17 +24,17 @@ func (t *TemporalServer) config() string {
         maxConns: %d
         maxIdleConns: %d
         maxConnLifetime: 1h
-`, name, db, t.pg.Address(), t.pg.User(), conns, conns)
+`, name, db, t.pg.Address(), postgresUser, conns, conns)
 	}
-	fmt.Fprintf(&b, `log:
+	b.WriteString(`log:
   stdout: true
-  level: %s
+  level: warn
 persistence:
   defaultStore: postgres-default
   visibilityStore: postgres-visibility
-  numHistoryShards: %d
+  numHistoryShards: 4
   datastores:
-`, t.cfg.LogLevel, t.cfg.HistoryShards)
+`)
 	ds("postgres-default", "temporal", 20)
 	ds("postgres-visibility", "temporal_visibility", 10)
 	fmt.Fprintf(&b, `global:
@@ -41,14 +42,14 @@ persistence:
     maxJoinDuration: 30s
     broadcastAddress: %q
 services:
-`, t.cfg.IP)
+`, loopback)
 	for _, s := range temporalServices {
 		fmt.Fprintf(&b, `  %s:
     rpc:
       grpcPort: %d
       membershipPort: %d
       bindOnIP: %q
-`, s, t.ports[s+".grpc"], t.ports[s+".membership"], t.cfg.IP)
+`, s, t.ports[s+".grpc"], t.ports[s+".membership"], loopback)
 		if s == "frontend" {
 			fmt.Fprintf(&b, "      httpPort: %d\n", t.ports["frontend.http"])
 		}
@@ -76,18 +77,12 @@ dynamicConfigClient:
 // dynamicConfig renders DynamicConfig as the server's dynamic config file;
 // a JSON value is a YAML value.
 func (t *TemporalServer) dynamicConfig() string {
-	keys := make([]string, 0, len(t.cfg.DynamicConfig))
-	for k := range t.cfg.DynamicConfig {
-		keys = append(keys, k)
+	if len(t.cfg.DynamicConfig) == 0 {
+		return "{}\n"
 	}
-	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("# Written by ate.dev/orchestrator/test/localstack/servers.\n")
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(t.cfg.DynamicConfig)) {
 		fmt.Fprintf(&b, "%s:\n  - value: %s\n", k, t.cfg.DynamicConfig[k])
-	}
-	if len(keys) == 0 {
-		b.WriteString("{}\n")
 	}
 	return b.String()
 }
