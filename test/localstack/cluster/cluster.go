@@ -127,13 +127,13 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	began := time.Now()
 	c.Kube, err = servers.StartKube(servers.KubeConfig{
 		EtcdBinary: cfg.Binaries.Etcd, APIServerBinary: cfg.Binaries.APIServer,
-		Dir:            filepath.Join(cfg.Dir, "kube"),
-		CRDDirs:        cfg.CRDDirs,
-		Scheme:         cfg.Scheme,
-		EtcdDataDir:    cfg.EtcdDataDir,
-		DurableEtcd:    cfg.DurableEtcd,
-		APIServerPort:  cfg.APIServerPort,
-		LogDir:         cfg.LogDir,
+		Dir:           filepath.Join(cfg.Dir, "kube"),
+		CRDDirs:       cfg.CRDDirs,
+		Scheme:        cfg.Scheme,
+		EtcdDataDir:   cfg.EtcdDataDir,
+		DurableEtcd:   cfg.DurableEtcd,
+		APIServerPort: cfg.APIServerPort,
+		LogDir:        cfg.LogDir,
 		// The DefaultTolerationSeconds admission plugin gives every pod
 		// that does not say otherwise evictAfter on a NotReady or
 		// unreachable node.

@@ -6,14 +6,35 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
-// The launcher passes these to the re-executed binary, whose init (see
-// reexec_linux.go) consumes them before anything else runs.
+// The launcher passes these to the re-executed binary, whose init consumes
+// them before anything else runs.
 const (
 	envExecTarget = "ATE_PROCS_EXEC_TARGET"
 	envExecParent = "ATE_PROCS_EXEC_PARENT"
 )
+
+// init turns this binary into the launcher's target when a launcher script
+// re-executed it: make it die with the launcher's parent (dieWithParent),
+// then exec the target in this same process. In any other run it does
+// nothing.
+func init() {
+	target, ok := os.LookupEnv(envExecTarget)
+	if !ok {
+		return
+	}
+	parent := os.Getenv(envExecParent)
+	_ = os.Unsetenv(envExecTarget)
+	_ = os.Unsetenv(envExecParent)
+	err := dieWithParent(parent)
+	if err == nil {
+		err = syscall.Exec(target, append([]string{target}, os.Args[1:]...), os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "procs launcher: %s: %v\n", target, err)
+	os.Exit(127)
+}
 
 // ServerGOGC is the GOGC the local servers (etcd, kube-apiserver, the
 // Temporal dev server) run with unless GOGC is set: they trade memory,

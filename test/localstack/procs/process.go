@@ -66,12 +66,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Err is the exit error once Done is closed.
 func (p *Process) Err() error {
-	select {
-	case <-p.done:
+	if p.Exited() {
 		return p.err
-	default:
-		return nil
 	}
+	return nil
 }
 
 // Exited reports whether the process has exited.
@@ -96,13 +94,10 @@ func (p *Process) Stop(timeout time.Duration) error {
 		return nil
 	case <-time.After(timeout):
 	}
-	signalGroup(p.Pid(), syscall.SIGKILL)
-	select {
-	case <-p.done:
-		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", p.Name, timeout)
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) survived SIGKILL for 10s", p.Name, p.Pid())
+	if err := p.Kill(); err != nil {
+		return err
 	}
+	return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", p.Name, timeout)
 }
 
 // Kill kills the process group at once, as a crash would, and waits for the

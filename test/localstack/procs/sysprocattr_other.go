@@ -13,3 +13,6 @@ func sysProcAttr(base *syscall.SysProcAttr) *syscall.SysProcAttr {
 	}
 	return a
 }
+
+// dieWithParent does nothing: outside Linux there is no parent-death signal.
+func dieWithParent(string) error { return nil }
