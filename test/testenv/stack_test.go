@@ -16,7 +16,7 @@ func TestStackOf(t *testing.T) {
 		{name: "default", want: StackDev},
 		{name: "from the environment", env: StackPostgres, want: StackPostgres},
 		{name: "the option wins", env: StackPostgres, opts: Options{TemporalStack: StackDev}, want: StackDev},
-		{name: "unknown", opts: Options{TemporalStack: "cassandra"}, wantErr: `unknown Temporal stack "cassandra"`},
+		{name: "unknown", opts: Options{TemporalStack: "cassandra"}, wantErr: `unknown Temporal server "cassandra"`},
 		{name: "no Web UI on postgres", opts: Options{TemporalStack: StackPostgres, TemporalUI: true}, wantErr: "no Web UI"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,13 @@ import (
 	"ate.dev/orchestrator/test/localstack"
 	"ate.dev/orchestrator/test/localstack/cluster"
 	"ate.dev/orchestrator/test/localstack/servers"
+)
+
+// The Temporal stacks a test package can run on (Options.TemporalStack,
+// $ATE_TEMPORAL_STACK): see localstack.TemporalDev and TemporalPostgres.
+const (
+	StackDev      = string(localstack.TemporalDev)
+	StackPostgres = string(localstack.TemporalPostgres)
 )
 
 // Options configures Start. The zero value starts both servers with
@@ -162,6 +170,17 @@ func Start(opts Options) (_ *Env, err error) {
 		}
 	}
 	return e, nil
+}
+
+// NewScheme returns a scheme with client-go's built-in types and ate.dev/v1alpha1.
+func NewScheme() *runtime.Scheme { return servers.NewScheme() }
+
+func stackOf(opts Options) (string, error) {
+	f, err := localstack.ParseFlavour(cmp.Or(opts.TemporalStack, os.Getenv("ATE_TEMPORAL_STACK")))
+	if err == nil && f == localstack.TemporalPostgres && opts.TemporalUI {
+		err = fmt.Errorf("the %s Temporal stack has no Web UI", f)
+	}
+	return string(f), err
 }
 
 func (e *Env) logDir() string { return filepath.Join(e.Dir, "logs") }
