@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -112,11 +113,18 @@ func CreateAfterOthers(t testing.TB, kube client.Client, c *v1alpha1.SandboxConf
 // oldest first.
 func PoolEvents(t testing.TB, cs kubernetes.Interface, ns, name string) []string {
 	t.Helper()
+	return events(t, cs, ns, "WorkerPool", name, "")
+}
+
+// events returns the events in ns about the object of kind named name (and
+// of uid, unless it is empty) as "Type Reason: note", oldest first.
+func events(t testing.TB, cs kubernetes.Interface, ns, kind, name string, uid types.UID) []string {
+	t.Helper()
 	list, err := cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	var evs []eventsv1.Event
 	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "WorkerPool" && ev.Regarding.Name == name {
+		if r := ev.Regarding; r.Kind == kind && r.Name == name && (uid == "" || r.UID == uid) {
 			evs = append(evs, ev)
 		}
 	}

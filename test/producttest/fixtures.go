@@ -8,22 +8,6 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
-// GVisorAssets are the assets every version of a gvisor config needs: the
-// gvisor release tarball, here for amd64.
-func GVisorAssets() map[string]map[string]v1alpha1.SandboxAsset {
-	return map[string]map[string]v1alpha1.SandboxAsset{"amd64": {"gvisor": asset("gvisor.tar.zstd")}}
-}
-
-// MicroVMAssets are the assets every version of a microvm config needs, here
-// for amd64.
-func MicroVMAssets() map[string]map[string]v1alpha1.SandboxAsset {
-	files := map[string]v1alpha1.SandboxAsset{}
-	for _, name := range []string{"cloud-hypervisor", "virtiofsd", "kata-kernel", "kata-image"} {
-		files[name] = asset(name)
-	}
-	return map[string]map[string]v1alpha1.SandboxAsset{"amd64": files}
-}
-
 // asset is a placeholder asset of the right shape (nothing fetches it).
 func asset(name string) v1alpha1.SandboxAsset {
 	return v1alpha1.SandboxAsset{URL: "https://assets.example/" + name, SHA256: strings.Repeat("b", 64)}
@@ -40,7 +24,7 @@ func GVisorConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
 			Versions: []v1alpha1.SandboxConfigVersion{{
 				Name:       "v1",
 				PauseImage: "registry.example/pause@sha256:" + strings.Repeat("a", 64),
-				Assets:     GVisorAssets(),
+				Assets:     map[string]map[string]v1alpha1.SandboxAsset{"amd64": {"gvisor": asset("gvisor.tar.zstd")}},
 			}},
 		},
 	}
@@ -52,11 +36,15 @@ func GVisorConfig(name string, classDefault bool) *v1alpha1.SandboxConfig {
 
 // MicroVMConfig is a valid microvm SandboxConfig.
 func MicroVMConfig(name string) *v1alpha1.SandboxConfig {
+	files := map[string]v1alpha1.SandboxAsset{}
+	for _, f := range []string{"cloud-hypervisor", "virtiofsd", "kata-kernel", "kata-image"} {
+		files[f] = asset(f)
+	}
 	return &v1alpha1.SandboxConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.SandboxConfigSpec{
 			SandboxClass: v1alpha1.SandboxClassMicroVM, DefaultVersion: "v1",
-			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1", Assets: MicroVMAssets()}},
+			Versions: []v1alpha1.SandboxConfigVersion{{Name: "v1", Assets: map[string]map[string]v1alpha1.SandboxAsset{"amd64": files}}},
 		},
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,20 +107,7 @@ func (p *Product) ConfigEvents(t testing.TB, config string) []string {
 	t.Helper()
 	var c v1alpha1.SandboxConfig
 	require.NoError(t, p.Env.Kube.Get(context.Background(), client.ObjectKey{Name: config}, &c))
-	list, err := p.Clientset.EventsV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	var evs []eventsv1.Event
-	for _, ev := range list.Items {
-		if ev.Regarding.Kind == "SandboxConfig" && ev.Regarding.Name == config && ev.Regarding.UID == c.UID {
-			evs = append(evs, ev)
-		}
-	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].EventTime.Before(&evs[j].EventTime) })
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Type + " " + ev.Reason + ": " + ev.Note
-	}
-	return out
+	return events(t, p.Clientset, metav1.NamespaceDefault, "SandboxConfig", config, c.UID)
 }
 
 // RolloutPlan queries the rollout workflow of a config for its plan.
