@@ -244,6 +244,7 @@ func (s *Stack) temporal(opts Options) (*component, error) {
 		return nil, err
 	}
 	logFile := filepath.Join(s.LogDir, "temporal.log")
+	var stop func() error
 	switch s.TemporalFlavour {
 	case TemporalPostgres:
 		if opts.TemporalUI {
@@ -262,8 +263,8 @@ func (s *Stack) temporal(opts Options) (*component, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Temporal = t // assigned only on success: a typed nil would be stopped
-		return s.temporalComponent(t.Close), nil
+		// Assigned only on success: a typed nil would be stopped.
+		s.Temporal, stop = t, t.Close // Close removes its PostgreSQL too
 	default:
 		t, err := servers.NewTemporal(servers.TemporalConfig{
 			Binary: s.TemporalCLI, Port: opts.TemporalPort,
@@ -276,28 +277,15 @@ func (s *Stack) temporal(opts Options) (*component, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Temporal = t
-		return s.temporalComponent(nil), nil
+		s.Temporal, stop = t, t.Stop
 	}
-}
-
-// temporalComponent runs s.Temporal; closer, if any, removes what the
-// server kept beside its process (temporal-server's PostgreSQL).
-func (s *Stack) temporalComponent(closer func() error) *component {
-	t := s.Temporal
 	return &component{
 		name:        "Temporal (" + string(s.TemporalFlavour) + ")",
-		launch:      func(context.Context) error { return t.Launch() },
-		ready:       t.WaitReady,
+		launch:      func(context.Context) error { return s.Temporal.Launch() },
+		ready:       s.Temporal.WaitReady,
+		stop:        stop,
 		independent: true,
-		stop: func() error {
-			err := t.Stop()
-			if closer != nil {
-				err = errors.Join(err, closer())
-			}
-			return err
-		},
-	}
+	}, nil
 }
 
 // kube is etcd and kube-apiserver with the CRDs installed, or, with
@@ -329,36 +317,33 @@ func (s *Stack) kube(opts Options) (*component, error) {
 	if kc.Scheme == nil {
 		kc.Scheme = servers.NewScheme()
 	}
-	name, start := "etcd and kube-apiserver", func(context.Context) (*servers.Kube, error) { return servers.StartKube(kc) }
+	name := "etcd and kube-apiserver"
 	if opts.Cluster {
 		name = "the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)"
-		start = func(ctx context.Context) (*servers.Kube, error) {
-			c, err := cluster.Start(ctx, cluster.Config{
-				Binaries: bins, Dir: kc.Dir, LogDir: s.LogDir,
-				CRDDirs: kc.CRDDirs, Scheme: kc.Scheme,
-				EtcdDataDir: kc.EtcdDataDir, DurableEtcd: kc.DurableEtcd, APIServerPort: kc.APIServerPort,
-				Fleet: opts.Fleet,
-			})
-			if err != nil {
-				return nil, err
-			}
-			s.Cluster = c
-			return c.Kube, nil
-		}
 	}
 	return &component{
 		name: name,
-		launch: func(ctx context.Context) error {
+		launch: func(ctx context.Context) (err error) {
 			if err := os.MkdirAll(kc.Dir, 0o700); err != nil {
 				return err
 			}
-			k, err := start(ctx)
+			if opts.Cluster {
+				if s.Cluster, err = cluster.Start(ctx, cluster.Config{
+					Binaries: bins, Dir: kc.Dir, LogDir: s.LogDir,
+					CRDDirs: kc.CRDDirs, Scheme: kc.Scheme,
+					EtcdDataDir: kc.EtcdDataDir, DurableEtcd: kc.DurableEtcd, APIServerPort: kc.APIServerPort,
+					Fleet: opts.Fleet,
+				}); err == nil {
+					s.Kube = s.Cluster.Kube
+				}
+			} else {
+				s.Kube, err = servers.StartKube(kc)
+			}
 			if err != nil {
 				return err
 			}
-			s.Kube = k
 			s.KubeconfigPath = filepath.Join(s.Dir, "kubeconfig")
-			if err := os.WriteFile(s.KubeconfigPath, k.KubeConfig, 0o600); err != nil {
+			if err := os.WriteFile(s.KubeconfigPath, s.Kube.KubeConfig, 0o600); err != nil {
 				return fmt.Errorf("writing %s: %w", s.KubeconfigPath, err)
 			}
 			return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -84,10 +86,9 @@ const evictAfter = 10 * time.Second
 
 // Cluster is a running local cluster.
 type Cluster struct {
-	Kube              *servers.Kube
-	ControllerManager *servers.Component
-	Scheduler         *servers.Component
-	Kwok              *servers.Component
+	Kube *servers.Kube
+	// components are the controller manager, the scheduler and kwok.
+	components []*servers.Component
 	// Clientset is an admin client of the API server.
 	Clientset kubernetes.Interface
 	// RestConfig authenticates as an admin (system:masters).
@@ -175,27 +176,29 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 
 func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, rootCA string) error {
 	log := func(name string) string { return filepath.Join(cfg.LogDir, name+".log") }
-	var err error
-	if c.ControllerManager, err = servers.NewControllerManager(servers.ControllerManagerConfig{
+	cm, err := servers.NewControllerManager(servers.ControllerManagerConfig{
 		Binary: cfg.Binaries.ControllerManager, Dir: cfg.Dir, KubeconfigFile: kubeconfig,
 		ServiceAccountKeyFile: c.Kube.ServiceAccountSigningKeyFile(),
 		RootCAFile:            rootCA,
 		LogFile:               log("kube-controller-manager"),
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	if c.Scheduler, err = servers.NewScheduler(cfg.Binaries.Scheduler, cfg.Dir, kubeconfig, log("kube-scheduler")); err != nil {
+	scheduler, err := servers.NewScheduler(cfg.Binaries.Scheduler, cfg.Dir, kubeconfig, log("kube-scheduler"))
+	if err != nil {
 		return err
 	}
-	if c.Kwok, err = servers.NewKwok(cfg.Binaries.Kwok, cfg.Dir, kubeconfig, log("kwok")); err != nil {
+	kwok, err := servers.NewKwok(cfg.Binaries.Kwok, cfg.Dir, kubeconfig, log("kwok"))
+	if err != nil {
 		return err
 	}
+	c.components = []*servers.Component{cm, scheduler, kwok}
 	// Started together: each mostly waits for its informers' first lists.
-	starts := []func(context.Context) error{c.ControllerManager.Start, c.Scheduler.Start, c.Kwok.Start}
-	errs := make([]error, len(starts))
+	errs := make([]error, len(c.components))
 	var wg sync.WaitGroup
-	for i, start := range starts {
-		wg.Go(func() { errs[i] = start(ctx) })
+	for i, p := range c.components {
+		wg.Go(func() { errs[i] = p.Start(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -205,14 +208,8 @@ func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, r
 // kube-apiserver and etcd. It stops what runs of a partly started cluster.
 func (c *Cluster) Stop() error {
 	var errs []error
-	if c.Kwok != nil {
-		errs = append(errs, c.Kwok.Stop())
-	}
-	if c.Scheduler != nil {
-		errs = append(errs, c.Scheduler.Stop())
-	}
-	if c.ControllerManager != nil {
-		errs = append(errs, c.ControllerManager.Stop())
+	for _, p := range slices.Backward(c.components) {
+		errs = append(errs, p.Stop())
 	}
 	if c.Kube != nil {
 		errs = append(errs, c.Kube.Stop())
@@ -226,13 +223,9 @@ func (c *Cluster) Pids() map[string]int {
 	if err != nil {
 		pids = map[string]int{}
 	}
-	for name, pid := range map[string]int{
-		"kube-controller-manager": c.ControllerManager.Pid(),
-		"kube-scheduler":          c.Scheduler.Pid(),
-		"kwok":                    c.Kwok.Pid(),
-	} {
-		if pid != 0 {
-			pids[name] = pid
+	for _, p := range c.components {
+		if pid := p.Pid(); pid != 0 {
+			pids[p.Name()] = pid
 		}
 	}
 	return pids
@@ -257,25 +250,19 @@ func (c *Cluster) SetNodeReady(ctx context.Context, node string, ready bool) err
 // WaitNodes waits until every named node's Ready condition is True (ready)
 // or not True, polling; timeout bounds the wait.
 func (c *Cluster) WaitNodes(ctx context.Context, timeout time.Duration, ready bool, nodes ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var pending []string
+	var pending []string
+	err := kwait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pending = nil
 		for _, name := range nodes {
 			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || nodeReady(n) != ready {
 				pending = append(pending, name)
 			}
 		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: nodes %v not ready=%t: %w", pending, ready, ctx.Err())
-		case <-tick.C:
-		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: nodes %v not ready=%t: %w", pending, ready, err)
 	}
+	return nil
 }

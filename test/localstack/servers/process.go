@@ -92,6 +92,9 @@ func logTail(path string, n int) string {
 	return fmt.Sprintf("\n--- last lines of %s ---\n%s", path, strings.Join(lines[max(0, len(lines)-n):], "\n"))
 }
 
+// Name names the process's program.
+func (p *process) Name() string { return p.name }
+
 // Running reports whether the process runs.
 func (p *process) Running() bool { return p.proc != nil && !p.proc.Exited() }
 
