@@ -69,13 +69,13 @@ type config struct {
 	// Not flags: where etcd and the Kubernetes programs are (default
 	// <root>/bin), where the worker and the starter are built (default
 	// <root>/_out/bin), and where the programs' output and the summary go
-	// besides their logs (default stdout).
+	// besides their logs (main's is stdout).
 	kubeBinDir, binDir string
 	console            io.Writer
 }
 
 func main() {
-	var cfg config
+	cfg := config{console: os.Stdout}
 	// Its own flag set, not flag.CommandLine: controller-runtime's client
 	// config package registers --kubeconfig there in an init, which devstack
 	// does not read (it writes .state/kubeconfig).
@@ -213,14 +213,6 @@ func (s *stack) temporalDone() <-chan struct{} {
 	return s.servers.Temporal.Done()
 }
 
-// console is where the programs' output and the summary go besides the logs.
-func (s *stack) console() io.Writer {
-	if s.cfg.console == nil {
-		return os.Stdout
-	}
-	return s.cfg.console
-}
-
 // inRoot resolves a path relative to the repository root.
 func inRoot(root, path string) string {
 	if filepath.IsAbs(path) {
@@ -259,7 +251,7 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		if err != nil {
 			return err
 		}
-		if err := p.start(bin, logDir, s.console()); err != nil {
+		if err := p.start(bin, logDir, s.cfg.console); err != nil {
 			return err
 		}
 		s.programs = append(s.programs, p)
@@ -295,14 +287,19 @@ func (s *stack) printSummary(kubeconfig, logDir string) {
 	for _, p := range s.programs {
 		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
 	}
-	ui, grpc := "", s.temporalAddress()
-	if s.servers.Temporal != nil {
-		ui = uiLine(s.servers.Temporal.UIAddress())
-	} else {
-		ui = "the joined stack's (its workflow IDs begin with " + s.clusterLine() + ")"
+	ui, grpc := "none (temporal-server has none; use the temporal CLI)", s.temporalAddress()
+	switch {
+	case s.servers.Temporal == nil:
+		cluster := s.cfg.clusterName + "/"
+		if s.cfg.clusterName == "" {
+			cluster = "the kube-system namespace's UID"
+		}
+		ui = "the joined stack's (its workflow IDs begin with " + cluster + ")"
 		grpc += ", joined: another stack runs it"
+	case s.servers.Temporal.UIAddress() != "":
+		ui = s.servers.Temporal.UIAddress()
 	}
-	fmt.Fprintf(s.console(), `
+	fmt.Fprintf(s.cfg.console, `
 The local stack is running. Ctrl-C stops all of it.
 
   Temporal Web UI:  %s
@@ -316,21 +313,6 @@ The local stack is running. Ctrl-C stops all of it.
 
   Logs: %s
 `, ui, grpc, s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
-}
-
-// clusterLine names the stack's cluster as its workflow IDs do.
-func (s *stack) clusterLine() string {
-	if s.cfg.clusterName == "" {
-		return "the kube-system namespace's UID"
-	}
-	return s.cfg.clusterName + "/"
-}
-
-func uiLine(addr string) string {
-	if addr == "" {
-		return "none (temporal-server has none; use the temporal CLI)"
-	}
-	return addr
 }
 
 // shutdown stops everything that was started, in reverse order of
