@@ -109,7 +109,6 @@ type Options struct {
 type TemporalServer interface {
 	Launch() error
 	WaitReady(context.Context) error
-	Start(context.Context) error
 	Stop() error
 	Kill() error
 	Address() string

@@ -36,7 +36,12 @@ func (e *Env) KillTemporal() error { return e.onTemporal(localstack.TemporalServ
 // StartTemporal starts a stopped or killed Temporal server and waits until
 // it serves.
 func (e *Env) StartTemporal(ctx context.Context) error {
-	return e.onTemporal(func(t localstack.TemporalServer) error { return t.Start(ctx) })
+	return e.onTemporal(func(t localstack.TemporalServer) error {
+		if err := t.Launch(); err != nil {
+			return err
+		}
+		return t.WaitReady(ctx)
+	})
 }
 
 // RestartTemporal stops and starts the Temporal server.

@@ -44,7 +44,7 @@ const ServerGOGC = 400
 
 // WriteLauncher writes an executable script dir/name that runs target with
 // the script's arguments, as a child that dies with this process, and
-// records the child's PID in PIDFile(dir, name) (the PID survives the execs).
+// records the child's PID in dir/name.pid (the PID survives the execs).
 // Give the script's path to code that forks target itself.
 func WriteLauncher(dir, name, target string) (string, error) {
 	self, err := os.Executable()
@@ -58,7 +58,7 @@ func WriteLauncher(dir, name, target string) (string, error) {
 echo $$ > %s
 GOGC="${GOGC:-%d}" %s=%s %s=%d exec %s "$@"
 `, os.Getpid(), name, os.Getpid(),
-		shellQuote(PIDFile(dir, name)), ServerGOGC,
+		shellQuote(filepath.Join(dir, name+".pid")), ServerGOGC,
 		envExecTarget, shellQuote(target), envExecParent, os.Getpid(), shellQuote(self))
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
@@ -67,12 +67,9 @@ GOGC="${GOGC:-%d}" %s=%s %s=%d exec %s "$@"
 	return path, nil
 }
 
-// PIDFile is where the launcher dir/name records the PID of its process.
-func PIDFile(dir, name string) string { return filepath.Join(dir, name+".pid") }
-
 // ReadPID reads the PID a launcher recorded.
 func ReadPID(dir, name string) (int, error) {
-	b, err := os.ReadFile(PIDFile(dir, name))
+	b, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 	if err != nil {
 		return 0, fmt.Errorf("reading PID of %s: %w", name, err)
 	}

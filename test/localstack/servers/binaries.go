@@ -1,11 +1,11 @@
 package servers
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 )
 
 // Module is the module path of the repository root.
@@ -31,14 +31,8 @@ func RepoRoot() (string, error) {
 	}
 }
 
-func declaresModule(gomod []byte) bool {
-	for _, line := range bytes.Split(gomod, []byte("\n")) {
-		if string(bytes.TrimSpace(line)) == "module "+Module {
-			return true
-		}
-	}
-	return false
-}
+// declaresModule matches go.mod's module line of Module.
+var declaresModule = regexp.MustCompile(`(?m)^\s*module\s+` + regexp.QuoteMeta(Module) + `\s*$`).Match
 
 // ErrMissingBinary is wrapped by the errors of FindBinary.
 var ErrMissingBinary = errors.New("missing binary")

@@ -53,7 +53,7 @@ type Temporal struct {
 	cfg TemporalConfig
 }
 
-// NewTemporal validates cfg and picks its ports; Start starts the server.
+// NewTemporal validates cfg and picks its ports; Launch starts the server.
 func NewTemporal(cfg TemporalConfig) (_ *Temporal, err error) {
 	if cfg.Binary == "" {
 		return nil, errors.New("temporal: no CLI binary configured")
@@ -110,15 +110,6 @@ func (t *Temporal) args() []string {
 		args = append(args, "--namespace", c.Namespace)
 	}
 	return append(args, searchattr.DevServerFlags()...)
-}
-
-// Start starts the server and waits until it is ready (see WaitReady).
-// Starting a running server is a no-op.
-func (t *Temporal) Start(ctx context.Context) error {
-	if err := t.Launch(); err != nil {
-		return err
-	}
-	return t.WaitReady(ctx)
 }
 
 // Launch starts the server process without waiting for it, so that callers

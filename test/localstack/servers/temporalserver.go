@@ -104,14 +104,6 @@ func (t *TemporalServer) UIAddress() string { return "" }
 // Namespace is the namespace registered at start.
 func (t *TemporalServer) Namespace() string { return t.cfg.Namespace }
 
-// Start launches the server and waits until it serves.
-func (t *TemporalServer) Start(ctx context.Context) error {
-	if err := t.Launch(); err != nil {
-		return err
-	}
-	return t.WaitReady(ctx)
-}
-
 // Launch starts PostgreSQL and creates the schemas (the first time only),
 // then starts the server process without waiting for it to serve. Launching
 // a running server is a no-op.
