@@ -25,6 +25,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -223,10 +224,7 @@ func inRoot(root, path string) string {
 
 // startPrograms builds and runs the worker and the starter.
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
-	outDir := s.cfg.binDir
-	if outDir == "" {
-		outDir = filepath.Join(root, "_out", "bin")
-	}
+	outDir := cmp.Or(s.cfg.binDir, filepath.Join(root, "_out", "bin"))
 	for i, name := range []string{"worker", "starter"} {
 		// Distinct ports, since both run on this host: by default the
 		// worker's metrics and probes on 9090 and 9091, the starter's on

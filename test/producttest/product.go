@@ -7,6 +7,7 @@
 package producttest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,12 +136,7 @@ func (p *Product) TerminateWorkflows(t testing.TB) {
 }
 
 // TemporalClient is the Temporal client the product runs with.
-func (p *Product) TemporalClient() tclient.Client {
-	if p.Temporal != nil {
-		return p.Temporal
-	}
-	return p.Env.Temporal
-}
+func (p *Product) TemporalClient() tclient.Client { return cmp.Or(p.Temporal, p.Env.Temporal) }
 
 // Start runs the worker and the starter.
 func (p *Product) Start(t testing.TB) {
@@ -150,13 +146,7 @@ func (p *Product) Start(t testing.TB) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(2)
-	workerRest, starterRest := p.Env.RestConfig, p.Env.RestConfig
-	if p.WorkerRest != nil {
-		workerRest = p.WorkerRest
-	}
-	if p.StarterRest != nil {
-		starterRest = p.StarterRest
-	}
+	workerRest, starterRest := cmp.Or(p.WorkerRest, p.Env.RestConfig), cmp.Or(p.StarterRest, p.Env.RestConfig)
 	if p.StarterMetricsAddr != "" && !p.metricsServed {
 		p.metricsServed = true
 		mctx, stop := context.WithCancel(context.Background())

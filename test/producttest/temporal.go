@@ -1,6 +1,7 @@
 package producttest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -13,12 +14,7 @@ import (
 // Cluster is the cluster the product names itself after: ClusterName if
 // set, else the test API server's default identity (its kube-system
 // namespace's UID).
-func (p *Product) Cluster() wfapi.Cluster {
-	if p.ClusterName != "" {
-		return p.ClusterName
-	}
-	return p.Env.ClusterName
-}
+func (p *Product) Cluster() wfapi.Cluster { return cmp.Or(p.ClusterName, p.Env.ClusterName) }
 
 // Scope is where the product's workflows run: its cluster and its task
 // queue, the cluster's default one when TaskQueue is empty (as the worker
