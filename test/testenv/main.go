@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -32,7 +33,7 @@ func Main(m *testing.M, opts Options) (code int) {
 		current = nil
 		if code != 0 {
 			env.Keep()
-			fmt.Fprintf(os.Stderr, "testenv: tests failed; server logs kept in %s\n", env.logDir())
+			fmt.Fprintf(os.Stderr, "testenv: tests failed; server logs kept in %s\n", filepath.Join(env.Dir, "logs"))
 		}
 		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)

@@ -165,8 +165,11 @@ func Start(opts Options) (_ *Env, err error) {
 	if t := e.stack.Temporal; t != nil {
 		e.TemporalStack, e.TemporalCLI = flavour, e.stack.TemporalCLI
 		e.TemporalAddress, e.TemporalNamespace, e.TemporalUIAddress = t.Address(), t.Namespace(), t.UIAddress()
-		if err := e.dialTemporal(); err != nil {
-			return nil, err
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		e.Temporal, err = tclient.DialContext(ctx, e.TemporalClientOptions())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("dialing Temporal at %s: %w", e.TemporalAddress, err)
 		}
 	}
 	return e, nil
@@ -181,19 +184,6 @@ func stackOf(opts Options) (string, error) {
 		err = fmt.Errorf("the %s Temporal stack has no Web UI", f)
 	}
 	return string(f), err
-}
-
-func (e *Env) logDir() string { return filepath.Join(e.Dir, "logs") }
-
-func (e *Env) dialTemporal() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := tclient.DialContext(ctx, e.TemporalClientOptions())
-	if err != nil {
-		return fmt.Errorf("dialing Temporal at %s: %w", e.TemporalAddress, err)
-	}
-	e.Temporal = c
-	return nil
 }
 
 // TemporalClientOptions are the options of Env.Temporal, for code under
