@@ -327,12 +327,7 @@ func (s *Stack) kube(opts Options) (*component, error) {
 				return err
 			}
 			if opts.Cluster {
-				if s.Cluster, err = cluster.Start(ctx, cluster.Config{
-					Binaries: bins, Dir: kc.Dir, LogDir: s.LogDir,
-					CRDDirs: kc.CRDDirs, Scheme: kc.Scheme,
-					EtcdDataDir: kc.EtcdDataDir, DurableEtcd: kc.DurableEtcd, APIServerPort: kc.APIServerPort,
-					Fleet: opts.Fleet,
-				}); err == nil {
+				if s.Cluster, err = cluster.Start(ctx, cluster.Config{Binaries: bins, Kube: kc, Fleet: opts.Fleet}); err == nil {
 					s.Kube = s.Cluster.Kube
 				}
 			} else {

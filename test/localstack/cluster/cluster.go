@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -58,20 +58,10 @@ func FindBinaries(dir, how string, cluster bool) (Binaries, error) {
 // Config configures a local cluster.
 type Config struct {
 	Binaries Binaries
-	// Dir holds the state and, unless LogDir says otherwise, the logs. It
-	// must exist.
-	Dir string
-	// LogDir receives one <program>.log each; default Dir.
-	LogDir string
-	// CRDDirs and Scheme are passed to servers.StartKube.
-	CRDDirs []string
-	Scheme  *runtime.Scheme
-	// EtcdDataDir, DurableEtcd and APIServerPort are passed to
-	// servers.StartKube: `make dev` keeps its cluster's objects across
-	// restarts and serves on the port it was asked for.
-	EtcdDataDir   string
-	DurableEtcd   bool
-	APIServerPort int
+	// Kube configures etcd and kube-apiserver; Start sets their binaries
+	// and the cluster's API server flags. The other programs keep their
+	// state in Kube.Dir and their logs in Kube.LogDir too.
+	Kube servers.KubeConfig
 	// Fleet is the simulated nodes; default DefaultFleet.
 	Fleet []NodeGroup
 }
@@ -108,12 +98,6 @@ type Cluster struct {
 // scheduler and kwok together, then creates the fleet and waits until every
 // node is Ready. On failure everything started is stopped.
 func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("cluster: no state directory configured")
-	}
-	if cfg.LogDir == "" {
-		cfg.LogDir = cfg.Dir
-	}
 	if cfg.Fleet == nil {
 		cfg.Fleet = DefaultFleet
 	}
@@ -126,23 +110,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}()
 
 	began := time.Now()
-	c.Kube, err = servers.StartKube(servers.KubeConfig{
-		EtcdBinary: cfg.Binaries.Etcd, APIServerBinary: cfg.Binaries.APIServer,
-		Dir:           filepath.Join(cfg.Dir, "kube"),
-		CRDDirs:       cfg.CRDDirs,
-		Scheme:        cfg.Scheme,
-		EtcdDataDir:   cfg.EtcdDataDir,
-		DurableEtcd:   cfg.DurableEtcd,
-		APIServerPort: cfg.APIServerPort,
-		LogDir:        cfg.LogDir,
-		// The DefaultTolerationSeconds admission plugin gives every pod
-		// that does not say otherwise evictAfter on a NotReady or
-		// unreachable node.
-		APIServerFlags: map[string]string{
-			"default-not-ready-toleration-seconds":   strconv.Itoa(int(evictAfter.Seconds())),
-			"default-unreachable-toleration-seconds": strconv.Itoa(int(evictAfter.Seconds())),
-		},
-	})
+	kc := cfg.Kube
+	kc.EtcdBinary, kc.APIServerBinary = cfg.Binaries.Etcd, cfg.Binaries.APIServer
+	kc.LogDir = cmp.Or(kc.LogDir, kc.Dir)
+	// The DefaultTolerationSeconds admission plugin gives every pod that
+	// does not say otherwise evictAfter on a NotReady or unreachable node.
+	evict := strconv.Itoa(int(evictAfter.Seconds()))
+	kc.APIServerFlags = map[string]string{"default-not-ready-toleration-seconds": evict, "default-unreachable-toleration-seconds": evict}
+	c.Kube, err = servers.StartKube(kc)
 	if err != nil {
 		return c, err
 	}
@@ -151,14 +126,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if c.Clientset, err = kubernetes.NewForConfig(c.RestConfig); err != nil {
 		return c, fmt.Errorf("cluster: creating the client: %w", err)
 	}
-	kubeconfig, rootCA, err := c.Kube.WriteClientFiles(cfg.Dir)
+	kubeconfig, rootCA, err := c.Kube.WriteClientFiles(kc.Dir)
 	if err != nil {
 		return c, err
 	}
 	c.KubeconfigFile = kubeconfig
 
 	began = time.Now()
-	if err := c.startComponents(ctx, cfg, kubeconfig, rootCA); err != nil {
+	if err := c.startComponents(ctx, cfg.Binaries, kc.Dir, kc.LogDir, kubeconfig, rootCA); err != nil {
 		return c, err
 	}
 	c.StartTimes["components"] = time.Since(began)
@@ -174,10 +149,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, rootCA string) error {
-	log := func(name string) string { return filepath.Join(cfg.LogDir, name+".log") }
+func (c *Cluster) startComponents(ctx context.Context, bins Binaries, dir, logDir, kubeconfig, rootCA string) error {
+	log := func(name string) string { return filepath.Join(logDir, name+".log") }
 	cm, err := servers.NewControllerManager(servers.ControllerManagerConfig{
-		Binary: cfg.Binaries.ControllerManager, Dir: cfg.Dir, KubeconfigFile: kubeconfig,
+		Binary: bins.ControllerManager, Dir: dir, KubeconfigFile: kubeconfig,
 		ServiceAccountKeyFile: c.Kube.ServiceAccountSigningKeyFile(),
 		RootCAFile:            rootCA,
 		LogFile:               log("kube-controller-manager"),
@@ -185,11 +160,11 @@ func (c *Cluster) startComponents(ctx context.Context, cfg Config, kubeconfig, r
 	if err != nil {
 		return err
 	}
-	scheduler, err := servers.NewScheduler(cfg.Binaries.Scheduler, cfg.Dir, kubeconfig, log("kube-scheduler"))
+	scheduler, err := servers.NewScheduler(bins.Scheduler, dir, kubeconfig, log("kube-scheduler"))
 	if err != nil {
 		return err
 	}
-	kwok, err := servers.NewKwok(cfg.Binaries.Kwok, cfg.Dir, kubeconfig, log("kwok"))
+	kwok, err := servers.NewKwok(bins.Kwok, dir, kubeconfig, log("kwok"))
 	if err != nil {
 		return err
 	}

@@ -60,10 +60,9 @@ func startCluster(t *testing.T) (*Cluster, client.Client) {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	dir := t.TempDir()
-	c, err := Start(context.Background(), Config{
-		Binaries: b, Dir: dir, Scheme: scheme,
-		CRDDirs: []string{filepath.Join(root, "deploy", "crds")},
-	})
+	c, err := Start(context.Background(), Config{Binaries: b, Kube: servers.KubeConfig{
+		Dir: dir, Scheme: scheme, CRDDirs: []string{filepath.Join(root, "deploy", "crds")},
+	}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, c.Stop())
