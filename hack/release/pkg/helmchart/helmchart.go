@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
-	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
@@ -34,10 +33,6 @@ const ReleaseName = "ate-orchestrator"
 // -n ate-system`: the chart puts its objects in the release's namespace.
 const Namespace = "ate-system"
 
-// HookAnnotation marks the chart's hooks (the teardown Job) among Render's
-// objects.
-const HookAnnotation = "helm.sh/hook"
-
 // ChartDir is deploy/chart in the source tree this package was built from.
 func ChartDir() string {
 	_, file, _, ok := runtime.Caller(0)
@@ -49,7 +44,7 @@ func ChartDir() string {
 
 // Render renders deploy/chart (ChartDir) with values over its defaults, as
 // `helm template --include-crds` does: every object of a release, the CRDs
-// first in Helm's install order, then the hooks (annotated HookAnnotation).
+// first in Helm's install order, then the hooks (annotated helm.sh/hook).
 func Render(values map[string]any) ([]*unstructured.Unstructured, error) {
 	return RenderChart(ChartDir(), values)
 }
@@ -60,44 +55,13 @@ func RenderChart(path string, values map[string]any) ([]*unstructured.Unstructur
 	return RenderChartIn(path, Namespace, values)
 }
 
-// RenderChartIn is RenderChart in the release namespace namespace.
+// RenderChartIn is RenderChart in the release namespace namespace: the
+// output of `helm template --include-crds`, the release's manifest, then
+// each hook.
 func RenderChartIn(path, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	m, err := renderManifest(path, namespace, values)
+	rel, err := render(path, namespace, values)
 	if err != nil {
 		return nil, err
-	}
-	return Decode(m)
-}
-
-// RenderManifest renders the chart at path to one multi-document YAML
-// stream, `helm template --include-crds` 's output: the release's manifest,
-// then each hook.
-func RenderManifest(path string, values map[string]any) (string, error) {
-	return renderManifest(path, Namespace, values)
-}
-
-// Notes renders the chart's NOTES.txt, what `helm install` prints, in the
-// release namespace namespace.
-func Notes(path, namespace string, values map[string]any) (string, error) {
-	ch, err := loader.Load(path)
-	if err != nil {
-		return "", fmt.Errorf("loading chart %s: %w", path, err)
-	}
-	rel, err := render(ch, namespace, values)
-	if err != nil {
-		return "", fmt.Errorf("rendering chart %s: %w", path, err)
-	}
-	return rel.Info.Notes, nil
-}
-
-func renderManifest(path, namespace string, values map[string]any) (string, error) {
-	ch, err := loader.Load(path)
-	if err != nil {
-		return "", fmt.Errorf("loading chart %s: %w", path, err)
-	}
-	rel, err := render(ch, namespace, values)
-	if err != nil {
-		return "", fmt.Errorf("rendering chart %s: %w", path, err)
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(rel.Manifest))
@@ -105,11 +69,26 @@ func renderManifest(path, namespace string, values map[string]any) (string, erro
 	for _, h := range rel.Hooks {
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, strings.TrimSpace(h.Manifest))
 	}
-	return b.String(), nil
+	return Decode(b.String())
 }
 
-// render is `helm template`: a client-only dry run of an install.
-func render(ch *chartv2.Chart, namespace string, values map[string]any) (*releasev1.Release, error) {
+// Notes renders the chart's NOTES.txt, what `helm install` prints, in the
+// release namespace namespace.
+func Notes(path, namespace string, values map[string]any) (string, error) {
+	rel, err := render(path, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Info.Notes, nil
+}
+
+// render is `helm template` of the chart at path: a client-only dry run of
+// an install.
+func render(path, namespace string, values map[string]any) (*releasev1.Release, error) {
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", path, err)
+	}
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil)))
 	install := action.NewInstall(cfg)
 	install.DryRunStrategy = action.DryRunClient
@@ -119,7 +98,7 @@ func render(ch *chartv2.Chart, namespace string, values map[string]any) (*releas
 	install.IncludeCRDs = true
 	r, err := install.RunWithContext(context.Background(), ch, copyValues(values))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rendering chart %s: %w", path, err)
 	}
 	rel, ok := r.(*releasev1.Release)
 	if !ok {
@@ -159,7 +138,7 @@ func Decode(manifest string) ([]*unstructured.Unstructured, error) {
 
 // IsHook tells whether an object of Render is a Helm hook.
 func IsHook(o *unstructured.Unstructured) bool {
-	_, ok := o.GetAnnotations()[HookAnnotation]
+	_, ok := o.GetAnnotations()["helm.sh/hook"]
 	return ok
 }
 
