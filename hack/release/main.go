@@ -60,8 +60,10 @@ func run() error {
 		Version:  *version,
 		Image:    *image,
 		Metadata: release.Metadata{Revision: git.Revision(), Source: *source, Created: created},
-		Chart:    packageChart(rootDir),
-		Log:      os.Stderr,
+		Chart: func(outDir, version, image string) (string, error) {
+			return helmchart.Package(filepath.Join(rootDir, "deploy", "chart"), outDir, version, image)
+		},
+		Log: os.Stderr,
 	})
 	if err != nil {
 		return err
@@ -71,14 +73,4 @@ func run() error {
 		fmt.Println(filepath.Join(*out, a))
 	}
 	return nil
-}
-
-// packageChart packages the Helm chart (deploy/chart) into outDir for the
-// version, with the pinned image (IMAGE@sha256:...) in its values, and
-// returns the .tgz's path, which release.Run adds to the artifacts and
-// SHA256SUMS.
-func packageChart(root string) func(outDir, version, image string) (string, error) {
-	return func(outDir, version, image string) (string, error) {
-		return helmchart.Package(filepath.Join(root, "deploy", "chart"), outDir, version, image)
-	}
 }

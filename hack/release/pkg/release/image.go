@@ -2,7 +2,6 @@ package release
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -108,18 +107,10 @@ func ValidRepository(image string) error {
 }
 
 // layerFromEntries makes an OCI layer (gzip) of the entries, written to
-// path so that the binaries are not held in memory twice.
+// path so that the binaries are not held in memory.
 func layerFromEntries(path string, es []entry, mtime time.Time) (v1.Layer, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("creating the layer file %s: %w", path, err)
-	}
-	if err := writeTar(f, es, mtime); err != nil {
-		f.Close()
+	if err := writeTar(path, es, mtime); err != nil {
 		return nil, fmt.Errorf("writing the layer %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("closing the layer file %s: %w", path, err)
 	}
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(path) },
 		tarball.WithMediaType(types.OCILayer),
@@ -140,11 +131,7 @@ func BaseLayer(workDir string, created time.Time) (v1.Layer, error) {
 
 // BinariesLayer is the layer of the programs built into binDir.
 func BinariesLayer(binDir, workDir string, created time.Time) (v1.Layer, error) {
-	es, err := binariesEntries(binDir)
-	if err != nil {
-		return nil, err
-	}
-	return layerFromEntries(filepath.Join(workDir, "binaries.tar"), es, created)
+	return layerFromEntries(filepath.Join(workDir, "binaries.tar"), binariesEntries(binDir), created)
 }
 
 // PlatformImage assembles the image of one platform from its layers, with
@@ -222,74 +209,35 @@ func WriteArchive(idx v1.ImageIndex, image, version, path, workDir string, mtime
 	})); err != nil {
 		return fmt.Errorf("writing the image index into the OCI layout: %w", err)
 	}
-	f, err := os.Create(path)
+	es, err := dirEntries(dir)
 	if err != nil {
-		return fmt.Errorf("creating the archive %s: %w", path, err)
+		return err
 	}
-	if err := tarDir(f, dir, mtime); err != nil {
-		f.Close()
+	if err := writeTar(path, es, mtime); err != nil {
 		return fmt.Errorf("packing the OCI layout into %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing the archive %s: %w", path, err)
-	}
 	return nil
 }
 
-// tarDir packs the tree under dir into w: paths relative to dir, in
-// lexical order, every time mtime, owned by root, files 0644 and
-// directories 0755, so that equal trees give equal bytes.
-func tarDir(w io.Writer, dir string, mtime time.Time) error {
-	var names []string
-	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+// dirEntries are the tree under dir: paths relative to dir, in lexical
+// order, owned by root, files 0644 and directories 0755, so that equal
+// trees give equal bytes.
+func dirEntries(dir string) ([]entry, error) {
+	var es []entry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
 			return err
 		}
-		if p != dir {
-			names = append(names, p)
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("listing %s: %w", dir, err)
-	}
-	sort.Strings(names)
-	tw := tar.NewWriter(w)
-	for _, p := range names {
 		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
+		e := entry{name: filepath.ToSlash(rel), mode: 0o644, src: p, dir: d.IsDir()}
+		if e.dir {
+			e.mode = 0o755
 		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("stat %s: %w", p, err)
-		}
-		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: mtime, Mode: 0o644, Typeflag: tar.TypeReg, Size: fi.Size()}
-		if fi.IsDir() {
-			h.Name += "/"
-			h.Mode, h.Typeflag, h.Size = 0o755, tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("writing the tar header of %s: %w", rel, err)
-		}
-		if !fi.IsDir() {
-			if err := copyFile(tw, p); err != nil {
-				return err
-			}
-		}
-	}
-	return tw.Close()
-}
-
-func copyFile(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", path, err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(w, f); err != nil {
-		return fmt.Errorf("copying %s: %w", path, err)
-	}
-	return nil
+		es = append(es, e)
+		return err
+	})
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	return es, err
 }
 
 // IndexDigest reads the digest of the image index that an archive's
@@ -312,11 +260,7 @@ func IndexDigest(archive string) (v1.Hash, error) {
 		if h.Name != "index.json" {
 			continue
 		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return v1.Hash{}, fmt.Errorf("reading index.json of %s: %w", archive, err)
-		}
-		im, err := v1.ParseIndexManifest(bytes.NewReader(b))
+		im, err := v1.ParseIndexManifest(tr)
 		if err != nil {
 			return v1.Hash{}, fmt.Errorf("parsing index.json of %s: %w", archive, err)
 		}

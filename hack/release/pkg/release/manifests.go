@@ -3,12 +3,11 @@ package release
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -43,20 +42,24 @@ func PinnedImage(image, digest string) string { return image + "@" + digest }
 
 // RenderInstall is `kustomize build deploy/` with the orchestrator's image
 // set to image@digest (`kustomize edit set image`) and every object
-// labelled with the version, on an in-memory copy of deployDir, so that
+// labelled with the version, on a copy of deployDir, so that
 // deploy/ stays as it is. It fails when a container does not end up on the
 // pinned image.
 func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
 	if !digestPattern.MatchString(digest) {
 		return nil, fmt.Errorf("image digest %q: want sha256: and 64 hex digits", digest)
 	}
-	mem := filesys.MakeFsInMemory()
-	const root = "/deploy"
-	if err := copyToMemory(mem, deployDir, root); err != nil {
+	tmp, err := os.MkdirTemp("", "ate-release-deploy-")
+	if err != nil {
 		return nil, err
 	}
-	kpath := path.Join(root, "kustomization.yaml")
-	b, err := mem.ReadFile(kpath)
+	defer os.RemoveAll(tmp)
+	root := filepath.Join(tmp, "deploy")
+	if err := os.CopyFS(root, os.DirFS(deployDir)); err != nil {
+		return nil, fmt.Errorf("copying %s: %w", deployDir, err)
+	}
+	kpath := filepath.Join(root, "kustomization.yaml")
+	b, err := os.ReadFile(kpath)
 	if err != nil {
 		return nil, fmt.Errorf("reading deploy/kustomization.yaml: %w", err)
 	}
@@ -78,7 +81,7 @@ func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
 	if b, err = yaml.Marshal(&k); err != nil {
 		return nil, fmt.Errorf("writing the release's kustomization: %w", err)
 	}
-	if err := mem.WriteFile(kpath, b); err != nil {
+	if err := os.WriteFile(kpath, b, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the release's kustomization: %w", err)
 	}
 	// In the order `kustomize build` and `kubectl apply -k` write (the
@@ -86,7 +89,7 @@ func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
 	// applies in file order, and a Role before its Namespace is refused.
 	opts := krusty.MakeDefaultOptions()
 	opts.Reorder = krusty.ReorderOptionLegacy
-	m, err := krusty.MakeKustomizer(opts).Run(mem, root)
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), root)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build of deploy/: %w", err)
 	}
@@ -111,30 +114,6 @@ func RenderInstall(deployDir, image, digest, version string) ([]byte, error) {
 		"# roles and Deployments, the image pinned by digest (%s).\n"+
 		"#   kubectl apply --server-side -f install.yaml\n", version, SystemNamespace, want)
 	return append([]byte(header), out...), nil
-}
-
-// copyToMemory copies the regular files under dir into mem at root.
-func copyToMemory(mem filesys.FileSystem, dir, root string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", dir, err)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", p, err)
-		}
-		if err := mem.WriteFile(path.Join(root, filepath.ToSlash(rel)), b); err != nil {
-			return fmt.Errorf("copying %s into memory: %w", p, err)
-		}
-		return nil
-	})
 }
 
 // ContainerImages lists the image of every container, init container and
@@ -163,12 +142,7 @@ func ContainerImages(stream []byte) (map[string]string, error) {
 func walkContainers(v any, f func(map[string]any)) {
 	switch v := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if k == "containers" || k == "initContainers" || k == "ephemeralContainers" {
 				if list, ok := v[k].([]any); ok {
 					for _, c := range list {

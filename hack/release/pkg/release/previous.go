@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -30,18 +31,18 @@ var releasedHeading = regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+(?:-[0-9A-Za-z
 // are present they must agree, so neither can drift silently. Before the
 // first release the commit before head stands in, with no Version.
 func FindPrevious(root, head string) (Previous, error) {
-	base := head + "~1"
-	if _, err := gitOut(root, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
+	ctx, base := context.Background(), head+"~1"
+	if _, err := gitOut(ctx, root, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
 		return Previous{}, fmt.Errorf("%s has no parent commit (a shallow clone needs its history: git fetch --unshallow --tags)", head)
 	}
-	fromLog, err := releasedByChangelog(root, base)
+	fromLog, err := releasedByChangelog(ctx, root, base)
 	if err != nil {
 		return Previous{}, err
 	}
-	tag, _ := gitOut(root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--first-parent", base)
+	tag, _ := gitOut(ctx, root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--first-parent", base)
 	switch {
 	case tag != "":
-		commit, err := gitOut(root, "rev-parse", "--verify", "--quiet", tag+"^{commit}")
+		commit, err := gitOut(ctx, root, "rev-parse", "--verify", "--quiet", tag+"^{commit}")
 		if err != nil {
 			return Previous{}, fmt.Errorf("resolving tag %s: %w", tag, err)
 		}
@@ -55,14 +56,14 @@ func FindPrevious(root, head string) (Previous, error) {
 	case fromLog.Version != "":
 		return fromLog, nil
 	}
-	commit, err := gitOut(root, "rev-parse", "--verify", base+"^{commit}")
+	commit, err := gitOut(ctx, root, "rev-parse", "--verify", base+"^{commit}")
 	return Previous{Commit: commit}, err
 }
 
 // releasedByChangelog reads CHANGELOG.md as of rev for its newest released
 // version and finds the first-parent commit that added its heading.
-func releasedByChangelog(root, rev string) (Previous, error) {
-	changelog, err := gitOut(root, "show", rev+":CHANGELOG.md")
+func releasedByChangelog(ctx context.Context, root, rev string) (Previous, error) {
+	changelog, err := gitOut(ctx, root, "show", rev+":CHANGELOG.md")
 	if err != nil {
 		return Previous{}, nil // no changelog, no release
 	}
@@ -72,7 +73,7 @@ func releasedByChangelog(root, rev string) (Previous, error) {
 	}
 	// -S counts the literal string per commit; the oldest commit that
 	// changed its count is the one that added it.
-	log, err := gitOut(root, "log", "--first-parent", "--format=%H", "-S## ["+m[1]+"] - ", rev, "--", "CHANGELOG.md")
+	log, err := gitOut(ctx, root, "log", "--first-parent", "--format=%H", "-S## ["+m[1]+"] - ", rev, "--", "CHANGELOG.md")
 	if err != nil {
 		return Previous{}, err
 	}
@@ -89,8 +90,8 @@ func isAncestor(root, a, b string) bool {
 }
 
 // gitOut runs git in root and returns its trimmed standard output.
-func gitOut(root string, args ...string) (string, error) {
-	cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
+func gitOut(ctx context.Context, root string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

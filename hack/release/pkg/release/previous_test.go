@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func (h *history) commit(released ...string) string {
 	require.NoError(h.t, os.WriteFile(filepath.Join(h.root, "n"), []byte{byte('0' + h.n)}, 0o644))
 	h.git("add", "-A")
 	h.git("commit", "-q", "-m", "commit")
-	out, err := gitOut(h.root, "rev-parse", "HEAD")
+	out, err := gitOut(context.Background(), h.root, "rev-parse", "HEAD")
 	require.NoError(h.t, err)
 	return out
 }

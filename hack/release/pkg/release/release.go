@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,19 +151,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.OutDir, InstallName), install, 0o644); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", InstallName, err)
-	}
-	res.Artifacts = append(res.Artifacts, InstallName)
-
 	mon, err := RenderMonitoring(filepath.Join(cfg.Root, "deploy", "monitoring"), cfg.Version, cfg.Metadata.Source)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.OutDir, MonitoringName), mon, 0o644); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", MonitoringName, err)
+	for name, b := range map[string][]byte{InstallName: install, MonitoringName: mon} {
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, name), b, 0o644); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", name, err)
+		}
 	}
-	res.Artifacts = append(res.Artifacts, MonitoringName)
+	res.Artifacts = append(res.Artifacts, InstallName, MonitoringName)
 
 	if cfg.Chart != nil {
 		chart, err := cfg.Chart(cfg.OutDir, cfg.Version, res.PinnedImage)
@@ -194,33 +190,20 @@ type Git struct {
 
 // ReadGit reads Git of the work tree at root.
 func ReadGit(ctx context.Context, root string) (Git, error) {
-	run := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...).Output()
-		if err != nil {
-			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	var g Git
-	var err error
-	if g.Commit, err = run("rev-parse", "HEAD"); err != nil {
-		return g, err
-	}
-	ct, err := run("show", "-s", "--format=%ct", "HEAD")
+	out, err := gitOut(ctx, root, "show", "-s", "--format=%H %ct", "HEAD")
 	if err != nil {
-		return g, err
+		return Git{}, err
 	}
+	commit, ct, _ := strings.Cut(out, " ")
 	sec, err := strconv.ParseInt(ct, 10, 64)
 	if err != nil {
-		return g, fmt.Errorf("commit time %q: %w", ct, err)
+		return Git{}, fmt.Errorf("commit time %q: %w", ct, err)
 	}
-	g.CommitTime = time.Unix(sec, 0).UTC()
-	status, err := run("status", "--porcelain", "--untracked-files=no")
+	status, err := gitOut(ctx, root, "status", "--porcelain", "--untracked-files=no")
 	if err != nil {
-		return g, err
+		return Git{}, err
 	}
-	g.Dirty = status != ""
-	return g, nil
+	return Git{Commit: commit, CommitTime: time.Unix(sec, 0).UTC(), Dirty: status != ""}, nil
 }
 
 // Revision is the org.opencontainers.image.revision of a build of g: the

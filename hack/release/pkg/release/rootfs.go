@@ -40,7 +40,8 @@ type entry struct {
 	name     string // without a leading slash
 	mode     int64
 	uid, gid int
-	data     []byte // nil: a directory
+	data     []byte
+	src      string // when set, the file whose contents are the entry's
 	dir      bool
 }
 
@@ -127,50 +128,60 @@ func ListModule(ctx context.Context, root, path string) (debug.Module, error) {
 // binariesEntries are the programs of dir (built for one platform) at
 // BinDir, executable by anyone and owned by root, so that the nonroot user
 // cannot change them.
-func binariesEntries(dir string) ([]entry, error) {
+func binariesEntries(dir string) []entry {
 	var es []entry
 	for _, p := range Programs {
-		b, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			return nil, fmt.Errorf("reading the binary %s: %w", p, err)
-		}
-		es = append(es, entry{name: path.Join(BinDir[1:], p), mode: 0o755, data: b})
+		es = append(es, entry{name: path.Join(BinDir[1:], p), mode: 0o755, src: filepath.Join(dir, p)})
 	}
-	return es, nil
+	return es
 }
 
-// writeTar writes the entries as a tar stream with every time set to mtime
-// and no user or group names, so that the layer's digest depends on the
-// contents alone.
-func writeTar(w io.Writer, es []entry, mtime time.Time) error {
-	tw := tar.NewWriter(w)
+// writeTar writes the entries into a new tar file at path with every time
+// set to mtime and no user or group names, so that its digest depends on
+// the contents alone.
+func writeTar(path string, es []entry, mtime time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
 	for _, e := range es {
-		h := &tar.Header{
-			Name:    e.name,
-			Mode:    e.mode,
-			Uid:     e.uid,
-			Gid:     e.gid,
-			ModTime: mtime,
-			Format:  tar.FormatPAX,
-		}
-		if e.dir {
-			h.Typeflag = tar.TypeDir
-			h.Name += "/"
-		} else {
-			h.Typeflag = tar.TypeReg
-			h.Size = int64(len(e.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("writing the tar header of %s: %w", e.name, err)
-		}
-		if !e.dir {
-			if _, err := tw.Write(e.data); err != nil {
-				return fmt.Errorf("writing %s into the tar: %w", e.name, err)
-			}
+		if err = writeEntry(tw, e, mtime); err != nil {
+			break
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("closing the tar: %w", err)
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writeEntry(tw *tar.Writer, e entry, mtime time.Time) error {
+	h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: mtime, Format: tar.FormatPAX,
+		Typeflag: tar.TypeReg, Size: int64(len(e.data))}
+	var r io.Reader = bytes.NewReader(e.data)
+	if e.dir {
+		h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
+	} else if e.src != "" {
+		f, err := os.Open(e.src)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		h.Size, r = fi.Size(), f
+	}
+	if err := tw.WriteHeader(h); err != nil {
+		return fmt.Errorf("writing the tar header of %s: %w", e.name, err)
+	}
+	if _, err := io.Copy(tw, r); err != nil {
+		return fmt.Errorf("writing %s into the tar: %w", e.name, err)
 	}
 	return nil
 }

@@ -1,15 +1,18 @@
 package release
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -227,13 +230,8 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 	imageUses = append(imageUses, caPURL)
 	sort.Strings(imageUses)
 
-	purls := make([]string, 0, len(modules))
-	for purl := range modules {
-		purls = append(purls, purl)
-	}
-	sort.Strings(purls)
 	components := binaries
-	for _, purl := range purls {
+	for _, purl := range slices.Sorted(maps.Keys(modules)) {
 		m := modules[purl]
 		c := cdx.Component{BOMRef: purl, Type: cdx.ComponentTypeLibrary, Name: m.path, Version: m.version, PackageURL: purl}
 		if m.sum != "" {
@@ -278,16 +276,9 @@ func uuidFromHex(h string) string {
 
 // WriteSBOM writes bom as CycloneDX 1.6 JSON.
 func WriteSBOM(bom *cdx.BOM, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("creating the SBOM %s: %w", path, err)
-	}
-	if err := cdx.NewBOMEncoder(f, cdx.BOMFileFormatJSON).SetPretty(true).EncodeVersion(bom, cdx.SpecVersion1_6); err != nil {
-		f.Close()
+	var b bytes.Buffer
+	if err := cdx.NewBOMEncoder(&b, cdx.BOMFileFormatJSON).SetPretty(true).EncodeVersion(bom, cdx.SpecVersion1_6); err != nil {
 		return fmt.Errorf("encoding the SBOM %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing the SBOM %s: %w", path, err)
-	}
-	return nil
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
