@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,7 +122,7 @@ func MetricNames() (map[string][]string, error) {
 					name = m.Value
 				}
 			}
-			if !contains(names[name], q.Source) {
+			if !slices.Contains(names[name], q.Source) {
 				names[name] = append(names[name], q.Source)
 			}
 			return nil
@@ -134,13 +135,4 @@ func MetricNames() (map[string][]string, error) {
 		sort.Strings(s)
 	}
 	return names, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

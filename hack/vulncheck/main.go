@@ -16,8 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -86,10 +87,7 @@ func reachable(r io.Reader) ([]vuln, error) {
 		t := f.Trace[0]
 		seen[f.OSV] = vuln{id: f.OSV, module: t.Module, version: t.Version, fixed: f.FixedVersion}
 	}
-	out := make([]vuln, 0, len(seen))
-	for _, v := range seen {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	out := slices.Collect(maps.Values(seen))
+	slices.SortFunc(out, func(a, b vuln) int { return strings.Compare(a.id, b.id) })
 	return out, nil
 }
