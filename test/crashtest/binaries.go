@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,11 +57,7 @@ func BuildBinaries(dirPrefix string) *Binaries {
 			}()
 		}
 		wg.Wait()
-		for _, err := range errs {
-			if err != nil && b.err == nil {
-				b.err = err
-			}
-		}
+		b.err = errors.Join(errs...)
 	}()
 	return b
 }

@@ -98,9 +98,9 @@ func NewChecker(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, t
 		return nil, fmt.Errorf("checker: creating the clientset: %w", err)
 	}
 	c := &Checker{kube: kube, clientset: cs, temporal: temporal, changed: make(chan struct{})}
-	c.pools = &watcher{c: c, kind: kindPool, known: map[string]uint64{}, wrap: wrapPool,
+	c.pools = &watcher{c: c, kind: kindPool, known: map[string]uint64{},
 		newList: func() client.ObjectList { return &v1alpha1.WorkerPoolList{} }}
-	c.configs = &watcher{c: c, kind: kindConfig, known: map[string]uint64{}, wrap: wrapConfig,
+	c.configs = &watcher{c: c, kind: kindConfig, known: map[string]uint64{},
 		newList: func() client.ObjectList { return &v1alpha1.SandboxConfigList{} }}
 	wctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -214,35 +214,24 @@ func (c *Checker) waitSynced(ctx context.Context, w *watcher) error {
 // no switch running), then judges the whole history seen since the checker
 // started (P1-P4) and the workflows in the scope's task queues.
 func (c *Checker) Check(ctx context.Context, scope Scope, bound time.Duration) Report {
-	var rep Report
 	start := time.Now()
-	var pending []Violation
-	for {
-		var err error
-		pending, err = c.settled(ctx, scope)
+	pending, err := c.settle(ctx, scope, bound)
+	if err != nil {
+		pending = []Violation{{Property: "checker", Detail: err.Error()}}
+	}
+	rep := Report{Converged: len(pending) == 0, Waited: time.Since(start)}
+	for _, v := range pending {
+		v.Detail = fmt.Sprintf("not settled after %s: %s", bound, v.Detail)
+		rep.Violations = append(rep.Violations, v)
+	}
+	add := func(vs []Violation, err error) {
+		rep.Violations = append(rep.Violations, vs...)
 		if err != nil {
-			pending = []Violation{{Property: "checker", Detail: err.Error()}}
-		}
-		if len(pending) == 0 {
-			rep.Converged = true
-			break
-		}
-		if time.Since(start) > bound || ctx.Err() != nil {
-			break
-		}
-		pause(ctx, 250*time.Millisecond)
-	}
-	rep.Waited = time.Since(start)
-	if !rep.Converged {
-		for i := range pending {
-			pending[i].Detail = fmt.Sprintf("not settled after %s: %s", bound, pending[i].Detail)
-		}
-		rep.Violations = append(rep.Violations, pending...)
-	}
-	for _, w := range []*watcher{c.pools, c.configs} {
-		if err := c.waitSynced(ctx, w); err != nil {
 			rep.Violations = append(rep.Violations, Violation{Property: "checker", Detail: err.Error()})
 		}
+	}
+	for _, w := range []*watcher{c.pools, c.configs} {
+		add(nil, c.waitSynced(ctx, w))
 	}
 	recs := c.snapshot()
 	rep.Records = len(recs)
@@ -252,17 +241,9 @@ func (c *Checker) Check(ctx context.Context, scope Scope, bound time.Duration) R
 		}
 	}
 	hist := judgeHistory(recs, scope)
-	rep.Violations = append(rep.Violations, hist.violations...)
-	evs, err := c.judgeEvents(ctx, scope, hist)
-	if err != nil {
-		evs = append(evs, Violation{Property: "checker", Detail: err.Error()})
-	}
-	rep.Violations = append(rep.Violations, evs...)
-	wf, err := c.judgeWorkflows(ctx, scope, &rep)
-	if err != nil {
-		wf = append(wf, Violation{Property: "checker", Detail: err.Error()})
-	}
-	rep.Violations = append(rep.Violations, wf...)
+	add(hist.violations, nil)
+	add(c.judgeEvents(ctx, scope, hist))
+	add(c.judgeWorkflows(ctx, scope, &rep))
 	return rep
 }
 
@@ -270,21 +251,28 @@ func (c *Checker) Check(ctx context.Context, scope Scope, bound time.Duration) R
 // as Check does, without judging the history; it returns what still
 // differs when the bound passes.
 func (c *Checker) Settle(ctx context.Context, scope Scope, bound time.Duration) error {
+	pending, err := c.settle(ctx, scope, bound)
+	if err == nil && len(pending) == 0 {
+		return nil
+	}
+	var lines []string
+	if err != nil {
+		lines = append(lines, err.Error())
+	}
+	for _, v := range pending {
+		lines = append(lines, v.String())
+	}
+	return fmt.Errorf("not settled after %s:\n%s", bound, strings.Join(lines, "\n"))
+}
+
+// settle polls settled until nothing differs or bound passes, and returns
+// the last poll's result.
+func (c *Checker) settle(ctx context.Context, scope Scope, bound time.Duration) ([]Violation, error) {
 	deadline := time.Now().Add(bound)
 	for {
 		pending, err := c.settled(ctx, scope)
-		if err == nil && len(pending) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			var lines []string
-			if err != nil {
-				lines = append(lines, err.Error())
-			}
-			for _, v := range pending {
-				lines = append(lines, v.String())
-			}
-			return fmt.Errorf("not settled after %s:\n%s", bound, strings.Join(lines, "\n"))
+		if err == nil && len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return pending, err
 		}
 		pause(ctx, 250*time.Millisecond)
 	}

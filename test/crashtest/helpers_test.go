@@ -163,9 +163,9 @@ func waitPool(t testing.TB, ns, name, want string, resolved metav1.ConditionStat
 		}
 		st := got.Status.SandboxClasses[0]
 		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
-		ok := refName(st.ConfigRef) == want && st.PendingConfigRef == nil && c != nil && c.Status == resolved &&
+		ok := st.ConfigRef.NameOf() == want && st.PendingConfigRef == nil && c != nil && c.Status == resolved &&
 			c.ObservedGeneration == got.Generation && got.Status.ObservedGeneration == got.Generation
-		return ok, fmt.Sprintf("configRef=%q pending=%q condition=%+v", refName(st.ConfigRef), refName(st.PendingConfigRef), c)
+		return ok, fmt.Sprintf("configRef=%q pending=%q condition=%+v", st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf(), c)
 	})
 	return &got
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -165,7 +166,7 @@ func judgeHistory(recs []*Record, scope Scope) historyResult {
 				h.complete = false
 			}
 			for _, cs := range p.Status.SandboxClasses {
-				cur := refName(cs.ConfigRef)
+				cur := cs.ConfigRef.NameOf()
 				if prev := h.last[cs.Name]; cur != prev {
 					if cur != "" {
 						h.trans[cs.Name] = append(h.trans[cs.Name], transition{From: prev, To: cur, RV: r.RV})
@@ -195,7 +196,7 @@ func judgeHistory(recs []*Record, scope Scope) historyResult {
 				"at revision %d the finalizer was removed from SandboxConfig %q, which was not in deletion", r.RV, name)})
 		}
 		for key, p := range pools {
-			if uncertain("pool:"+key, r.RV) || !names(p, name) {
+			if uncertain("pool:"+key, r.RV) || !slices.Contains(p.Status.ConfigNames(), name) {
 				continue
 			}
 			report("P2|"+key+"|"+name, Violation{Property: "P2", Objects: []string{kindConfig + " " + name, kindPool + " " + key},
@@ -212,17 +213,6 @@ func gapKey(r *Record) string {
 	}
 	return "config:" + r.Key()
 }
-
-func names(p *v1alpha1.WorkerPool, config string) bool {
-	for _, n := range p.Status.ConfigNames() {
-		if n == config {
-			return true
-		}
-	}
-	return false
-}
-
-func refName(r *v1alpha1.SandboxConfigReference) string { return r.NameOf() }
 
 // settled lists what still differs from a settled cluster: pools not on
 // their resolution (P6), deleting configs no pool names (P5), switches
@@ -268,7 +258,7 @@ func (c *Checker) settled(ctx context.Context, scope Scope) ([]Violation, error)
 	}
 	if len(scope.TaskQueues) > 0 && c.temporal != nil {
 		for _, tq := range scope.TaskQueues {
-			running, err := c.executions(ctx, fmt.Sprintf("TaskQueue = %q AND WorkflowType = %q AND ExecutionStatus = 'Running'", tq, wfapi.SwitchWorkflow))
+			running, err := Executions(ctx, c.temporal, fmt.Sprintf("TaskQueue = %q AND WorkflowType = %q AND ExecutionStatus = 'Running'", tq, wfapi.SwitchWorkflow))
 			if err != nil {
 				return nil, err
 			}
@@ -297,7 +287,7 @@ func (c *Checker) poolSettled(ctx context.Context, p *v1alpha1.WorkerPool, views
 		var cur, pending string
 		var cond *metav1.Condition
 		if st != nil {
-			cur, pending = refName(st.ConfigRef), refName(st.PendingConfigRef)
+			cur, pending = st.ConfigRef.NameOf(), st.PendingConfigRef.NameOf()
 			cond = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved)
 		}
 		haveConfig = haveConfig || cur != ""
@@ -401,16 +391,12 @@ func (c *Checker) judgeEvents(ctx context.Context, scope Scope, hist historyResu
 			}
 		}
 	}
-	uids := map[string]bool{}
-	for uid := range byUID {
-		uids[uid] = true
-	}
+	// A pool the watch never saw was gone before the checker started; the
+	// events of a pool in scope are in scope.
 	for uid, h := range hist.byUID {
-		if scopeKey(scope, h.key) {
-			uids[uid] = true
+		if ns, _, _ := strings.Cut(h.key, "/"); !scope.pool(ns) {
+			continue
 		}
-	}
-	for uid := range uids {
 		evs := byUID[uid]
 		sort.SliceStable(evs, func(i, j int) bool {
 			a, b := evs[i].event, evs[j].event
@@ -419,10 +405,6 @@ func (c *Checker) judgeEvents(ctx context.Context, scope Scope, hist historyResu
 			}
 			return a.Name < b.Name
 		})
-		h := hist.byUID[uid]
-		if h == nil {
-			continue // a pool the watch never saw: it was gone before the checker started
-		}
 		classes := map[v1alpha1.SandboxClass]bool{}
 		for cl := range h.trans {
 			classes[cl] = true
@@ -455,11 +437,6 @@ func (c *Checker) judgeEvents(ctx context.Context, scope Scope, hist historyResu
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
-}
-
-func scopeKey(scope Scope, poolKey string) bool {
-	ns, _, _ := strings.Cut(poolKey, "/")
-	return scope.pool(ns)
 }
 
 func subsequence(sub, seq []string) bool {
@@ -498,7 +475,7 @@ func (c *Checker) judgeWorkflows(ctx context.Context, scope Scope, rep *Report) 
 	var out []Violation
 	switches := map[string][]*workflowpb.WorkflowExecutionInfo{}
 	for _, tq := range scope.TaskQueues {
-		execs, err := c.executions(ctx, fmt.Sprintf("TaskQueue = %q", tq))
+		execs, err := Executions(ctx, c.temporal, fmt.Sprintf("TaskQueue = %q", tq))
 		if err != nil {
 			return out, err
 		}
@@ -617,11 +594,6 @@ func (c *Checker) closeReason(ctx context.Context, ex *commonpb.WorkflowExecutio
 		}
 	}
 	return "no close event"
-}
-
-// executions lists every execution matching a visibility query.
-func (c *Checker) executions(ctx context.Context, query string) ([]*workflowpb.WorkflowExecutionInfo, error) {
-	return Executions(ctx, c.temporal, query)
 }
 
 // Executions lists every execution matching a visibility query, page by page.

@@ -158,7 +158,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 		t.Logf("%s: the worker crashed after Claim; deleting the claimed config", since())
 		var wp v1alpha1.WorkerPool
 		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
-		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].PendingConfigRef), "the claim is written")
+		require.Equal(t, target, wp.Status.SandboxClasses[0].PendingConfigRef.NameOf(), "the claim is written")
 		require.NoError(t, kube.Delete(ctx, gvisorConfig(target, false)))
 		starter.release(t, target)
 		starter.pool(t, ns, name)
@@ -173,7 +173,7 @@ func runKillCase(t *testing.T, chk *Checker, kc killCase) {
 	if kc.scenario == "gone" || kc.scenario == "gone-both" {
 		var wp v1alpha1.WorkerPool
 		require.NoError(t, kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &wp))
-		require.Equal(t, target, refName(wp.Status.SandboxClasses[0].ConfigRef), "the confirm is written")
+		require.Equal(t, target, wp.Status.SandboxClasses[0].ConfigRef.NameOf(), "the confirm is written")
 		require.NoError(t, kube.Delete(ctx, &wp))
 		starter.pool(t, ns, name)
 	}

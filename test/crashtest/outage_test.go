@@ -65,7 +65,7 @@ func onConfig(t *testing.T, ns, config string) int {
 	}
 	n := 0
 	for _, p := range pools.Items {
-		if p.Namespace == ns && len(p.Status.SandboxClasses) > 0 && refName(p.Status.SandboxClasses[0].ConfigRef) == config &&
+		if p.Namespace == ns && len(p.Status.SandboxClasses) > 0 && p.Status.SandboxClasses[0].ConfigRef.NameOf() == config &&
 			p.Status.SandboxClasses[0].PendingConfigRef == nil {
 			n++
 		}

@@ -124,12 +124,11 @@ func (p *Process) WaitCrash(activity string, timeout time.Duration) {
 	}
 	var exit *exec.ExitError
 	err := p.proc.Err()
-	killed := false
+	var ws syscall.WaitStatus
 	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			killed = true
-		}
+		ws, _ = exit.Sys().(syscall.WaitStatus)
 	}
+	killed := ws.Signaled() && ws.Signal() == syscall.SIGKILL
 	want := "crashhook: killing the worker after " + activity + "("
 	if !killed || !strings.Contains(p.LogText(), want) {
 		p.t.Fatalf("the %s exited (%v) without the crash hook's kill after %s; log %s:\n%s", p.role, err, activity, p.log, Tail(p.LogText(), 30))

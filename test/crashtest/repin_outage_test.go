@@ -88,10 +88,10 @@ func TestRepinDuringTemporalOutage(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonSwitching, summary.Reason)
 	require.Equal(t, fmt.Sprintf(`sandbox class "gvisor" is switching from %q to %q`, a, b), summary.Message)
 	require.Equal(t, int64(1), wp.Status.ObservedGeneration, "status.observedGeneration says generation 2 was acted on")
-	require.Equal(t, a, refName(wp.Status.SandboxClasses[0].ConfigRef))
+	require.Equal(t, a, wp.Status.SandboxClasses[0].ConfigRef.NameOf())
 	select {
 	case got := <-waited:
-		t.Fatalf("kubectl wait returned while Temporal is down, with configRef %q", refName(got.Status.SandboxClasses[0].ConfigRef))
+		t.Fatalf("kubectl wait returned while Temporal is down, with configRef %q", got.Status.SandboxClasses[0].ConfigRef.NameOf())
 	default:
 	}
 
@@ -99,7 +99,7 @@ func TestRepinDuringTemporalOutage(t *testing.T) {
 	select {
 	case got := <-waited:
 		st := got.Status.SandboxClasses[0]
-		require.Equal(t, b, refName(st.ConfigRef), "kubectl wait returned before the move")
+		require.Equal(t, b, st.ConfigRef.NameOf(), "kubectl wait returned before the move")
 		require.Nil(t, st.PendingConfigRef)
 	case <-time.After(stepBound):
 		t.Fatalf("kubectl wait did not return within %s of Temporal's return", stepBound)

@@ -76,7 +76,7 @@ func TestKillsMidRollout(t *testing.T) {
 	}
 	rollout("baking step 1", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 1 && s.Phase == v1alpha1.RolloutBaking })
 	require.Equal(t, 1, onConfig(t, ns, cfg("new")), "exactly the canary after step 1")
-	require.Equal(t, cfg("new"), refName(getPool(t, ns, "p13").Status.SandboxClasses[0].ConfigRef), "the canary first")
+	require.Equal(t, cfg("new"), getPool(t, ns, "p13").Status.SandboxClasses[0].ConfigRef.NameOf(), "the canary first")
 	rollout("at step 2", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 2 && s.Phase == v1alpha1.RolloutProgressing })
 	p.worker.Kill()
 	p.worker.Start()

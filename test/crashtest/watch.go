@@ -52,7 +52,6 @@ type watcher struct {
 	c       *Checker
 	kind    string
 	newList func() client.ObjectList
-	wrap    func(obj runtime.Object) (*Record, error)
 	known   map[string]uint64 // key -> RV of the last state seen; guarded by c.mu
 	relists int               // guarded by c.mu
 }
@@ -115,7 +114,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) st
 					rv = m.GetResourceVersion()
 				}
 			case watch.Added, watch.Modified, watch.Deleted:
-				rec, err := w.wrap(ev.Object)
+				rec, err := wrap(ev.Object)
 				if err != nil {
 					w.c.fail(err)
 					return rv
@@ -138,7 +137,7 @@ func (w *watcher) addListed(objs []runtime.Object, listRV string, first bool) er
 	var recs []*Record
 	listed := map[string]bool{}
 	for _, o := range objs {
-		rec, err := w.wrap(o)
+		rec, err := wrap(o)
 		if err != nil {
 			return err
 		}
@@ -213,7 +212,7 @@ func (w *watcher) caughtUp(ctx context.Context) (bool, string, error) {
 	defer w.c.mu.Unlock()
 	listed := map[string]bool{}
 	for _, o := range objs {
-		rec, err := w.wrap(o)
+		rec, err := wrap(o)
 		if err != nil {
 			return false, "", err
 		}
@@ -235,28 +234,23 @@ const (
 	kindConfig = "SandboxConfig"
 )
 
-func wrapPool(o runtime.Object) (*Record, error) {
-	p, ok := o.(*v1alpha1.WorkerPool)
-	if !ok {
-		return nil, fmt.Errorf("watch of WorkerPools sent a %T", o)
+// wrap is the record of a listed or watched WorkerPool or SandboxConfig.
+func wrap(o runtime.Object) (*Record, error) {
+	var rec Record
+	switch o := o.(type) {
+	case *v1alpha1.WorkerPool:
+		rec.Pool = o.DeepCopy()
+	case *v1alpha1.SandboxConfig:
+		rec.Config = o.DeepCopy()
+	default:
+		return nil, fmt.Errorf("a watch or list sent a %T", o)
 	}
-	rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("WorkerPool %s/%s resourceVersion %q: %w", p.Namespace, p.Name, p.ResourceVersion, err)
+	rv := o.(client.Object).GetResourceVersion()
+	var err error
+	if rec.RV, err = strconv.ParseUint(rv, 10, 64); err != nil {
+		return nil, fmt.Errorf("%T %s resourceVersion %q: %w", o, rec.Key(), rv, err)
 	}
-	return &Record{RV: rv, Pool: p.DeepCopy()}, nil
-}
-
-func wrapConfig(o runtime.Object) (*Record, error) {
-	c, ok := o.(*v1alpha1.SandboxConfig)
-	if !ok {
-		return nil, fmt.Errorf("watch of SandboxConfigs sent a %T", o)
-	}
-	rv, err := strconv.ParseUint(c.ResourceVersion, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("SandboxConfig %s resourceVersion %q: %w", c.Name, c.ResourceVersion, err)
-	}
-	return &Record{RV: rv, Config: c.DeepCopy()}, nil
+	return &rec, nil
 }
 
 // pause waits d or until ctx is done: the back-off of a retry loop.
