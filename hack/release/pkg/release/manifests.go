@@ -2,7 +2,9 @@ package release
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -165,32 +168,19 @@ func walkContainers(v any, f func(map[string]any)) {
 // SplitYAML parses a multi-document YAML stream into objects, skipping
 // empty documents.
 func SplitYAML(stream []byte) ([]map[string]any, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
 	var objs []map[string]any
-	for i, doc := range splitDocuments(stream) {
+	for {
 		var o map[string]any
-		if err := yaml.Unmarshal(doc, &o); err != nil {
-			return nil, fmt.Errorf("parsing YAML document %d: %w", i+1, err)
+		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("parsing YAML: %w", err)
 		}
 		if len(o) > 0 {
 			objs = append(objs, o)
 		}
 	}
-	return objs, nil
-}
-
-// splitDocuments splits at lines that are exactly "---".
-func splitDocuments(stream []byte) [][]byte {
-	var docs [][]byte
-	var cur bytes.Buffer
-	for _, line := range strings.SplitAfter(string(stream), "\n") {
-		if strings.TrimRight(line, "\r\n") == "---" {
-			docs = append(docs, bytes.Clone(cur.Bytes()))
-			cur.Reset()
-			continue
-		}
-		cur.WriteString(line)
-	}
-	return append(docs, cur.Bytes())
 }
 
 // Names of the monitoring objects.
@@ -203,13 +193,10 @@ const (
 // RenderMonitoring is monitoring.yaml: the Grafana dashboard of
 // monitoringDir (deploy/monitoring) in a ConfigMap labelled
 // grafana_dashboard "1" (what the Grafana sidecar of kube-prometheus-stack
-// provisions by default), and its alerting rules as a PrometheusRule of the
-// Prometheus Operator (the file's groups under spec), both in the system
-// namespace. It reads the files, as RenderInstall reads deploy/: the
-// release is cut from the tree, and deploy/ is no library of the product.
-// The rules' runbook_urls, relative to the repository's root in the tree,
-// become absolute: source's file at the release's tag,
-// <source>/blob/<version>/docs/runbooks.md#<alert>.
+// provisions by default), and its alerting rules as a PrometheusRule. It
+// reads the files, as RenderInstall reads deploy/: the release is cut from
+// the tree, and deploy/ is no library of the product. The rules' relative
+// runbook_urls become <source>/blob/<version>/docs/runbooks.md#<alert>.
 func RenderMonitoring(monitoringDir, version, source string) ([]byte, error) {
 	alerts, err := os.ReadFile(filepath.Join(monitoringDir, "alerts.yaml"))
 	if err != nil {

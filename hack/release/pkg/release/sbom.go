@@ -168,27 +168,24 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 		},
 	}
 
-	type module struct {
-		path, version, sum string
-	}
-	modules := map[string]module{} // by purl
-	deps := map[string][]string{}  // bom-ref → purls
+	modules := map[string]debug.Module{} // by purl
+	deps := map[string][]string{}        // bom-ref → purls
 	var binaries []cdx.Component
 	addModule := func(m *debug.Module) (string, error) {
 		if m.Replace != nil {
 			m = m.Replace
 		}
 		purl := GoPURL(m.Path, m.Version)
-		if old, ok := modules[purl]; ok && old.sum != m.Sum {
-			return "", fmt.Errorf("module %s@%s has two sums: %s and %s", m.Path, m.Version, old.sum, m.Sum)
+		if old, ok := modules[purl]; ok && old.Sum != m.Sum {
+			return "", fmt.Errorf("module %s@%s has two sums: %s and %s", m.Path, m.Version, old.Sum, m.Sum)
 		}
-		modules[purl] = module{path: m.Path, version: m.Version, sum: m.Sum}
+		modules[purl] = *m
 		return purl, nil
 	}
 	for _, b := range in.Binaries {
 		ref := b.Platform.String() + "/" + b.Name
 		std := GoPURL("std", b.Info.GoVersion)
-		modules[std] = module{path: "std", version: b.Info.GoVersion}
+		modules[std] = debug.Module{Path: "std", Version: b.Info.GoVersion}
 		uses := []string{std}
 		for _, m := range b.Info.Deps {
 			purl, err := addModule(m)
@@ -233,16 +230,16 @@ func SBOM(in SBOMInput) (*cdx.BOM, error) {
 	components := binaries
 	for _, purl := range slices.Sorted(maps.Keys(modules)) {
 		m := modules[purl]
-		c := cdx.Component{BOMRef: purl, Type: cdx.ComponentTypeLibrary, Name: m.path, Version: m.version, PackageURL: purl}
-		if m.sum != "" {
-			hex, err := SumSHA256(m.sum)
+		c := cdx.Component{BOMRef: purl, Type: cdx.ComponentTypeLibrary, Name: m.Path, Version: m.Version, PackageURL: purl}
+		if m.Sum != "" {
+			hex, err := SumSHA256(m.Sum)
 			if err != nil {
-				return nil, fmt.Errorf("module %s: %w", m.path, err)
+				return nil, fmt.Errorf("module %s: %w", m.Path, err)
 			}
 			c.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: hex}}
-			c.Properties = &[]cdx.Property{{Name: propModuleSum, Value: m.sum}}
+			c.Properties = &[]cdx.Property{{Name: propModuleSum, Value: m.Sum}}
 		}
-		if m.path == CABundleModule {
+		if m.Path == CABundleModule {
 			c.Description = "the image's CA roots, " + CABundlePath
 		}
 		components = append(components, c)
