@@ -185,12 +185,8 @@ func (c *Checker) Await(ctx context.Context, from int, match func(*Record) bool)
 func (c *Checker) waitSynced(ctx context.Context, w *watcher) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	last := ""
 	for {
-		c.mu.Lock()
-		err := c.err
-		c.mu.Unlock()
-		if err != nil {
+		if err := c.Err(); err != nil {
 			return fmt.Errorf("checker: %w", err)
 		}
 		ok, why, err := w.caughtUp(ctx)
@@ -200,10 +196,9 @@ func (c *Checker) waitSynced(ctx context.Context, w *watcher) error {
 		if err != nil {
 			why = err.Error()
 		}
-		last = why
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("checker: the %s watch did not catch up: %s", w.kind, last)
+			return fmt.Errorf("checker: the %s watch did not catch up: %s", w.kind, why)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

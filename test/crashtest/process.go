@@ -56,13 +56,9 @@ func NewProcess(t testing.TB, role, bin string, env []string, logDir string) *Pr
 // with any of drop, so that only what a test adds configures a product
 // process.
 func HostEnv(drop ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !slices.ContainsFunc(drop, func(prefix string) bool { return strings.HasPrefix(kv, prefix) }) {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return slices.ContainsFunc(drop, func(prefix string) bool { return strings.HasPrefix(kv, prefix) })
+	})
 }
 
 // Start starts a new incarnation; extra adds environment, e.g. the crash hook's.
