@@ -74,10 +74,9 @@ func reachable(r io.Reader) ([]vuln, error) {
 	seen := map[string]vuln{}
 	for {
 		var m message
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
 			return nil, err
 		}
 		f := m.Finding

@@ -113,10 +113,9 @@ func Decode(manifest string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for {
 		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
 			return nil, err
 		}
 		if len(m) == 0 {
