@@ -77,14 +77,13 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 	// With -profile, each process serves pprof on an address of its own.
 	wenv, senv, pprofAddrs := env, env, map[string]string{}
 	for name, e := range map[string]*[]string{"worker": &wenv, "starter": &senv} {
-		if profiling.dir == "" {
-			break
+		if profiling.dir != "" {
+			addr, err := servers.FreeAddr("127.0.0.1")
+			if err != nil {
+				return err
+			}
+			pprofAddrs[name], *e = addr, append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr)
 		}
-		addr, err := servers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return err
-		}
-		pprofAddrs[name], *e = addr, append(slices.Clip(env), "PPROF_BIND_ADDRESS="+addr)
 	}
 	warmStart := time.Now()
 	wp, sp, err := startProduct(ctx, wenv, senv, bins, logDir, n)
