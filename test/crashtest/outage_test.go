@@ -112,36 +112,45 @@ func TestTemporalRestartMidSwitch(t *testing.T) {
 	start := wave(t, chk, ns, prefix, pools)
 	settle(t, chk, scope)
 
-	for i, how := range []string{"restart", "kill"} {
-		next := start(i + 2)
-		began := time.Now()
-		switch how {
-		case "restart":
-			require.NoError(t, env.RestartTemporal(context.Background()))
-		case "kill":
-			require.NoError(t, env.KillTemporal())
-			require.NoError(t, env.StartTemporal(context.Background()))
-		}
-		back := time.Now()
-		t.Logf("%s of the Temporal server with %d of %d pools not yet on %s took %s",
-			how, pools-onConfig(t, ns, next), pools, next, back.Sub(began).Round(time.Millisecond))
-		settle(t, chk, scope)
-		// Mid-switch: some switch of the wave was open across the whole
-		// outage, started before the server went and closed after it was
-		// back (the server's clock is this host's).
+	// A wave of ten one-task switches can finish between the claim the test
+	// waits for and the outage landing (seen once on PostgreSQL): such an
+	// outage fell between switches and proves nothing, so it is tried again
+	// on a new default, a bounded number of times.
+	const tries = 3
+	wavesStarted := 1
+	for _, how := range []string{"restart", "kill"} {
 		var across []string
-		execs, err := Executions(context.Background(), env.Temporal, fmt.Sprintf("TaskQueue = %q AND WorkflowType = %q", p.taskQueue, wfapi.SwitchWorkflow))
-		require.NoError(t, err)
-		for _, e := range execs {
-			if e.StartTime.AsTime().Before(began) && e.CloseTime != nil && e.CloseTime.AsTime().After(back) {
-				across = append(across, e.Execution.WorkflowId)
+		for try := 1; len(across) == 0 && try <= tries; try++ {
+			wavesStarted++
+			next := start(wavesStarted)
+			began := time.Now()
+			switch how {
+			case "restart":
+				require.NoError(t, env.RestartTemporal(context.Background()))
+			case "kill":
+				require.NoError(t, env.KillTemporal())
+				require.NoError(t, env.StartTemporal(context.Background()))
 			}
+			back := time.Now()
+			t.Logf("%s %d of the Temporal server with %d of %d pools not yet on %s took %s",
+				how, try, pools-onConfig(t, ns, next), pools, next, back.Sub(began).Round(time.Millisecond))
+			settle(t, chk, scope)
+			// Mid-switch: some switch of the wave was open across the whole
+			// outage, started before the server went and closed after it was
+			// back (the server's clock is this host's).
+			execs, err := Executions(context.Background(), env.Temporal, fmt.Sprintf("TaskQueue = %q AND WorkflowType = %q", p.taskQueue, wfapi.SwitchWorkflow))
+			require.NoError(t, err)
+			for _, e := range execs {
+				if e.StartTime.AsTime().Before(began) && e.CloseTime != nil && e.CloseTime.AsTime().After(back) {
+					across = append(across, e.Execution.WorkflowId)
+				}
+			}
+			t.Logf("switches open across %s %d: %v", how, try, across)
+			require.Equal(t, pools, onConfig(t, ns, next))
+			require.False(t, p.worker.proc.Exited(), "the worker survives the Temporal server's %s", how)
+			require.False(t, p.starter.proc.Exited(), "the starter survives the Temporal server's %s", how)
 		}
-		t.Logf("switches open across the %s: %v", how, across)
-		require.NotEmpty(t, across, "a switch open across the %s of the Temporal server", how)
-		require.Equal(t, pools, onConfig(t, ns, next))
-		require.False(t, p.worker.proc.Exited(), "the worker survives the Temporal server's restart")
-		require.False(t, p.starter.proc.Exited(), "the starter survives the Temporal server's restart")
+		require.NotEmpty(t, across, "a switch open across the %s of the Temporal server in %d tries", how, tries)
 	}
 	requireSound(t, chk, scope)
 }
