@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 )
 
 // loopback is the address every server binds.
@@ -20,20 +21,40 @@ const loopback = "127.0.0.1"
 // address already in use"). Below the range only another listener can take
 // it. The range also fits temporal-server, which stores its port in a SQL
 // smallint (its cluster membership table).
+//
+// A port is handed out once per process. Free is not enough: between the
+// probe and the bind a port is free to be picked again, and a stack picks
+// many ports before its servers bind them (temporal-server's nine, then
+// PostgreSQL's and kube-apiserver's while it starts). CI's PostgreSQL run
+// once lost temporal-server to "bind: address already in use" on a
+// membership port for that reason.
 func FreePort(ip string) (int, error) {
 	const lo, hi = 20000, 32767
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	start := lo + rand.IntN(hi-lo)
 	for i := 0; i <= hi-lo; i++ {
 		port := lo + (start-lo+i)%(hi-lo+1)
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		addr := net.JoinHostPort(ip, strconv.Itoa(port))
+		if handedOut.addrs[addr] {
+			continue
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
 		}
 		_ = l.Close()
+		handedOut.addrs[addr] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free port on %s in [%d, %d]", ip, lo, hi)
 }
+
+// handedOut holds the addresses FreePort returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // FreeAddr is FreePort as a host:port, for a program's metrics or probe
 // address.
