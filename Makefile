@@ -110,15 +110,29 @@ vulncheck: ## Fail on a known vulnerability the code can reach: its modules' and
 
 .PHONY: test
 # Every package, the crash tests (test/crashtest: kills after every
-# activity, restarts, outages, the 90 s chaos soak) included: they are the
-# longest package, about 5 minutes, and run beside the others.
+# activity, restarts, outages, the 90 s chaos soak) included, and beside
+# them test-postgres, whose output follows theirs.
+#
+# The suite waits more than it computes: alone, test/e2e uses 0.6 of a core
+# and test/crashtest less, so TEST_PARALLEL packages run at once, two per
+# core rather than the go command's one, and the longest (TEST_FIRST, which
+# set the suite's length) start first. docs/decisions/0020-test-parallelism.md
+# has the measurements.
 # test cuts the release first: test/image runs that image (ATE_RELEASE_IMAGE).
+TEST_PARALLEL ?= $(shell echo $$(( 2 * $$(nproc) )))
+TEST_FIRST := ./test/e2e ./test/crashtest ./test/install ./test/fleet
 test: tools postgresql chromium podman release ## Run every test against real servers (the README's test command), crash tests and the short soak included.
-	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt
+	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt $(ROOT)/_out/test-postgres.log
+	@echo "make test-postgres > _out/test-postgres.log (beside the packages; printed after them)"
+	@$(MAKE) --no-print-directory test-postgres >$(ROOT)/_out/test-postgres.log 2>&1 & postgres=$$!; \
+	echo "go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m"; \
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
-		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar go test ./... -count=1 -timeout 30m
-	@cat $(ROOT)/_out/soak-summary.txt
-	$(MAKE) --no-print-directory test-postgres
+		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar \
+		go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m; packages=$$?; \
+	wait $$postgres; postgresql=$$?; \
+	cat $(ROOT)/_out/soak-summary.txt 2>/dev/null; \
+	echo "=== make test-postgres"; cat $(ROOT)/_out/test-postgres.log; \
+	[[ $$packages -eq 0 && $$postgresql -eq 0 ]] || { echo "make test: failed: go test exit $$packages, test-postgres exit $$postgresql"; exit 1; }
 
 # The end-to-end subset that runs on the production-shaped server as well:
 # the same tests, with testenv on ATE_TEMPORAL_STACK=postgres
