@@ -50,7 +50,8 @@ func FreePort(ip string) (int, error) {
 	return 0, fmt.Errorf("no free port on %s in [%d, %d]", ip, lo, hi)
 }
 
-// handedOut holds the addresses FreePort returned in this process.
+// handedOut holds the addresses FreePort returned, and the fixed ones
+// checkPortFree found free, in this process.
 var handedOut = struct {
 	sync.Mutex
 	addrs map[string]bool
@@ -74,5 +75,10 @@ func checkPortFree(what, ip string, port int) error {
 	if err != nil {
 		return fmt.Errorf("%s port %s is not free (is another instance running?): %w", what, addr, err)
 	}
+	// Held like FreePort's, so FreePort never hands it out before its
+	// server binds it.
+	handedOut.Lock()
+	handedOut.addrs[addr] = true
+	handedOut.Unlock()
 	return l.Close()
 }
