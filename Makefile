@@ -124,15 +124,15 @@ TEST_FIRST := ./test/e2e ./test/crashtest ./test/install ./test/fleet
 test: tools postgresql chromium podman release ## Run every test against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt $(ROOT)/_out/test-postgres.log
 	@echo "make test-postgres > _out/test-postgres.log (beside the packages; printed after them)"
-	@$(MAKE) --no-print-directory test-postgres >$(ROOT)/_out/test-postgres.log 2>&1 & postgres=$$!; \
+	@$(MAKE) --no-print-directory test-postgres >$(ROOT)/_out/test-postgres.log 2>&1 & postgres_pid=$$!; \
 	echo "go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m"; \
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
 		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar \
-		go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m; packages=$$?; \
-	wait $$postgres; postgresql=$$?; \
-	cat $(ROOT)/_out/soak-summary.txt 2>/dev/null; \
+		go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m; packages_rc=$$?; \
+	wait $$postgres_pid; postgres_rc=$$?; \
+	cat $(ROOT)/_out/soak-summary.txt || packages_rc=1; \
 	echo "=== make test-postgres"; cat $(ROOT)/_out/test-postgres.log; \
-	[[ $$packages -eq 0 && $$postgresql -eq 0 ]] || { echo "make test: failed: go test exit $$packages, test-postgres exit $$postgresql"; exit 1; }
+	[[ $$packages_rc -eq 0 && $$postgres_rc -eq 0 ]] || { echo "make test: failed: go test (and the soak's summary) exit $$packages_rc, test-postgres exit $$postgres_rc"; exit 1; }
 
 # The end-to-end subset that runs on the production-shaped server as well:
 # the same tests, with testenv on ATE_TEMPORAL_STACK=postgres
