@@ -123,18 +123,28 @@ func classDefault(pool Pool, class v1alpha1.SandboxClass, current string, config
 // a staged rollout, or once d's rollout admits the pool (or the pool is on d
 // already), the class resolves to d. Until then the class stays where it
 // is: honestly Resolved on its current config, with a message saying it
-// waits for d's rollout. A class with no config to stay on (a new pool, or
-// one whose config is in deletion or of another class) resolves as if d were
-// not a default (the previous default, itself maybe rolling out), and only
-// when that finds nothing, to d: a pool is never left without a config
-// because a rollout has not reached it.
+// waits for d's rollout. That holds for a current config in deletion too,
+// as long as it still carries the protection finalizer (keepable): the
+// finalizer exists to let its pools stay, deleting the old default must not
+// move every pool at once past the rollout, and the class never moves back
+// to an older default meanwhile; its message says the config is being
+// deleted, and the config is released once the rollout admitted its last
+// pool and that pool moved off. A class with no config to stay on (a new
+// pool, or one whose config is gone, of another class, or in deletion
+// without the finalizer) resolves as if d were not a default (the previous
+// default, itself maybe rolling out), and only when that finds nothing, to
+// d: a pool is never left without a config because a rollout has not
+// reached it.
 func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs []Config, byName map[string]*Config, d *Config) Result {
 	if d.Rollout.Admits(pool, current, d.Name) {
 		return resolved(class, d.Name)
 	}
-	if c, ok := byName[current]; ok && c.Class == class && !c.Deleting {
+	if c, ok := byName[current]; ok && keepable(class, c) {
 		r := resolved(class, current)
 		r.Message = WaitingMessage(current, d.Name, d.Rollout.Step)
+		if c.Deleting {
+			r.Message = WaitingDeletingMessage(current, d.Name, d.Rollout.Step)
+		}
 		return r
 	}
 	rest := make([]Config, 0, len(configs))
@@ -159,6 +169,13 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 // admits it; step is the step that rollout is at (0: not started).
 func WaitingMessage(current, rolling string, step int32) string {
 	return fmt.Sprintf("%s; waits for the rollout of SandboxConfig %q (step %d)", ResolvedMessage(current), rolling, step)
+}
+
+// WaitingDeletingMessage is WaitingMessage for a class whose config
+// current is in deletion: it stays on it, protected, until the rollout of
+// rolling admits it, and the config is released once it moved off.
+func WaitingDeletingMessage(current, rolling string, step int32) string {
+	return fmt.Sprintf("%s; SandboxConfig %q is being deleted", WaitingMessage(current, rolling, step), current)
 }
 
 // NewestDefault returns the newest class default that is not being deleted;
