@@ -44,7 +44,9 @@ func (u *Users) add(keys []string) {
 
 // CachedUsers asks the worker's cache which pools name a config. It is the
 // cheap first look: a hit means wait; a miss is confirmed by Unprotect's
-// live list.
+// live list. A hit on a config in deletion whose pools stay on it because
+// the class's rolling-out default has not admitted them also records the
+// Warning that says so, once per step of that rollout (warnDeletingWaits).
 func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, error) {
 	if config == "" {
 		return Users{}, invalidInput("looking up the users of a SandboxConfig needs its name")
@@ -56,6 +58,9 @@ func (a *Activities) CachedUsers(ctx context.Context, config string) (Users, err
 	}
 	var u Users
 	u.add(poolKeys(pools.Items, config))
+	if u.Count > 0 {
+		a.warnDeletingWaits(ctx, config, pools.Items)
+	}
 	return u, nil
 }
 
