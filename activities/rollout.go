@@ -43,7 +43,7 @@ type RolloutLook struct {
 	// Stop, when set, ends the rollout with this phase and StopMessage:
 	// Completed (status says so), Superseded (a newer class default) or
 	// Stopped (gone, in deletion, no longer a default, or spec.rollout
-	// removed).
+	// removed). rollout.Liveness says which; v0.1.0 runs read it.
 	Stop        v1alpha1.RolloutPhase `json:"stop,omitempty"`
 	StopMessage string                `json:"stopMessage,omitempty"`
 	// Exists is false when the config is gone: nothing to write on.
@@ -58,17 +58,34 @@ type RolloutLook struct {
 	Deadline time.Duration `json:"deadline"`
 	// Plan is the rollout's plan as the pools stand.
 	Plan wfapi.RolloutPlan `json:"plan"`
+	// Verdict is the planner's (rollout.Decide) answer to the run that
+	// asked: what it does next.
+	Verdict rollout.Verdict `json:"verdict"`
+}
+
+// LookInput asks for a look on behalf of a run: the incarnation (UID) it
+// is bound to ("" before its first look) and the steps it has done (-1 on
+// its first look). A v0.1.0 run sends only the config.
+type LookInput struct {
+	Config string    `json:"config"`
+	UID    types.UID `json:"uid,omitempty"`
+	Done   int32     `json:"done,omitempty"`
 }
 
 // LookAtRollout reads a rolling-out config, the other configs and the
-// class's unpinned pools.
-func (a *Activities) LookAtRollout(ctx context.Context, in wfapi.RolloutInput) (*RolloutLook, error) {
+// class's unpinned pools, and asks the planner what the rollout does next.
+func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutLook, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
 		return nil, err
 	}
 	c, err := a.rollingConfig(ctx, in.Config)
-	if err != nil || c == nil {
-		return &RolloutLook{Stop: v1alpha1.RolloutStopped, StopMessage: fmt.Sprintf("SandboxConfig %q is gone", in.Config)}, err
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		look := &RolloutLook{Stop: v1alpha1.RolloutStopped, StopMessage: fmt.Sprintf("SandboxConfig %q is gone", in.Config)}
+		look.Verdict = rollout.Decide(rollout.Facts{Bound: in.UID, Done: in.Done})
+		return look, nil
 	}
 	look := &RolloutLook{Exists: true, Generation: c.Generation, Deadline: a.rolloutStepDeadline()}
 	if c.Status.Rollout != nil {
@@ -81,33 +98,19 @@ func (a *Activities) LookAtRollout(ctx context.Context, in wfapi.RolloutInput) (
 	if err := a.Live.List(ctx, &configs); err != nil {
 		return nil, fmt.Errorf("listing SandboxConfigs for the rollout of SandboxConfig %q: %w", in.Config, err)
 	}
-	look.Stop, look.StopMessage = stopOf(c, resolve.ConfigsFrom(configs.Items))
-	if look.Stop != "" {
-		return look, nil
+	newest := resolve.NewestDefault(c.Class(), resolve.ConfigsFrom(configs.Items))
+	look.Stop, look.StopMessage = rollout.Liveness(c, newest)
+	var plain []rollout.Pool
+	if look.Stop == "" {
+		pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+		if err != nil {
+			return nil, err
+		}
+		plain = rollout.Plain(pools)
+		look.Plan = PlanOf(c, plain)
 	}
-	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
-	if err != nil {
-		return nil, err
-	}
-	look.Plan = PlanOf(c, rollout.Plain(pools))
+	look.Verdict = rollout.Decide(rollout.Facts{Config: c, Newest: newest, Pools: plain, Bound: in.UID, Done: in.Done})
 	return look, nil
-}
-
-// stopOf says whether a config's rollout is over, and why.
-func stopOf(c *v1alpha1.SandboxConfig, configs []resolve.Config) (v1alpha1.RolloutPhase, string) {
-	switch newest := resolve.NewestDefault(c.Class(), configs); {
-	case c.IsDeleting():
-		return v1alpha1.RolloutStopped, fmt.Sprintf("SandboxConfig %q is being deleted", c.Name)
-	case !c.IsClassDefault():
-		return v1alpha1.RolloutStopped, fmt.Sprintf("SandboxConfig %q is no longer annotated %s: \"true\"; its pools follow the class default again", c.Name, v1alpha1.ClassDefaultAnnotation)
-	case c.Spec.Rollout == nil:
-		return v1alpha1.RolloutStopped, "spec.rollout was removed: every unpinned pool of the class follows the config at once"
-	case c.Status.Rollout != nil && c.Status.Rollout.Phase == v1alpha1.RolloutCompleted:
-		return v1alpha1.RolloutCompleted, c.Status.Rollout.Message
-	case newest != c.Name:
-		return v1alpha1.RolloutSuperseded, fmt.Sprintf("superseded by SandboxConfig %q, a newer default of sandbox class %q", newest, c.Class())
-	}
-	return "", ""
 }
 
 // PlanOf is the plan of a config's rollout over pools (in rollout order):
@@ -119,12 +122,12 @@ func PlanOf(c *v1alpha1.SandboxConfig, pools []rollout.Pool) wfapi.RolloutPlan {
 		steps = c.Spec.Rollout.Steps
 	}
 	plan := wfapi.RolloutPlan{Config: c.Name, Total: len(pools), Moved: []string{}}
-	var through *rollout.PoolKey
+	adm := &rollout.Admission{}
 	if st := c.Status.Rollout; st != nil {
 		plan.Phase, plan.Step, plan.Message = string(st.Phase), st.Step, st.Message
-		through = rollout.KeyOfRef(st.AdmittedThrough)
+		adm = &rollout.Admission{Canaries: st.AdmittedCanaries, Through: rollout.KeyOfRef(st.AdmittedThrough)}
 	}
-	admitted, planned := rollout.Plan(pools, c.Name, steps, plan.Step+1, through)
+	admitted, planned := rollout.Plan(pools, c.Name, steps, plan.Step+1, adm)
 	plan.Admitted = append([]string{}, admitted...)
 	for _, p := range pools {
 		if p.Current == c.Name {
@@ -139,42 +142,55 @@ func PlanOf(c *v1alpha1.SandboxConfig, pools []rollout.Pool) wfapi.RolloutPlan {
 }
 
 // AdmitInput asks for a step's admission. Prev is the last pool admitted
-// before the step, as the workflow knows it: the step's pools are those
-// after it.
+// before the step as a v0.1.0 run knows it (status is what counts now); UID
+// the incarnation the run is bound to ("" from a v0.1.0 run).
 type AdmitInput struct {
 	Config     string           `json:"config"`
 	Step       int32            `json:"step"`
 	Prev       *rollout.PoolKey `json:"prev,omitempty"`
 	WorkflowID string           `json:"workflowID"`
 	Generation int64            `json:"generation,omitempty"`
+	UID        types.UID        `json:"uid,omitempty"`
 }
 
 // Admitted is a step's admission.
 type Admitted struct {
-	// Gone is true when the config is gone: the workflow looks again.
+	// Gone is true when the config is gone (or is another incarnation):
+	// the workflow looks again.
 	Gone bool `json:"gone,omitempty"`
-	// Through is the last pool admitted; Pools the pools the step admitted
-	// (after Prev), in order.
+	// Through is the last pool admitted by name; Pools the pools the step
+	// admitted, in order: every one since the step was first admitted, so
+	// that a step taken again gives its gate the same pools.
 	Through  *rollout.PoolKey `json:"through,omitempty"`
 	Pools    []string         `json:"pools"`
 	Want     int              `json:"want"`
 	Admitted int              `json:"admitted"`
 	Total    int              `json:"total"`
-	// Pause is the step's bake time; Gate its gate, if any.
-	Pause time.Duration         `json:"pause,omitempty"`
-	Gate  *v1alpha1.RolloutGate `json:"gate,omitempty"`
+	// Pause is the step's bake time; Gate its gate, if any, GateTimeout
+	// how long one run of it may take.
+	Pause       time.Duration         `json:"pause,omitempty"`
+	Gate        *v1alpha1.RolloutGate `json:"gate,omitempty"`
+	GateTimeout time.Duration         `json:"gateTimeout,omitempty"`
+	// Refused says why the gate may not run (it names the orchestrator's
+	// own workflow type or task queue): the step halts with it.
+	Refused string `json:"refused,omitempty"`
 }
 
+// DefaultGateTimeout bounds a gate's run when spec.rollout.gate.timeout is
+// unset.
+const DefaultGateTimeout = 30 * time.Minute
+
 // AdmitRolloutStep admits the pools of a step: it writes status.rollout with
-// the step and the last admitted pool, which the starter and every
-// resolver read. Admission only grows (rollout.Advance), so a step run
-// again after a crash admits what it admitted before and nothing back.
+// the step, the admission before it (stepStart, kept when the step is taken
+// again) and the admission now, which the starter and every resolver read.
+// Admission only grows (rollout.Advance), so a step run again after a crash
+// admits what it admitted before and nothing back.
 func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admitted, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
 		return nil, err
 	}
 	c, err := a.rollingConfig(ctx, in.Config)
-	if err != nil || c == nil {
+	if err != nil || c == nil || (in.UID != "" && c.UID != in.UID) {
 		return &Admitted{Gone: true}, err
 	}
 	if c.Spec.Rollout == nil || in.Step < 1 || int(in.Step) > len(c.Spec.Rollout.Steps) {
@@ -186,40 +202,83 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 		return nil, err
 	}
 	plain := rollout.Plain(pools)
-	prev := in.Prev
-	if st := c.Status.Rollout; st != nil {
-		if k := rollout.KeyOfRef(st.AdmittedThrough); k != nil && (prev == nil || prev.Less(*k)) {
-			prev = k
-		}
+	prev := &rollout.Admission{}
+	st := v1alpha1.RolloutStatus{}
+	if c.Status.Rollout != nil {
+		st = *c.Status.Rollout
+		prev = &rollout.Admission{Canaries: st.AdmittedCanaries, Through: rollout.KeyOfRef(st.AdmittedThrough)}
 	}
-	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate, Pools: []string{}}
+	if prev.Through == nil && len(prev.Canaries) == 0 && in.Prev != nil {
+		prev.Through = in.Prev // a v0.1.0 run whose admission status lost
+	}
+	mark := prev.Mark()
+	if st.Step == in.Step && st.StepStart != nil {
+		mark = st.StepStart // the step taken again: the same start
+	}
+	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate}
 	if step.Pause != nil {
 		res.Pause = step.Pause.Duration
 	}
-	res.Through, res.Admitted = rollout.Advance(plain, c.Name, res.Want, prev)
-	for _, p := range plain {
-		if p.Key.NotAfterOrNil(res.Through) && !p.Key.NotAfterOrNil(in.Prev) {
-			res.Pools = append(res.Pools, p.Key.String())
+	if g := res.Gate; g != nil {
+		res.GateTimeout = DefaultGateTimeout
+		if g.Timeout != nil && g.Timeout.Duration > 0 {
+			res.GateTimeout = g.Timeout.Duration
 		}
+		res.Refused = a.refuseGate(ctx, g)
 	}
-	_, moved := rollout.Count(plain, c.Name, &rollout.Admission{Through: res.Through})
-	st := v1alpha1.RolloutStatus{
-		Phase: v1alpha1.RolloutProgressing, Step: in.Step, AdmittedPools: int32(res.Admitted), MovedPools: int32(moved),
-		TotalPools: int32(res.Total), WorkflowID: in.WorkflowID, AdmittedThrough: rollout.RefOf(res.Through),
-		ObservedGeneration: in.Generation,
-		Message: fmt.Sprintf("step %d of %d: %d of %d pools admitted; waiting for them to move and be Available",
-			in.Step, len(c.Spec.Rollout.Steps), res.Admitted, res.Total),
+	next, admitted := rollout.Advance(plain, c.Name, res.Want, prev)
+	res.Through, res.Admitted = next.Through, admitted
+	res.Pools = rollout.Between(plain, c.Name, prev.AtMark(mark), next)
+	if in.UID == "" {
+		// A v0.1.0 run records the step's pools itself, adding them up
+		// over the step's admissions: give it only the new ones.
+		res.Pools = rollout.Between(plain, c.Name, prev, next)
 	}
-	if err := a.patchRolloutStatus(ctx, c.Name, &st); err != nil {
+	_, moved := rollout.Count(plain, c.Name, next)
+	fields := map[string]any{
+		"phase": v1alpha1.RolloutProgressing, "step": in.Step, "workflowID": in.WorkflowID,
+		"admittedThrough": rollout.RefOf(next.Through), "admittedCanaries": nilIfEmpty(next.Canaries), "stepStart": mark,
+		"admittedPools": admitted, "movedPools": moved, "totalPools": len(plain),
+		"message": fmt.Sprintf("step %d of %d: %d of %d pools admitted; waiting for them to move and be Available",
+			in.Step, len(c.Spec.Rollout.Steps), admitted, len(plain)),
+	}
+	if in.Generation != 0 {
+		fields["observedGeneration"] = in.Generation
+	}
+	if err := a.patchRolloutRaw(ctx, c.Name, c.UID, fields); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// refuseGate says why a gate may not run: it would start a workflow of the
+// orchestrator's own, or one on the orchestrator's task queue, with the
+// worker's credentials (the CRD refuses the defaults; this catches a task
+// queue set by flag).
+func (a *Activities) refuseGate(ctx context.Context, g *v1alpha1.RolloutGate) string {
+	switch g.WorkflowType {
+	case wfapi.SwitchWorkflow, wfapi.ReleaseWorkflow, wfapi.RolloutWorkflow, wfapi.OperatorWorkflow:
+		return fmt.Sprintf("spec.rollout.gate.workflowType %q is a workflow type of the orchestrator's own; a gate is a workflow of yours", g.WorkflowType)
+	}
+	if activity.IsActivity(ctx) && g.TaskQueue == activity.GetInfo(ctx).TaskQueue {
+		return fmt.Sprintf("spec.rollout.gate.taskQueue %q is the orchestrator's own task queue; a gate runs on a task queue of your own worker", g.TaskQueue)
+	}
+	return ""
+}
+
+func nilIfEmpty(s []string) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // WaitInput asks WaitRolloutStep to wait for a step's admitted pools until
 // Deadline.
 type WaitInput struct {
 	Config   string    `json:"config"`
+	// UID is the incarnation the run is bound to ("" from a v0.1.0 run).
+	UID      types.UID `json:"uid,omitempty"`
 	Step     int32     `json:"step"`
 	Deadline time.Time `json:"deadline"`
 	// Since is when the step was (again) admitted: a failing switch
@@ -244,6 +303,9 @@ type StepWait struct {
 	Pool    string `json:"pool,omitempty"`
 	Message string `json:"message,omitempty"`
 	Moved   int    `json:"moved"`
+	// What a look counted, for the status's counts.
+	admitted, total int
+	uid             types.UID
 }
 
 // WaitRolloutStep polls, heartbeating, until every pool the rollout admits
@@ -267,7 +329,8 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 		}
 		if res.Moved != lastMoved {
 			lastMoved = res.Moved
-			if err := a.patchRolloutStatus(ctx, in.Config, &v1alpha1.RolloutStatus{MovedPools: int32(res.Moved)}); err != nil {
+			counts := map[string]any{"movedPools": res.Moved, "admittedPools": res.admitted, "totalPools": res.total}
+			if err := a.patchRolloutRaw(ctx, in.Config, res.uid, counts); err != nil {
 				return nil, err
 			}
 		}
@@ -289,14 +352,14 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 	if err != nil {
 		return nil, err
 	}
-	if c == nil || c.IsDeleting() || !c.IsClassDefault() || c.Spec.Rollout == nil {
+	if c == nil || (in.UID != "" && c.UID != in.UID) {
 		return &StepWait{Outcome: StepLookAgain}, nil
 	}
 	var configs v1alpha1.SandboxConfigList
 	if err := a.Live.List(ctx, &configs); err != nil {
 		return nil, fmt.Errorf("listing SandboxConfigs for the rollout of SandboxConfig %q: %w", in.Config, err)
 	}
-	if resolve.NewestDefault(c.Class(), resolve.ConfigsFrom(configs.Items)) != c.Name {
+	if phase, _ := rollout.Liveness(c, resolve.NewestDefault(c.Class(), resolve.ConfigsFrom(configs.Items))); phase != "" {
 		return &StepWait{Outcome: StepLookAgain}, nil
 	}
 	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
@@ -305,7 +368,7 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 	}
 	adm := rollout.AdmissionOf(c)
 	late := time.Now().After(in.Deadline)
-	res := &StepWait{}
+	res := &StepWait{total: len(pools), uid: c.UID}
 	var waiting *StepWait
 	for _, p := range pools {
 		if p.Current == c.Name {
@@ -314,6 +377,7 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 		if !adm.Admits(p.Key, p.Current, c.Name) {
 			continue
 		}
+		res.admitted++
 		switch {
 		case p.Current != c.Name && p.Failing != "" && !p.FailingSince.Before(in.Since.Truncate(time.Second)):
 			return &StepWait{Outcome: StepHalted, Pool: p.Key.String(), Moved: res.Moved,
@@ -337,7 +401,11 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 
 // RolloutStatusInput is a write of status.rollout's phase and message.
 // Clear also drops the admission (a rollout stopped because its config is
-// no longer a default starts over if it becomes one again).
+// no longer a default starts over if it becomes one again). UID binds the
+// write to the incarnation the run is bound to ("" from a v0.1.0 run);
+// the other fields record what outlives a run: a halt (Halt, ClearHalt),
+// a pause signal (SignalPaused), a resume request answered (Resume), the
+// pause of a halted rollout seen (PausedSeen).
 type RolloutStatusInput struct {
 	Config             string                `json:"config"`
 	Phase              v1alpha1.RolloutPhase `json:"phase"`
@@ -346,21 +414,71 @@ type RolloutStatusInput struct {
 	WorkflowID         string                `json:"workflowID,omitempty"`
 	ObservedGeneration int64                 `json:"observedGeneration,omitempty"`
 	Clear              bool                  `json:"clear,omitempty"`
+	UID                types.UID             `json:"uid,omitempty"`
+	Halt               *v1alpha1.RolloutHalt `json:"halt,omitempty"`
+	ClearHalt          bool                  `json:"clearHalt,omitempty"`
+	SignalPaused       *bool                 `json:"signalPaused,omitempty"`
+	Resume             string                `json:"resume,omitempty"`
+	PausedSeen         bool                  `json:"pausedSeen,omitempty"`
 }
 
-// SetRolloutStatus writes a rollout's phase and message. A config that is
-// gone has no status to write: that is no error.
+// SetRolloutStatus writes a rollout's phase and message, and its counts as
+// the class's pools stand (admittedPools, movedPools, totalPools: true at
+// every phase, 0 included). A config that is gone, or is another
+// incarnation than the run's, has no status of the run's to write: that is
+// no error.
 func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput) error {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
 		return err
 	}
-	st := &v1alpha1.RolloutStatus{Phase: in.Phase, Message: truncate(in.Message, 1024), Step: in.Step,
-		WorkflowID: in.WorkflowID, ObservedGeneration: in.ObservedGeneration}
-	if in.Clear {
-		return a.patchRolloutRaw(ctx, in.Config, map[string]any{"phase": in.Phase, "message": st.Message, "step": nil,
-			"admittedPools": nil, "admittedThrough": nil, "workflowID": in.WorkflowID, "observedGeneration": nil})
+	c, err := a.rollingConfig(ctx, in.Config)
+	if err != nil || c == nil || (in.UID != "" && c.UID != in.UID) {
+		return err
 	}
-	return a.patchRolloutStatus(ctx, in.Config, st)
+	fields := map[string]any{}
+	if in.Phase != "" { // "" records a signal's request alone
+		fields["phase"], fields["message"] = in.Phase, truncate(in.Message, 1024)
+	}
+	if in.WorkflowID != "" {
+		fields["workflowID"] = in.WorkflowID
+	}
+	if in.Step != 0 {
+		fields["step"] = in.Step
+	}
+	if in.ObservedGeneration != 0 {
+		fields["observedGeneration"] = in.ObservedGeneration
+	}
+	adm := rollout.AdmissionOf(c)
+	if in.Clear {
+		for _, f := range []string{"step", "admittedThrough", "admittedCanaries", "stepStart", "observedGeneration", "halt"} {
+			fields[f] = nil
+		}
+		fields["signalPaused"] = false
+		adm = &rollout.Admission{}
+	}
+	switch {
+	case in.Halt != nil:
+		fields["halt"] = in.Halt
+	case in.ClearHalt:
+		fields["halt"] = nil
+	case in.PausedSeen && c.Status.Rollout != nil && c.Status.Rollout.Halt != nil:
+		seen := *c.Status.Rollout.Halt
+		seen.PausedSeen = true
+		fields["halt"] = seen
+	}
+	if in.SignalPaused != nil {
+		fields["signalPaused"] = *in.SignalPaused
+	}
+	if in.Resume != "" {
+		fields["resumeRequest"] = in.Resume
+	}
+	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+	if err != nil {
+		return err
+	}
+	admitted, moved := rollout.Count(rollout.Plain(pools), c.Name, adm)
+	fields["admittedPools"], fields["movedPools"], fields["totalPools"] = admitted, moved, len(pools)
+	return a.patchRolloutRaw(ctx, in.Config, c.UID, fields)
 }
 
 // RolloutEventInput is a Warning (or Normal) event regarding a config. Key
@@ -437,30 +555,24 @@ func (a *Activities) rollingConfig(ctx context.Context, name string) (*v1alpha1.
 	return &c, nil
 }
 
-// patchRolloutStatus merges the set fields of st into status.rollout.
-func (a *Activities) patchRolloutStatus(ctx context.Context, config string, st *v1alpha1.RolloutStatus) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encoding the rollout status of SandboxConfig %q: %w", config, err)
+// patchRolloutRaw merge-patches status.rollout of the incarnation uid:
+// idempotent, and a config gone meanwhile is no error. Each field is set as
+// given (a count of 0 included; nil deletes it).
+func (a *Activities) patchRolloutRaw(ctx context.Context, config string, uid types.UID, fields map[string]any) error {
+	patch := map[string]any{"status": map[string]any{"rollout": fields}}
+	if uid != "" {
+		// The API server refuses a patch whose uid is not the object's:
+		// a config created again under the name is not written.
+		patch["metadata"] = map[string]any{"uid": uid}
 	}
-	var fields map[string]any
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return fmt.Errorf("encoding the rollout status of SandboxConfig %q: %w", config, err)
-	}
-	return a.patchRolloutRaw(ctx, config, fields)
-}
-
-// patchRolloutRaw merge-patches status.rollout: idempotent, and a config
-// gone meanwhile is no error.
-func (a *Activities) patchRolloutRaw(ctx context.Context, config string, fields map[string]any) error {
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"rollout": fields}})
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return fmt.Errorf("encoding the rollout status of SandboxConfig %q: %w", config, err)
 	}
 	c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
 	err = a.Live.Status().Patch(ctx, c, ctrlclient.RawPatch(types.MergePatchType, body))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing the rollout status of SandboxConfig %q: %w", config, err)
+		return fmt.Errorf("writing the rollout status of SandboxConfig %q (uid %s): %w", config, uid, err)
 	}
 	return nil
 }

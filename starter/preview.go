@@ -52,7 +52,8 @@ func Preview(ctx context.Context, r ctrlclient.Reader, name string) (*PreviewRes
 	}
 	plain := rollout.Plain(pools)
 	res := &PreviewResult{Config: name, Class: string(c.Class()), Back: []string{}}
-	res.Default = c.IsClassDefault() && !c.IsDeleting() && resolve.NewestDefault(c.Class(), configs) == name
+	ending, _ := rollout.Liveness(&c, resolve.NewestDefault(c.Class(), configs))
+	res.Default = ending == "" || ending == v1alpha1.RolloutCompleted
 	what := c.DeepCopy()
 	if !res.Default {
 		// As it would start: nothing admitted but the pools on it.

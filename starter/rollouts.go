@@ -15,6 +15,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -46,10 +47,11 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	st := c.Status.Rollout
-	rolling := c.Spec.Rollout != nil && c.IsClassDefault() && !c.IsDeleting() &&
-		resolve.NewestDefault(c.Class(), configs) == c.Name
+	ending, _ := rollout.Liveness(&c, resolve.NewestDefault(c.Class(), configs))
+	rolling := ending == "" && c.Spec.Rollout != nil
+	var res reconcile.Result
 	switch {
-	case rolling && (st == nil || st.Phase != v1alpha1.RolloutCompleted):
+	case rolling:
 		if err := wfapi.StartRollout(ctx, r.temporal, r.scope, c.Name); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -63,6 +65,7 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{RequeueAfter: restartLook}, nil
 		}
 		if st != nil && st.WorkflowID != "" && c.Generation > st.ObservedGeneration {
+			// What a v0.1.0 run acts on; a newer run takes it as a recheck.
 			signal := wfapi.SignalResume
 			if c.Spec.Rollout.Paused {
 				signal = wfapi.SignalPause
@@ -71,14 +74,47 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 				return reconcile.Result{}, err
 			}
 		}
-	case !rolling && st != nil && active(st.Phase):
+		if needsLook(&c) {
+			if err := wfapi.SignalRollout(ctx, r.temporal, r.scope.Cluster, c.Name, wfapi.SignalRecheck, wfapi.RolloutSignal{}); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		// The start above also restarts a run that is gone (terminated
+		// by hand): look again now and then while the rollout is under way.
+		res.RequeueAfter = activeResync
+	case st != nil && active(st.Phase):
+		// No longer its to run, and status says a run is under way: the
+		// start brings one up if none runs, to write the end; the recheck
+		// makes a running one look at once.
+		if err := wfapi.StartRollout(ctx, r.temporal, r.scope, c.Name); err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := wfapi.SignalRollout(ctx, r.temporal, r.scope.Cluster, c.Name, wfapi.SignalRecheck, wfapi.RolloutSignal{}); err != nil {
 			return reconcile.Result{}, err
 		}
+		res.RequeueAfter = activeResync
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("rollout bridged", "config", c.Name, "rolling", rolling)
-	return reconcile.Result{}, nil
+	return res, nil
 }
+
+// needsLook reports whether a rolling config changed in a way its rollout
+// has not taken in: no status of this incarnation yet (new, or created
+// again under its name while an old run may still be bound to the old
+// one), a spec generation newer than the one its status observed, or a
+// resume request not answered yet.
+func needsLook(c *v1alpha1.SandboxConfig) bool {
+	st := c.Status.Rollout
+	if st == nil {
+		return true
+	}
+	req := c.Annotations[v1alpha1.RolloutResumeAnnotation]
+	return c.Generation > st.ObservedGeneration || (req != "" && req != st.ResumeRequest)
+}
+
+// activeResync is how often the starter looks again at a rollout under
+// way with no event: a phase whose run is gone is corrected within it.
+const activeResync = 30 * time.Second
 
 // restartLook is how soon the starter looks again at a rollout to restart
 // whose last run had written its end but may not have ended.

@@ -2,7 +2,9 @@ package starter
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -27,29 +29,46 @@ import (
 func TestARolloutRestartedWhileItsLastRunEndsIsLookedAtAgain(t *testing.T) {
 	hundred := int32(100)
 	tests := []struct {
+		name        string
 		phase       v1alpha1.RolloutPhase
+		notDefault  bool
+		generation  int64
+		resume      string
 		wantStart   bool
-		wantRequeue bool
+		wantSignals []string
+		wantRequeue time.Duration
 	}{
-		{phase: "", wantStart: true},
-		{phase: v1alpha1.RolloutProgressing, wantStart: true},
-		{phase: v1alpha1.RolloutBaking, wantStart: true},
-		{phase: v1alpha1.RolloutStopped, wantStart: true, wantRequeue: true},
-		{phase: v1alpha1.RolloutSuperseded, wantStart: true, wantRequeue: true},
-		{phase: v1alpha1.RolloutCompleted},
+		{name: "new: started and told to look (an old incarnation's run may hold the ID)", wantStart: true,
+			wantSignals: []string{wfapi.SignalRecheck}, wantRequeue: activeResync},
+		{name: "progressing: started again (a run terminated by hand comes back)", phase: v1alpha1.RolloutProgressing, wantStart: true, wantRequeue: activeResync},
+		{name: "baking", phase: v1alpha1.RolloutBaking, wantStart: true, wantRequeue: activeResync},
+		{name: "halted with its run gone: started again", phase: v1alpha1.RolloutHalted, wantStart: true, wantRequeue: activeResync},
+		{name: "a spec edit not taken in: the v0.1.0 signal and a recheck", phase: v1alpha1.RolloutHalted, generation: 2, wantStart: true,
+			wantSignals: []string{wfapi.SignalResume, wfapi.SignalRecheck}, wantRequeue: activeResync},
+		{name: "a resume request not answered: a recheck", phase: v1alpha1.RolloutHalted, resume: "1", wantStart: true,
+			wantSignals: []string{wfapi.SignalRecheck}, wantRequeue: activeResync},
+		{name: "stopped", phase: v1alpha1.RolloutStopped, wantStart: true, wantRequeue: restartLook},
+		{name: "superseded", phase: v1alpha1.RolloutSuperseded, wantStart: true, wantRequeue: restartLook},
+		{name: "completed", phase: v1alpha1.RolloutCompleted},
+		{name: "halted and no longer a default: a run writes the end", phase: v1alpha1.RolloutHalted, notDefault: true, wantStart: true,
+			wantSignals: []string{wfapi.SignalRecheck}, wantRequeue: activeResync},
+		{name: "stopped and no longer a default: nothing", phase: v1alpha1.RolloutStopped, notDefault: true},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.phase), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			c := &v1alpha1.SandboxConfig{
-				ObjectMeta: metav1.ObjectMeta{Name: "new", Generation: 1,
-					Annotations: map[string]string{v1alpha1.ClassDefaultAnnotation: "true"}},
+				ObjectMeta: metav1.ObjectMeta{Name: "new", Generation: max(tt.generation, 1),
+					Annotations: map[string]string{v1alpha1.ClassDefaultAnnotation: fmt.Sprint(!tt.notDefault)}},
 				Spec: v1alpha1.SandboxConfigSpec{
 					SandboxClass: v1alpha1.SandboxClassGVisor,
 					Rollout:      &v1alpha1.SandboxConfigRollout{Steps: []v1alpha1.RolloutStep{{Percent: &hundred}}},
 				},
 			}
+			if tt.resume != "" {
+				c.Annotations[v1alpha1.RolloutResumeAnnotation] = tt.resume
+			}
 			if tt.phase != "" {
-				c.Status.Rollout = &v1alpha1.RolloutStatus{Phase: tt.phase, ObservedGeneration: 1}
+				c.Status.Rollout = &v1alpha1.RolloutStatus{Phase: tt.phase, ObservedGeneration: 1, WorkflowID: "w"}
 			}
 			cache := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(c).Build()
 			temporal := &mocks.Client{}
@@ -57,16 +76,16 @@ func TestARolloutRestartedWhileItsLastRunEndsIsLookedAtAgain(t *testing.T) {
 				temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, wfapi.RolloutWorkflow, mock.Anything).
 					Return(&mocks.WorkflowRun{}, nil).Once()
 			}
+			var signals []string
+			temporal.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).
+				Run(func(args mock.Arguments) { signals = append(signals, args.String(3)) }).Return(nil).Maybe()
 			r := &rolloutStarter{cache: cache, temporal: temporal, scope: wfapi.ScopeOf("test", "")}
 
 			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "new"}})
 			require.NoError(t, err)
 			temporal.AssertExpectations(t)
-			if tt.wantRequeue {
-				require.Equal(t, restartLook, res.RequeueAfter, "looked at again after the last run's end")
-			} else {
-				require.Zero(t, res.RequeueAfter)
-			}
+			require.Equal(t, tt.wantSignals, signals, "signals sent")
+			require.Equal(t, tt.wantRequeue, res.RequeueAfter, "looked at again")
 		})
 	}
 }

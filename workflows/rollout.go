@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -14,31 +17,35 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// rolloutWaitTimeout bounds one attempt of WaitRolloutStep, which runs for
-// as long as a step's pools take (up to the step's deadline) and heartbeats
-// each look: the heartbeat timeout is what finds a dead worker.
-const rolloutWaitTimeout = 24 * time.Hour
+// plannerChange is the GetVersion change ID of the rollout that asks the
+// planner (rollout.Decide) at every look: version 1. Runs begun by v0.1.0
+// have no marker and go on as rolloutV1.
+const plannerChange = "rollout-planner"
 
 // Rollout is the staged rollout of a class default (SandboxConfigRollout):
 // one execution per rolling-out config, ID wfapi.RolloutWorkflowID, started
 // by the starter when a config with spec.rollout becomes the newest default
-// of its class. Each step:
+// of its class. It is an executor: at each look the planner
+// (internal/rollout.Decide, reading the config, its status and its class's
+// pools) says what to do, and the run does it:
 //
-//  1. AdmitRolloutStep writes status.rollout (step, last admitted pool):
-//     the starter, whose resolution reads it, then starts the admitted
-//     pools' switches, one switch workflow per move as without a rollout.
-//  2. WaitRolloutStep waits until every admitted pool's class is confirmed
-//     on the config and the pool is Available; a switch that fails or rolls
-//     back, or the step's deadline (a worker setting), halts the rollout.
-//  3. The gate workflow of spec.rollout.gate, if any, runs as a child on
-//     its own task queue; its failure halts the rollout.
-//  4. The bake timer (the step's pause) runs; then the next step.
+//   - Take a step: AdmitRolloutStep writes the admission (the starter, whose
+//     resolution reads it, starts the admitted pools' switches);
+//     WaitRolloutStep waits until they are on the config and Available (a
+//     failing switch or the step's deadline halts); the gate workflow of
+//     spec.rollout.gate runs as a child, bounded by its timeout (its
+//     failure halts); the bake timer runs.
+//   - Hold, Paused or Halted, until a look says otherwise.
+//   - Complete, End (Stopped, Superseded), or StartOver (the config was
+//     created again under its name: continue as new, bound to it).
 //
-// `pause` and `resume` hold and resume it (the starter sends them when
-// spec.rollout.paused changes); a halted rollout waits for `resume`.
-// `recheck` makes it look at its config at once: one no longer its class's
-// newest default (a newer default, the annotation removed, a deletion)
-// ends its rollout. The `plan` query shows each step's pools.
+// Everything that must outlive a run (the admission, the step's start, a
+// halt, a pause signal, the last resume request answered) is in
+// status.rollout, so any new run decides as the last one would have.
+// `recheck` (the starter sends it on every change of the config or its
+// class's defaults) makes it look at once, also while a step's pools move,
+// its gate runs or it bakes; `pause` and `resume` from the CLI (no
+// generation) are recorded in status.
 func Rollout(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult, error) {
 	info := workflow.GetInfo(ctx)
 	if err := wfapi.CheckRolloutID(info.WorkflowExecution.ID, in.Config); err != nil {
@@ -46,273 +53,207 @@ func Rollout(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult,
 	}
 	recordCluster(ctx, clusterOf(ctx))
 	ctx = withActivities(ctx)
-	r := &rolloutRun{config: in.Config, id: info.WorkflowExecution.ID}
+	if workflow.GetVersion(ctx, plannerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return rolloutV1(ctx, in, info.WorkflowExecution.ID)
+	}
+	r := &plannedRollout{config: in.Config, id: info.WorkflowExecution.ID, done: -1}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryPlan, func() (wfapi.RolloutPlan, error) {
 		return r.queryPlan(), nil
 	}); err != nil {
 		return nil, err
 	}
 	r.listen(ctx)
-	return r.run(ctx)
+	return r.run(ctx, in)
 }
 
-// rolloutRun is one rollout's state. Signals change it from their own
-// coroutine; the main one waits on it with workflow.Await.
-type rolloutRun struct {
+// plannedRollout is one run's state: what it is bound to and has done, and
+// what its signals asked for since its last look.
+type plannedRollout struct {
 	config, id string
-	// done is the last step whose pools moved, passed the gate and baked;
-	// through the last pool admitted so far.
-	done    int32
-	through *rollout.PoolKey
-	// paused holds the rollout; specPaused is spec.rollout.paused as the
-	// starter last signalled it (or the first look read it), generation
-	// the config generation it came with.
-	paused, specPaused bool
-	generation         int64
-	// halted is set by a failed step, cleared by resume.
-	halted bool
-	// recheck asks for a look at once; dirty for a status write (a signal
-	// changed what status.rollout should say).
-	recheck, dirty bool
-	halts          int
-	phase          v1alpha1.RolloutPhase
-	message        string
-	plan           wfapi.RolloutPlan
-	doneSteps      []wfapi.RolloutPlanStep
+	uid        types.UID
+	done       int32
+	// generation is the spec generation the last look read; written the
+	// one status.rollout.observedGeneration has from this run.
+	generation, written int64
+	// recheck asks for a look; pauseSignal and resumeSignal are an
+	// operator's signals not yet recorded in status.
+	recheck, pauseSignal, resumeSignal bool
+	// gates counts the gate runs started, for their workflow IDs.
+	gates, halts int
+	verdict      rollout.Verdict
+	plan         wfapi.RolloutPlan
+	doneSteps    []wfapi.RolloutPlanStep
 }
 
-// listen takes the signals in a coroutine of their own, so that they
-// change the state whatever the main coroutine waits on.
-func (r *rolloutRun) listen(ctx workflow.Context) {
-	pause := workflow.GetSignalChannel(ctx, wfapi.SignalPause)
-	resume := workflow.GetSignalChannel(ctx, wfapi.SignalResume)
-	recheck := workflow.GetSignalChannel(ctx, wfapi.SignalRecheck)
+// listen takes the signals in a coroutine of their own, so that they are
+// heard whatever the main coroutine waits on. A payload that is not a
+// RolloutSignal is logged and taken as a recheck: it never fails the task.
+func (r *plannedRollout) listen(ctx workflow.Context) {
+	log := workflow.GetLogger(ctx)
+	channels := map[string]workflow.ReceiveChannel{}
+	for _, name := range []string{wfapi.SignalPause, wfapi.SignalResume, wfapi.SignalRecheck} {
+		channels[name] = workflow.GetSignalChannel(ctx, name)
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var sig wfapi.RolloutSignal
 			s := workflow.NewSelector(ctx)
-			s.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, &sig)
-				r.signalled(ctx, true, sig)
-			})
-			s.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, &sig)
-				r.signalled(ctx, false, sig)
-			})
-			s.AddReceive(recheck, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, nil)
-				r.recheck = true
-			})
+			for _, name := range []string{wfapi.SignalPause, wfapi.SignalResume, wfapi.SignalRecheck} {
+				s.AddReceive(channels[name], func(c workflow.ReceiveChannel, _ bool) {
+					var raw converter.RawValue
+					c.Receive(ctx, &raw)
+					sig, err := parseRolloutSignal(raw)
+					if err != nil {
+						log.Warn("ignoring a malformed rollout signal's payload", "config", r.config, "signal", name, "error", err)
+					}
+					r.recheck = true
+					// The starter's signals carry the generation they
+					// follow: a look reads spec.rollout.paused itself.
+					if sig.Generation == 0 && err == nil {
+						r.pauseSignal = r.pauseSignal || name == wfapi.SignalPause
+						r.resumeSignal = r.resumeSignal || name == wfapi.SignalResume
+						if name == wfapi.SignalResume {
+							r.pauseSignal = false
+						}
+					}
+				})
+			}
 			s.Select(ctx)
 		}
 	})
 }
 
-// signalled applies a pause (pause true) or a resume. The starter's carry
-// the config generation: one not newer than what the rollout has taken in
-// is stale, and one that does not change spec.rollout.paused (another spec
-// edit) changes nothing, so a halted rollout stays halted until paused is
-// toggled. An operator's (no generation) always acts, until the next
-// change of spec.rollout.paused.
-func (r *rolloutRun) signalled(ctx workflow.Context, pause bool, sig wfapi.RolloutSignal) {
-	if r.apply(pause, sig.Generation) {
-		workflow.GetLogger(ctx).Info("rollout signalled", "config", r.config, "pause", pause, "generation", sig.Generation)
+func parseRolloutSignal(raw converter.RawValue) (wfapi.RolloutSignal, error) {
+	var sig wfapi.RolloutSignal
+	p := raw.Payload()
+	if p == nil || len(p.GetData()) == 0 || string(p.GetMetadata()[converter.MetadataEncoding]) == converter.MetadataEncodingNil {
+		return sig, nil
 	}
+	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
+		return sig, fmt.Errorf("the payload's encoding is %q, not JSON", enc)
+	}
+	// Decoding JSON into a fixed struct is deterministic.
+	err := json.Unmarshal(p.GetData(), &sig) //workflowcheck:ignore
+	return sig, err
 }
 
-// apply is signalled's rule; it reports whether the signal paused or
-// resumed the rollout.
-func (r *rolloutRun) apply(pause bool, generation int64) bool {
-	if generation != 0 {
-		if generation <= r.generation {
-			return false
-		}
-		r.generation, r.dirty = generation, true
-		if pause == r.specPaused {
-			return false
-		}
-		r.specPaused = pause
-	}
-	r.paused, r.dirty = pause, true
-	if !pause {
-		r.halted = false
-	}
-	return true
-}
-
-func (r *rolloutRun) run(ctx workflow.Context) (*wfapi.RolloutResult, error) {
+func (r *plannedRollout) run(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult, error) {
 	log := workflow.GetLogger(ctx)
-	first := true
 	for {
-		r.recheck = false
-		look, err := r.look(ctx)
+		v, look, err := r.look(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if first {
-			// A new run goes on where status says the rollout stands: the
-			// pools admitted stay admitted, and its step is taken again
-			// (its admission admits nothing more, its wait ends at once
-			// if its pools are there).
-			first = false
-			if st := look.Status; st.Step > 0 && st.Phase != v1alpha1.RolloutStopped {
-				r.done, r.through = st.Step-1, rollout.KeyOfRef(st.AdmittedThrough)
-				// A halt outlives its run (one terminated by hand): it
-				// waits for a resume all the same.
-				r.halted, r.message = st.Phase == v1alpha1.RolloutHalted, st.Message
+		switch v.Action {
+		case rollout.StartOver:
+			log.Info("rollout starting over", "config", r.config, "why", v.Message)
+			return nil, workflow.NewContinueAsNewError(ctx, wfapi.RolloutWorkflow, in)
+		case rollout.End:
+			if v.Write {
+				if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message,
+					Clear: v.Phase == v1alpha1.RolloutStopped}); err != nil {
+					return nil, err
+				}
 			}
-			if look.Generation > r.generation {
-				r.generation, r.specPaused, r.paused = look.Generation, look.Paused, look.Paused
-			}
-		}
-		if look.Stop != "" {
-			return r.stop(ctx, look)
-		}
-		if r.done >= look.Steps {
-			if err := r.setStatus(ctx, v1alpha1.RolloutCompleted, fmt.Sprintf("all %d steps done", look.Steps), false); err != nil {
+			log.Info("rollout ended", "config", r.config, "phase", v.Phase, "why", v.Message)
+			return &wfapi.RolloutResult{Phase: string(v.Phase), Message: v.Message}, nil
+		case rollout.Complete:
+			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message}); err != nil {
 				return nil, err
 			}
 			log.Info("rollout completed", "config", r.config)
-			return &wfapi.RolloutResult{Phase: string(v1alpha1.RolloutCompleted)}, nil
-		}
-		if r.halted || r.paused {
-			if err := r.hold(ctx); err != nil {
+			return &wfapi.RolloutResult{Phase: string(v.Phase), Message: v.Message}, nil
+		case rollout.Hold:
+			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message, PausedSeen: v.PausedSeen}); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if err := r.step(ctx, r.done+1, look); err != nil {
-			return nil, err
+			if err := workflow.Await(ctx, func() bool { return r.recheck }); err != nil {
+				return nil, err
+			}
+		case rollout.Take:
+			if err := r.step(ctx, v.Step, look); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
 
-// look reads the config and its pools, and keeps the plan for the query.
-func (r *rolloutRun) look(ctx workflow.Context) (*activities.RolloutLook, error) {
-	var look activities.RolloutLook
-	if err := workflow.ExecuteActivity(ctx, act.LookAtRollout, wfapi.RolloutInput{Config: r.config}).Get(ctx, &look); err != nil {
-		return nil, err
+// look records an operator's signals, then reads the config and its pools
+// and takes the planner's verdict; it binds the run to the config's
+// incarnation on its first look.
+func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activities.RolloutLook, error) {
+	r.recheck = false
+	if r.pauseSignal || r.resumeSignal {
+		paused := r.pauseSignal
+		in := activities.RolloutStatusInput{SignalPaused: &paused, ClearHalt: r.resumeSignal}
+		r.pauseSignal, r.resumeSignal = false, false
+		if err := r.setStatus(ctx, in); err != nil {
+			return rollout.Verdict{}, nil, err
+		}
 	}
-	if look.Stop == "" {
+	var look activities.RolloutLook
+	if err := workflow.ExecuteActivity(ctx, act.LookAtRollout, activities.LookInput{Config: r.config, UID: r.uid, Done: r.done}).Get(ctx, &look); err != nil {
+		return rollout.Verdict{}, nil, err
+	}
+	v := look.Verdict
+	if v.Action != rollout.StartOver {
+		r.done, r.generation = v.Done, look.Generation
+		if r.uid == "" {
+			r.uid = v.UID
+		}
+	}
+	r.verdict = v
+	if look.Exists && look.Stop == "" {
 		r.plan = look.Plan
 	}
-	return &look, nil
+	// A resume answered, or a spec generation not written yet, is
+	// recorded at once: the starter stops asking, and a new run does not
+	// answer the same request again.
+	if v.Action != rollout.StartOver && v.Action != rollout.End && (v.Resume != "" || v.ClearHalt || r.generation > r.written) {
+		if err := r.setStatus(ctx, activities.RolloutStatusInput{Resume: v.Resume, ClearHalt: v.ClearHalt}); err != nil {
+			return rollout.Verdict{}, nil, err
+		}
+	}
+	return v, &look, nil
 }
 
-// stop ends the rollout as the look says: Completed or Superseded keep the
-// admission (a superseded rollout's pools stay where they are until the
-// newer default admits them, and it goes on if it becomes the newest
-// again); Stopped drops it, so a config annotated again starts over.
-func (r *rolloutRun) stop(ctx workflow.Context, look *activities.RolloutLook) (*wfapi.RolloutResult, error) {
-	if look.Exists && look.Stop != v1alpha1.RolloutCompleted {
-		r.message = look.StopMessage
-		if err := r.setStatus(ctx, look.Stop, look.StopMessage, look.Stop == v1alpha1.RolloutStopped); err != nil {
-			return nil, err
-		}
-	}
-	r.phase = look.Stop
-	workflow.GetLogger(ctx).Info("rollout ended", "config", r.config, "phase", look.Stop, "why", look.StopMessage)
-	return &wfapi.RolloutResult{Phase: string(look.Stop), Message: look.StopMessage}, nil
+// goesOn reports whether a verdict taken in the middle of step n lets it go
+// on: a pause holds the next step, not this one (except its gate).
+func goesOn(v rollout.Verdict, n int32) bool {
+	return v.Action == rollout.Take && v.Step == n || v.Action == rollout.Hold && v.Phase == v1alpha1.RolloutPaused
 }
 
-// hold waits, Paused or Halted, for a resume or a reason to look again.
-func (r *rolloutRun) hold(ctx workflow.Context) error {
-	phase, msg := v1alpha1.RolloutPaused, "paused: no more pools move until resumed"
-	if r.halted {
-		phase, msg = v1alpha1.RolloutHalted, r.message
-	}
-	if err := r.setStatus(ctx, phase, msg, false); err != nil {
-		return err
-	}
-	for {
-		if err := workflow.Await(ctx, func() bool { return r.recheck || r.dirty || !(r.paused || r.halted) }); err != nil {
-			return err
-		}
-		if r.recheck || !(r.paused || r.halted) {
-			return nil
-		}
-		// A signal that changed nothing but the generation taken in.
-		if err := r.setStatus(ctx, phase, msg, false); err != nil {
-			return err
-		}
-	}
-}
-
-// step takes one step: admit, wait, gate, bake. A step that halts returns
-// with r.halted set and r.done unchanged: after a resume it is taken again.
-func (r *rolloutRun) step(ctx workflow.Context, n int32, look *activities.RolloutLook) error {
+// step takes step n: admit, wait, gate, bake. A step that halts or is
+// interrupted returns with r.done unchanged: it is taken again.
+func (r *plannedRollout) step(ctx workflow.Context, n int32, look *activities.RolloutLook) error {
 	log := workflow.GetLogger(ctx)
 	var adm activities.Admitted
 	if err := workflow.ExecuteActivity(ctx, act.AdmitRolloutStep, activities.AdmitInput{
-		Config: r.config, Step: n, Prev: r.through, WorkflowID: r.id, Generation: r.generation,
+		Config: r.config, Step: n, WorkflowID: r.id, Generation: r.generation, UID: r.uid,
 	}).Get(ctx, &adm); err != nil {
 		return err
 	}
 	if adm.Gone {
 		return nil // the next look says why
 	}
-	r.phase, r.dirty = v1alpha1.RolloutProgressing, false
 	r.recordStep(n, adm)
-	r.through = adm.Through
 	log.Info("rollout step admitted", "config", r.config, "step", n, "pools", len(adm.Pools), "admitted", adm.Admitted, "total", adm.Total)
-
-	var wait activities.StepWait
-	waitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: rolloutWaitTimeout, HeartbeatTimeout: activityTimeout, RetryPolicy: retryForever,
-	})
-	now := workflow.Now(ctx)
-	waiting := workflow.ExecuteActivity(waitCtx, act.WaitRolloutStep, activities.WaitInput{
-		Config: r.config, Step: n, Deadline: now.Add(look.Deadline), Since: now,
-	})
-	for !waiting.IsReady() {
-		// A pause or resume while the step's pools move is taken in at
-		// once (status says so, and the starter stops re-sending it); it
-		// acts once the step is done.
-		if err := workflow.Await(ctx, func() bool { return waiting.IsReady() || r.dirty }); err != nil {
-			return err
-		}
-		if r.dirty && !waiting.IsReady() {
-			msg := fmt.Sprintf("step %d: %d of %d pools admitted; waiting for them to move and be Available", n, adm.Admitted, adm.Total)
-			if r.paused {
-				msg += "; paused: no further step until resumed"
-			}
-			if err := r.setStatus(ctx, v1alpha1.RolloutProgressing, msg, false); err != nil {
-				return err
-			}
-		}
+	if adm.Refused != "" {
+		return r.halt(ctx, n, "", fmt.Sprintf("step %d: %s", n, adm.Refused))
 	}
-	if err := waiting.Get(ctx, &wait); err != nil {
+
+	ready, err := r.waitStep(ctx, n, adm, look.Deadline)
+	if err != nil || !ready {
 		return err
 	}
-	switch wait.Outcome {
-	case activities.StepLookAgain:
-		return nil
-	case activities.StepHalted:
-		return r.halt(ctx, n, wait.Pool, wait.Message)
-	}
-
 	if adm.Gate != nil {
-		if err := r.setStatus(ctx, v1alpha1.RolloutProgressing,
-			fmt.Sprintf("step %d: its pools moved and are Available; gate workflow %s running on task queue %s", n, adm.Gate.WorkflowType, adm.Gate.TaskQueue), false); err != nil {
+		passed, err := r.gate(ctx, n, adm)
+		if err != nil || !passed {
 			return err
 		}
-		gctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: fmt.Sprintf("%s/gate/%d-%d", r.id, n, r.halts),
-			TaskQueue:  adm.Gate.TaskQueue,
-			// The gate's failure halts the rollout; retrying it is the
-			// user's resume.
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-		})
-		if err := workflow.ExecuteChildWorkflow(gctx, adm.Gate.WorkflowType, wfapi.GateInput{
-			Config: r.config, Step: n, Pools: adm.Pools,
-		}).Get(ctx, nil); err != nil {
-			return r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s failed: %v", n, adm.Gate.WorkflowType, err))
-		}
 	}
-
 	if adm.Pause > 0 {
-		stopped, err := r.bake(ctx, n, adm.Pause)
-		if err != nil || stopped {
+		baked, err := r.bake(ctx, n, adm.Pause)
+		if err != nil || !baked {
 			return err
 		}
 	}
@@ -320,83 +261,186 @@ func (r *rolloutRun) step(ctx workflow.Context, n int32, look *activities.Rollou
 	return nil
 }
 
-// bake runs a step's bake timer. A recheck meanwhile looks at the config:
-// one no longer the rollout's to run ends the bake (stopped); otherwise the
-// timer goes on. A pause meanwhile holds the next step, not the timer.
-func (r *rolloutRun) bake(ctx workflow.Context, n int32, pause time.Duration) (stopped bool, err error) {
-	end := workflow.Now(ctx).Add(pause)
-	msg := fmt.Sprintf("step %d done; baking until %s", n, end.UTC().Format(time.RFC3339))
-	if err := r.setStatus(ctx, v1alpha1.RolloutBaking, msg, false); err != nil {
-		return false, err
-	}
-	timer := workflow.NewTimer(ctx, pause)
-	fired := false
-	for !fired {
-		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.recheck || r.dirty }); err != nil {
+// waitStep waits for the step's pools; ready is false when the step halted
+// or a look ended it.
+func (r *plannedRollout) waitStep(ctx workflow.Context, n int32, adm activities.Admitted, deadline time.Duration) (ready bool, err error) {
+	waitCtx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: rolloutWaitTimeout, HeartbeatTimeout: activityTimeout, RetryPolicy: retryForever,
+	}))
+	defer cancel()
+	now := workflow.Now(ctx)
+	waiting := workflow.ExecuteActivity(waitCtx, act.WaitRolloutStep, activities.WaitInput{
+		Config: r.config, UID: r.uid, Step: n, Deadline: now.Add(deadline), Since: now,
+	})
+	for !waiting.IsReady() {
+		if err := workflow.Await(ctx, func() bool { return waiting.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
 			return false, err
 		}
-		switch {
-		case timer.IsReady():
-			fired = true
-		case r.recheck:
-			r.recheck = false
-			look, err := r.look(ctx)
-			if err != nil {
-				return false, err
-			}
-			if look.Stop != "" {
-				return true, nil // the caller's next look ends the rollout
-			}
-		default:
-			if err := r.setStatus(ctx, v1alpha1.RolloutBaking, msg, false); err != nil {
+		if waiting.IsReady() {
+			break
+		}
+		v, _, err := r.look(ctx)
+		if err != nil {
+			return false, err
+		}
+		if !goesOn(v, n) {
+			return false, nil // the caller's next look acts on it
+		}
+		if v.Action == rollout.Hold {
+			msg := fmt.Sprintf("step %d: %d of %d pools admitted; waiting for them to move and be Available; %s", n, adm.Admitted, adm.Total, v.Message)
+			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutProgressing, Message: msg}); err != nil {
 				return false, err
 			}
 		}
 	}
-	return false, timer.Get(ctx, nil)
+	var wait activities.StepWait
+	if err := waiting.Get(ctx, &wait); err != nil {
+		return false, err
+	}
+	switch wait.Outcome {
+	case activities.StepReady:
+		return true, nil
+	case activities.StepHalted:
+		return false, r.halt(ctx, n, wait.Pool, wait.Message)
+	}
+	return false, nil // StepLookAgain
 }
 
-// halt stops the rollout where it is: Halted, with a Warning on the config
-// naming the pool and why, until resumed.
-func (r *rolloutRun) halt(ctx workflow.Context, n int32, pool, why string) error {
-	r.halted, r.halts = true, r.halts+1
-	r.message = why
+// gate runs the step's gate workflow on the user's task queue, bounded by
+// its timeout. A look meanwhile (a recheck or a signal) that does not let
+// the step go on, a pause included, cancels it: the step is taken again,
+// gate and all, once the rollout goes on.
+func (r *plannedRollout) gate(ctx workflow.Context, n int32, adm activities.Admitted) (passed bool, err error) {
+	g := adm.Gate
+	if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutProgressing, Message: fmt.Sprintf(
+		"step %d: its pools moved and are Available; gate workflow %s running on task queue %s (timeout %s)", n, g.WorkflowType, g.TaskQueue, adm.GateTimeout)}); err != nil {
+		return false, err
+	}
+	r.gates++
+	gctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	gctx = workflow.WithChildOptions(gctx, workflow.ChildWorkflowOptions{
+		WorkflowID:               fmt.Sprintf("%s/gate/%d-%d", r.id, n, r.gates),
+		TaskQueue:                g.TaskQueue,
+		WorkflowExecutionTimeout: adm.GateTimeout,
+		// The gate's failure halts the rollout; retrying it is the
+		// user's resume.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	child := workflow.ExecuteChildWorkflow(gctx, g.WorkflowType, wfapi.GateInput{Config: r.config, Step: n, Pools: adm.Pools})
+	for !child.IsReady() {
+		if err := workflow.Await(ctx, func() bool { return child.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+			return false, err
+		}
+		if child.IsReady() {
+			break
+		}
+		v, _, err := r.look(ctx)
+		if err != nil {
+			return false, err
+		}
+		if v.Action != rollout.Take || v.Step != n {
+			workflow.GetLogger(ctx).Info("rollout gate cancelled", "config", r.config, "step", n, "verdict", v.Action, "why", v.Message)
+			return false, nil
+		}
+	}
+	switch err := child.Get(ctx, nil); {
+	case err == nil:
+		return true, nil
+	case temporal.IsTimeoutError(err):
+		return false, r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s on task queue %s did not finish within %s (spec.rollout.gate.timeout); is a worker polling %s?",
+			n, g.WorkflowType, g.TaskQueue, adm.GateTimeout, g.TaskQueue))
+	default:
+		return false, r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s failed: %v", n, g.WorkflowType, err))
+	}
+}
+
+// bake runs a step's bake timer. A look meanwhile that ends the rollout or
+// starts it over ends the bake; a pause holds the next step, not the timer.
+func (r *plannedRollout) bake(ctx workflow.Context, n int32, pause time.Duration) (baked bool, err error) {
+	end := workflow.Now(ctx).Add(pause)
+	msg := fmt.Sprintf("step %d done; baking until %s", n, end.UTC().Format(time.RFC3339))
+	if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutBaking, Message: msg}); err != nil {
+		return false, err
+	}
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(timerCtx, pause)
+	for !timer.IsReady() {
+		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+			return false, err
+		}
+		if timer.IsReady() {
+			break
+		}
+		v, _, err := r.look(ctx)
+		if err != nil {
+			return false, err
+		}
+		if !goesOn(v, n) {
+			return false, nil
+		}
+	}
+	return true, timer.Get(ctx, nil)
+}
+
+// halt stops the rollout where it is, with a Warning on the config naming
+// the pool and why; status.rollout.halt keeps it until a resume.
+func (r *plannedRollout) halt(ctx workflow.Context, n int32, pool, why string) error {
+	r.halts++
 	workflow.GetLogger(ctx).Warn("rollout halted", "config", r.config, "step", n, "pool", pool, "why", why)
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"sandbox_config": r.config, metricsClusterLabel: string(clusterOf(ctx))}).
 		Counter("ate_rollout_halts").Inc(1) // its phase gauge is the starter's (ate_rollout_phase)
 	if err := workflow.ExecuteActivity(ctx, act.RecordRolloutEvent, activities.RolloutEventInput{
-		Config: r.config, Key: fmt.Sprintf("%s/halt/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, r.halts),
+		Config: r.config, UID: string(r.uid), Key: fmt.Sprintf("%s/halt/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, r.halts),
 		Type: corev1.EventTypeWarning, Reason: activities.EventReasonRolloutHalted,
-		Note: fmt.Sprintf("rollout of SandboxConfig %s halted at step %d: %s; resume it by setting spec.rollout.paused to true, then false (or signal %s)", r.config, n, why, wfapi.SignalResume),
+		Note: fmt.Sprintf("rollout of SandboxConfig %s halted at step %d: %s; resume it with a new value of the annotation %s (or signal %s)",
+			r.config, n, why, v1alpha1.RolloutResumeAnnotation, wfapi.SignalResume),
 	}).Get(ctx, nil); err != nil {
 		return err
 	}
-	return nil // the loop holds it (hold)
+	return r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutHalted, Message: why,
+		Halt: &v1alpha1.RolloutHalt{Step: n, Message: truncateMessage(why)}})
 }
 
-// setStatus writes the phase and message (and the generation taken in).
-func (r *rolloutRun) setStatus(ctx workflow.Context, phase v1alpha1.RolloutPhase, msg string, clear bool) error {
-	r.phase, r.message, r.dirty = phase, msg, false
-	return workflow.ExecuteActivity(ctx, act.SetRolloutStatus, activities.RolloutStatusInput{
-		Config: r.config, Phase: phase, Message: msg, WorkflowID: r.id, ObservedGeneration: r.generation, Clear: clear,
-	}).Get(ctx, nil)
+// setStatus writes status.rollout on the run's incarnation, with the
+// generation the last look took in.
+func (r *plannedRollout) setStatus(ctx workflow.Context, in activities.RolloutStatusInput) error {
+	in.Config, in.WorkflowID, in.ObservedGeneration, in.UID = r.config, r.id, r.generation, r.uid
+	r.written = r.generation
+	if in.Phase != "" {
+		r.verdict.Phase, r.verdict.Message = in.Phase, in.Message
+	}
+	return workflow.ExecuteActivity(ctx, act.SetRolloutStatus, in).Get(ctx, nil)
 }
 
-func (r *rolloutRun) recordStep(n int32, adm activities.Admitted) {
+func truncateMessage(s string) string {
+	if len(s) > 1024 {
+		return s[:1021] + "..."
+	}
+	return s
+}
+
+// recordStep keeps the pools step n admitted for the plan query: all of
+// them, also when the step is taken again.
+func (r *plannedRollout) recordStep(n int32, adm activities.Admitted) {
+	s := wfapi.RolloutPlanStep{Step: n, Want: adm.Want, Pools: append([]string{}, adm.Pools...)}
 	for i := range r.doneSteps {
 		if r.doneSteps[i].Step == n {
-			r.doneSteps[i].Pools = append(r.doneSteps[i].Pools, adm.Pools...)
+			r.doneSteps[i] = s
 			return
 		}
 	}
-	r.doneSteps = append(r.doneSteps, wfapi.RolloutPlanStep{Step: n, Want: adm.Want, Pools: append([]string{}, adm.Pools...)})
+	r.doneSteps = append(r.doneSteps, s)
 }
 
 // queryPlan answers `plan`: the steps taken with the pools each admitted,
 // the steps to come as the last look saw the pools, and which have moved.
-func (r *rolloutRun) queryPlan() wfapi.RolloutPlan {
+func (r *plannedRollout) queryPlan() wfapi.RolloutPlan {
 	p := r.plan
-	p.Config, p.Phase, p.Message, p.Paused, p.Halted = r.config, string(r.phase), r.message, r.paused, r.halted
+	p.Config, p.Phase, p.Message = r.config, string(r.verdict.Phase), r.verdict.Message
+	p.Paused = r.verdict.Phase == v1alpha1.RolloutPaused
+	p.Halted = r.verdict.Phase == v1alpha1.RolloutHalted
 	if len(r.doneSteps) > 0 {
 		p.Step = r.doneSteps[len(r.doneSteps)-1].Step
 	}

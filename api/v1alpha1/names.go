@@ -7,6 +7,12 @@ const (
 	// class default. Only the exact value "true" counts.
 	ClassDefaultAnnotation = "sandboxconfig.ate.dev/is-class-default"
 
+	// RolloutResumeAnnotation resumes a halted or signal-paused rollout of
+	// the SandboxConfig it is set on: each new value resumes it once
+	// (status.rollout.resumeRequest records the last one acted on), so a
+	// request cannot be missed, unlike a quick toggle of spec.rollout.paused.
+	RolloutResumeAnnotation = "sandboxconfig.ate.dev/rollout-resume"
+
 	// ProtectionFinalizer is put on a SandboxConfig before any WorkerPool
 	// status names it, and removed only once no WorkerPool names it.
 	ProtectionFinalizer = "sandboxconfig.ate.dev/workerpool-protection"

@@ -19,7 +19,10 @@ type SandboxConfigRollout struct {
 	Steps []RolloutStep `json:"steps"`
 
 	// paused true holds the rollout where it is: no more pools are
-	// admitted. Setting it back to false resumes it, also from Halted.
+	// admitted until it is false again. A halted rollout stays halted when
+	// paused goes back to false unless a look of the rollout saw it true
+	// (deprecated as the way to resume: a look can miss a quick toggle);
+	// resume a halt with the annotation sandboxconfig.ate.dev/rollout-resume.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
@@ -53,7 +56,12 @@ type RolloutStep struct {
 	Pause *metav1.Duration `json:"pause,omitempty"`
 }
 
-// RolloutGate is a check of the user's, run after each step.
+// RolloutGate is a check of the user's, run after each step. The rollout
+// starts it with the worker's Temporal credentials, so it may name neither
+// a workflow type of the orchestrator's own nor the orchestrator's task
+// queues (docs/security.md).
+// +kubebuilder:validation:XValidation:rule="!(self.workflowType in ['SandboxConfigSwitch', 'SandboxConfigRelease', 'SandboxConfigRollout', 'Operator'])",message="spec.rollout.gate.workflowType names a workflow type of the orchestrator's own (SandboxConfigSwitch, SandboxConfigRelease, SandboxConfigRollout, Operator); a gate is a workflow of yours"
+// +kubebuilder:validation:XValidation:rule="!self.taskQueue.startsWith('ate-orchestrator')",message="spec.rollout.gate.taskQueue names a task queue of the orchestrator's (ate-orchestrator...); a gate runs on a task queue of your own worker"
 type RolloutGate struct {
 	// workflowType is the Temporal workflow type to run.
 	// +kubebuilder:validation:MinLength=1
@@ -66,6 +74,14 @@ type RolloutGate struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +required
 	TaskQueue string `json:"taskQueue"`
+
+	// timeout bounds one run of the gate (a Go duration; default 30m): a
+	// gate that has not finished by then, for example one on a task queue
+	// nobody polls, halts the rollout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // RolloutPhase is where a staged rollout stands.
@@ -144,6 +160,65 @@ type RolloutStatus struct {
 	// the workflow has taken in.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// admittedCanaries are the canary-labelled pools ("namespace/name") the
+	// rollout admitted: they stay admitted whatever their labels do since.
+	// With them, admittedThrough (canary false) admits every pool whose
+	// namespace and name sort at or before it, whatever its labels.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	AdmittedCanaries []string `json:"admittedCanaries,omitempty"`
+
+	// stepStart is the admission before the current step: the step's pools
+	// are the ones admitted since (what its gate is given, also when the
+	// step is taken again).
+	// +optional
+	StepStart *RolloutAdmissionMark `json:"stepStart,omitempty"`
+
+	// halt, once a step failed, says where and why; it outlives any run of
+	// the rollout and is cleared only by a resume.
+	// +optional
+	Halt *RolloutHalt `json:"halt,omitempty"`
+
+	// signalPaused is true while a pause signal (from the CLI) holds the
+	// rollout; a resume clears it.
+	// +optional
+	SignalPaused bool `json:"signalPaused,omitempty"`
+
+	// resumeRequest is the last value of the annotation
+	// sandboxconfig.ate.dev/rollout-resume the rollout acted on: a new value
+	// resumes it once.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ResumeRequest string `json:"resumeRequest,omitempty"`
+}
+
+// RolloutAdmissionMark is an admission as it stood: how many of
+// admittedCanaries, and the admittedThrough of then.
+type RolloutAdmissionMark struct {
+	// canaries is how many of admittedCanaries were admitted.
+	// +optional
+	Canaries int32 `json:"canaries"`
+	// through is admittedThrough as it was; absent: none.
+	// +optional
+	Through *RolloutPoolRef `json:"through,omitempty"`
+}
+
+// RolloutHalt is a failed step of a rollout.
+type RolloutHalt struct {
+	// step is the step that failed.
+	// +required
+	Step int32 `json:"step"`
+	// message says why.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+	// pausedSeen is true once a look saw spec.rollout.paused true after
+	// the halt: setting it back to false then resumes (the deprecated
+	// toggle).
+	// +optional
+	PausedSeen bool `json:"pausedSeen,omitempty"`
 }
 
 // RolloutPoolRef names a pool and its place in rollout order.

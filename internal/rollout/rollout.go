@@ -6,6 +6,7 @@ package rollout
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,11 +66,21 @@ func KeyOfRef(r *v1alpha1.RolloutPoolRef) *PoolKey {
 // Admission is what resolution needs of a rolling-out config: nil for a
 // config without spec.rollout, or whose rollout completed (every pool
 // follows it at once, as without a rollout).
+//
+// A pool is admitted when it is on the config already, is one of Canaries
+// (canary pools admitted by name: they stay admitted whatever their labels
+// do), or its namespace and name sort at or before Through, whatever its
+// labels. A label added mid-rollout therefore changes nothing until the
+// next step, which takes the canary-labelled pools not admitted yet first.
 type Admission struct {
 	// Step is status.rollout.step: the step being worked on, from 1.
 	Step int32 `json:"step,omitempty"`
-	// Through is the last admitted pool in rollout order; nil: none but
-	// the pools already on the config.
+	// Canaries are the canary pools admitted, "namespace/name".
+	Canaries []string `json:"canaries,omitempty"`
+	// Through is the last admitted pool in name order; nil: none but the
+	// pools already on the config and Canaries. A Through with Canary set
+	// was written before admittedCanaries existed (v0.1.0): it admits the
+	// canary-labelled pools at or before it, as it did then.
 	Through *PoolKey `json:"through,omitempty"`
 }
 
@@ -85,17 +96,58 @@ func AdmissionOf(c *v1alpha1.SandboxConfig) *Admission {
 	if st.Phase == v1alpha1.RolloutCompleted {
 		return nil
 	}
-	return &Admission{Step: st.Step, Through: KeyOfRef(st.AdmittedThrough)}
+	return &Admission{Step: st.Step, Canaries: st.AdmittedCanaries, Through: KeyOfRef(st.AdmittedThrough)}
 }
 
 // Admits reports whether a pool may move to the config: always without a
-// staged rollout; with one, when it is on the config already, or comes at
-// or before the last admitted pool.
+// staged rollout; with one, when it is on the config already or admitted.
 func (a *Admission) Admits(pool PoolKey, current, config string) bool {
 	if a == nil || current == config {
 		return true
 	}
-	return a.Through != nil && pool.NotAfter(*a.Through)
+	return a.admitted(pool)
+}
+
+func (a *Admission) admitted(pool PoolKey) bool {
+	if slices.Contains(a.Canaries, pool.String()) {
+		return true
+	}
+	switch t := a.Through; {
+	case t == nil:
+		return false
+	case t.Canary:
+		return pool.Canary && pool.NotAfter(*t)
+	}
+	return !byName(*a.Through, pool)
+}
+
+// byName reports whether a sorts before b by namespace, then name.
+func byName(a, b PoolKey) bool {
+	a.Canary, b.Canary = false, false
+	return a.Less(b)
+}
+
+// Mark is the admission as status records it before a step (stepStart).
+func (a *Admission) Mark() *v1alpha1.RolloutAdmissionMark {
+	if a == nil {
+		return nil
+	}
+	return &v1alpha1.RolloutAdmissionMark{Canaries: int32(len(a.Canaries)), Through: RefOf(a.Through)}
+}
+
+// AtMark is the admission a mark recorded, given the current canaries
+// (which only grow: the mark keeps the first Canaries of them).
+func (a *Admission) AtMark(m *v1alpha1.RolloutAdmissionMark) *Admission {
+	out := &Admission{}
+	if a != nil {
+		out.Step = a.Step
+	}
+	if m == nil || a == nil {
+		return out
+	}
+	out.Canaries = a.Canaries[:min(int(m.Canaries), len(a.Canaries))]
+	out.Through = KeyOfRef(m.Through)
+	return out
 }
 
 // Pool is one unpinned pool of the class as the planner sees it.
@@ -123,32 +175,65 @@ func Want(step v1alpha1.RolloutStep, total int) int {
 	return total
 }
 
-// Advance admits pools until want of them are admitted: the pools already
-// on config count, and the others are taken in rollout order. It returns
-// the new last admitted pool, never before prev (admission only grows: a
-// step run again after a crash, once its pools moved, admits nothing back),
-// and how many pools are then admitted. pools must be sorted.
-func Advance(pools []Pool, config string, want int, prev *PoolKey) (through *PoolKey, admitted int) {
-	a := &Admission{Through: prev}
-	count := 0
-	for _, p := range pools {
-		if a.Admits(p.Key, p.Current, config) {
-			count++
+// Advance admits pools until want of them are admitted: the ones admitted
+// already count; then the canary-labelled pools not admitted, in order,
+// join Canaries; then Through moves on by name. It returns the new
+// admission, which never admits less than prev (a step run again after a
+// crash, once its pools moved, admits nothing back), and how many pools it
+// admits. pools must be sorted.
+func Advance(pools []Pool, config string, want int, prev *Admission) (next *Admission, admitted int) {
+	next = &Admission{}
+	if prev != nil {
+		next.Step, next.Through = prev.Step, prev.Through
+		next.Canaries = slices.Clone(prev.Canaries)
+		if next.Through != nil && next.Through.Canary {
+			// A v0.1.0 boundary among the canaries: those it admits
+			// are named, and the name boundary starts afresh.
+			for _, p := range pools {
+				if p.Key.Canary && p.Key.NotAfter(*next.Through) && !slices.Contains(next.Canaries, p.Key.String()) {
+					next.Canaries = append(next.Canaries, p.Key.String())
+				}
+			}
+			next.Through = nil
 		}
 	}
-	through = prev
 	for _, p := range pools {
-		if count >= want {
+		if next.Admits(p.Key, p.Current, config) {
+			admitted++
+		}
+	}
+	for _, p := range pools {
+		if admitted >= want {
+			return next, admitted
+		}
+		if p.Key.Canary && !next.Admits(p.Key, p.Current, config) {
+			next.Canaries = append(next.Canaries, p.Key.String())
+			admitted++
+		}
+	}
+	byNameOrder := slices.Clone(pools)
+	slices.SortFunc(byNameOrder, func(a, b Pool) int {
+		switch {
+		case byName(a.Key, b.Key):
+			return -1
+		case byName(b.Key, a.Key):
+			return 1
+		}
+		return 0
+	})
+	for _, p := range byNameOrder {
+		if admitted >= want {
 			break
 		}
-		if a.Admits(p.Key, p.Current, config) {
+		if next.Admits(p.Key, p.Current, config) {
 			continue
 		}
 		k := p.Key
-		through, a.Through = &k, &k
-		count++
+		k.Canary = false
+		next.Through = &k
+		admitted++
 	}
-	return through, count
+	return next, admitted
 }
 
 // Count is how many pools the admission admits, and how many are on config.
@@ -164,6 +249,18 @@ func Count(pools []Pool, config string, a *Admission) (admitted, moved int) {
 	return admitted, moved
 }
 
+// Between lists, in order, the pools next admits and from did not: a
+// step's pools.
+func Between(pools []Pool, config string, from, next *Admission) []string {
+	out := []string{}
+	for _, p := range pools {
+		if next.Admits(p.Key, "", config) && (from == nil || !from.Admits(p.Key, "", config)) {
+			out = append(out, p.Key.String())
+		}
+	}
+	return out
+}
+
 // PlannedStep is one step of a plan: the pools it admits (Pools, in order)
 // and how many pools are admitted once it is done.
 type PlannedStep struct {
@@ -173,14 +270,17 @@ type PlannedStep struct {
 	Admitted int      `json:"admitted"`
 }
 
-// Plan lays the steps out from where the rollout stands (through, the
-// last admitted pool; nil for none): the pools each step from `from` (1 for
-// all) would admit. Already lists the pools admitted before it (on the
-// config, or up to through), which move without waiting for a step.
-func Plan(pools []Pool, config string, steps []v1alpha1.RolloutStep, from int32, through *PoolKey) (already []string, planned []PlannedStep) {
+// Plan lays the steps out from where the rollout stands (adm; nil for
+// nothing admitted): the pools each step from `from` (1 for all) would
+// admit. Already lists the pools admitted before it (on the config, or
+// admitted), which move without waiting for a step.
+func Plan(pools []Pool, config string, steps []v1alpha1.RolloutStep, from int32, adm *Admission) (already []string, planned []PlannedStep) {
 	sorted := append([]Pool(nil), pools...)
 	Sort(sorted)
-	a := &Admission{Through: through}
+	a := adm
+	if a == nil {
+		a = &Admission{}
+	}
 	for _, p := range sorted {
 		if a.Admits(p.Key, p.Current, config) {
 			already = append(already, p.Key.String())
@@ -191,15 +291,15 @@ func Plan(pools []Pool, config string, steps []v1alpha1.RolloutStep, from int32,
 	}
 	for i := from; int(i) <= len(steps); i++ {
 		want := Want(steps[i-1], len(sorted))
-		next, admitted := Advance(sorted, config, want, a.Through)
+		next, admitted := Advance(sorted, config, want, a)
 		ps := PlannedStep{Step: i, Want: want, Admitted: admitted, Pools: []string{}}
 		for _, p := range sorted {
-			if !a.Admits(p.Key, p.Current, config) && (&Admission{Through: next}).Admits(p.Key, p.Current, config) {
+			if !a.Admits(p.Key, p.Current, config) && next.Admits(p.Key, p.Current, config) {
 				ps.Pools = append(ps.Pools, p.Key.String())
 			}
 		}
 		planned = append(planned, ps)
-		a.Through = next
+		a = next
 	}
 	return already, planned
 }

@@ -65,29 +65,45 @@ func TestWant(t *testing.T) {
 }
 
 func TestAdvance(t *testing.T) {
+	through := func(name string) *Admission { return &Admission{Through: &PoolKey{Namespace: "ns", Name: name}} }
 	for _, tc := range []struct {
-		name        string
-		pools       []Pool
-		want        int
-		prev        *PoolKey
-		wantThrough *PoolKey
-		admitted    int
+		name     string
+		pools    []Pool
+		want     int
+		prev     *Admission
+		next     *Admission
+		admitted int
 	}{
-		{"the canary first", pools(5, nil, 3), 1, nil, &PoolKey{Namespace: "ns", Name: "p03", Canary: true}, 1},
-		{"then by name", pools(5, nil, 3), 3, nil, &PoolKey{Namespace: "ns", Name: "p01"}, 3},
-		{"pools on the config count", pools(5, map[int]string{4: "new"}), 2, nil, &PoolKey{Namespace: "ns", Name: "p00"}, 2},
-		{"enough on the config: none more", pools(5, map[int]string{4: "new", 3: "new"}), 2, nil, nil, 2},
+		{"the canary first, by name", pools(5, nil, 3), 1, nil, &Admission{Canaries: []string{"ns/p03"}}, 1},
+		{"then by name", pools(5, nil, 3), 3, nil, &Admission{Canaries: []string{"ns/p03"}, Through: &PoolKey{Namespace: "ns", Name: "p01"}}, 3},
+		{"pools on the config count", pools(5, map[int]string{4: "new"}), 2, nil, through("p00"), 2},
+		{"enough on the config: none more", pools(5, map[int]string{4: "new", 3: "new"}), 2, nil, &Admission{}, 2},
 		{"never before prev: a step run again after its pools moved", pools(5, map[int]string{0: "new", 1: "new"}), 2,
-			&PoolKey{Namespace: "ns", Name: "p01"}, &PoolKey{Namespace: "ns", Name: "p01"}, 2},
-		{"grows from prev", pools(5, map[int]string{0: "new"}), 3, &PoolKey{Namespace: "ns", Name: "p00"}, &PoolKey{Namespace: "ns", Name: "p02"}, 3},
-		{"all", pools(5, nil), 5, nil, &PoolKey{Namespace: "ns", Name: "p04"}, 5},
+			through("p01"), through("p01"), 2},
+		{"grows from prev", pools(5, map[int]string{0: "new"}), 3, through("p00"), through("p02"), 3},
+		{"all", pools(5, nil), 5, nil, through("p04"), 5},
+		{"a canary admitted stays admitted once its label is gone", pools(5, nil), 2,
+			&Admission{Canaries: []string{"ns/p03"}}, &Admission{Canaries: []string{"ns/p03"}, Through: &PoolKey{Namespace: "ns", Name: "p00"}}, 2},
+		{"a label added mid-rollout is taken first at the next step", pools(5, nil, 4), 3,
+			&Admission{Canaries: []string{"ns/p03"}, Through: &PoolKey{Namespace: "ns", Name: "p00"}},
+			&Admission{Canaries: []string{"ns/p03", "ns/p04"}, Through: &PoolKey{Namespace: "ns", Name: "p00"}}, 3},
+		{"a v0.1.0 boundary among the canaries becomes names", pools(5, nil, 1, 3), 3,
+			&Admission{Through: &PoolKey{Namespace: "ns", Name: "p01", Canary: true}},
+			&Admission{Canaries: []string{"ns/p01", "ns/p03"}, Through: &PoolKey{Namespace: "ns", Name: "p00"}}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sorted := append([]Pool(nil), tc.pools...)
 			Sort(sorted)
-			through, admitted := Advance(sorted, "new", tc.want, tc.prev)
-			require.Equal(t, tc.wantThrough, through)
+			next, admitted := Advance(sorted, "new", tc.want, tc.prev)
+			require.Equal(t, tc.next, next)
 			require.Equal(t, tc.admitted, admitted)
+			if tc.prev != nil {
+				for _, p := range sorted {
+					if tc.prev.Admits(p.Key, p.Current, "new") {
+						require.True(t, next.Admits(p.Key, p.Current, "new"), "%s was admitted and is no longer", p.Key)
+					}
+				}
+			}
 		})
 	}
 }
@@ -106,7 +122,12 @@ func TestAdmits(t *testing.T) {
 		{"a pool on the config stays", &Admission{}, PoolKey{Namespace: "ns", Name: "p09"}, "new", true},
 		{"up to through", &Admission{Through: through}, PoolKey{Namespace: "ns", Name: "p02"}, "old", true},
 		{"after through", &Admission{Through: through}, PoolKey{Namespace: "ns", Name: "p03"}, "old", false},
-		{"a canary comes before every other", &Admission{Through: through}, PoolKey{Namespace: "zz", Name: "z", Canary: true}, "old", true},
+		{"a canary admitted by name", &Admission{Canaries: []string{"zz/z"}, Through: through}, PoolKey{Namespace: "zz", Name: "z", Canary: true}, "old", true},
+		{"a canary admitted stays so without its label", &Admission{Canaries: []string{"zz/z"}}, PoolKey{Namespace: "zz", Name: "z"}, "old", true},
+		{"a label added after its name was passed: still admitted", &Admission{Through: through}, PoolKey{Namespace: "ns", Name: "p01", Canary: true}, "old", true},
+		{"a label added mid-rollout admits nothing at once", &Admission{Through: through}, PoolKey{Namespace: "zz", Name: "z", Canary: true}, "old", false},
+		{"a v0.1.0 canary boundary admits canaries before it", &Admission{Through: &PoolKey{Namespace: "zz", Name: "z", Canary: true}}, PoolKey{Namespace: "a", Name: "a", Canary: true}, "old", true},
+		{"a v0.1.0 canary boundary admits no other pool", &Admission{Through: &PoolKey{Namespace: "zz", Name: "z", Canary: true}}, PoolKey{Namespace: "a", Name: "a"}, "old", false},
 		{"a new pool with no config after through waits", &Admission{Through: through}, PoolKey{Namespace: "ns", Name: "p05"}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +171,7 @@ func TestPlan(t *testing.T) {
 	// From step 2, with the canary admitted and moved, and one other pool
 	// already on the config: it counts toward the step.
 	ps[7].Current, ps[19].Current = "new", "new"
-	already, plan = Plan(ps, "new", steps, 2, &PoolKey{Namespace: "ns", Name: "p07", Canary: true})
+	already, plan = Plan(ps, "new", steps, 2, &Admission{Canaries: []string{"ns/p07"}})
 	require.Equal(t, []string{"ns/p07", "ns/p19"}, already)
 	require.Equal(t, []string{"ns/p00", "ns/p01", "ns/p02"}, plan[0].Pools)
 	require.Len(t, plan[1].Pools, 15)

@@ -1,0 +1,154 @@
+package rollout
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"ate.dev/orchestrator/api/v1alpha1"
+)
+
+// Liveness is the one rule of whether a config's rollout is still its to
+// run: "" when it is; otherwise the phase it ends with, and why. The
+// rollout workflow, the starter (whether to start or wake one) and the
+// preview (whether the config is its class's rolling default) all ask it.
+// newest is the newest class default of the config's class.
+func Liveness(c *v1alpha1.SandboxConfig, newest string) (v1alpha1.RolloutPhase, string) {
+	switch {
+	case c.IsDeleting():
+		return v1alpha1.RolloutStopped, fmt.Sprintf("SandboxConfig %q is being deleted", c.Name)
+	case !c.IsClassDefault():
+		return v1alpha1.RolloutStopped, fmt.Sprintf("SandboxConfig %q is no longer annotated %s: \"true\"; its pools follow the class default again", c.Name, v1alpha1.ClassDefaultAnnotation)
+	case c.Spec.Rollout == nil:
+		return v1alpha1.RolloutStopped, "spec.rollout was removed: every unpinned pool of the class follows the config at once"
+	case c.Status.Rollout != nil && c.Status.Rollout.Phase == v1alpha1.RolloutCompleted:
+		return v1alpha1.RolloutCompleted, c.Status.Rollout.Message
+	case newest != c.Name:
+		return v1alpha1.RolloutSuperseded, fmt.Sprintf("superseded by SandboxConfig %q, a newer default of sandbox class %q", newest, c.Class())
+	}
+	return "", ""
+}
+
+// Action is what a verdict asks of the rollout workflow.
+type Action string
+
+const (
+	// Take the verdict's Step: admit its pools, wait for them, run the
+	// gate, bake.
+	Take Action = "Take"
+	// Hold where it is (Paused or Halted) until something changes.
+	Hold Action = "Hold"
+	// Complete the rollout: write Completed and end.
+	Complete Action = "Complete"
+	// End the rollout with Phase (Stopped, Superseded, or Completed
+	// already written); Write says whether to write it.
+	End Action = "End"
+	// StartOver: the config was deleted and created again under its name:
+	// the run ends and a new one, bound to the new incarnation, begins.
+	StartOver Action = "StartOver"
+)
+
+// Facts are what the planner decides on: the config as read now (nil when
+// gone), the newest default of its class, the class's unpinned pools, and
+// what the run asking knows (the incarnation it is bound to, the steps it
+// has done; Done < 0 on a run's first look).
+type Facts struct {
+	Config *v1alpha1.SandboxConfig
+	Newest string
+	Pools  []Pool
+	Bound  types.UID
+	Done   int32
+}
+
+// Verdict is the planner's answer.
+type Verdict struct {
+	Action  Action                `json:"action"`
+	Phase   v1alpha1.RolloutPhase `json:"phase,omitempty"`
+	Message string                `json:"message,omitempty"`
+	// Write: an End whose phase is to be written to status.
+	Write bool `json:"write,omitempty"`
+	// Step is the step to take (Take); Done the steps the run has done,
+	// as the planner counts them (a first look takes it from status).
+	Step int32 `json:"step,omitempty"`
+	Done int32 `json:"done"`
+	// UID is the incarnation the run is (now) bound to.
+	UID types.UID `json:"uid,omitempty"`
+	// Requests to record in status before acting: a resume request
+	// answered (its annotation's value), a halt cleared, the pause of a
+	// halted rollout seen (the deprecated toggle's first half).
+	Resume     string `json:"resume,omitempty"`
+	ClearHalt  bool   `json:"clearHalt,omitempty"`
+	PausedSeen bool   `json:"pausedSeen,omitempty"`
+}
+
+// Decide is the rollout's planner: from the facts, what the rollout does
+// next. It is pure; the workflow executes its verdicts, and every rule of
+// when a rollout moves, holds or ends is here or in Liveness.
+func Decide(f Facts) Verdict {
+	c := f.Config
+	if c == nil {
+		return Verdict{Action: End, Phase: v1alpha1.RolloutStopped, Message: "the SandboxConfig is gone", Done: f.Done}
+	}
+	if f.Bound != "" && c.UID != f.Bound {
+		return Verdict{Action: StartOver, Done: f.Done, UID: c.UID,
+			Message: fmt.Sprintf("SandboxConfig %q was deleted and created again (uid %s, the rollout's was %s): its rollout starts over", c.Name, c.UID, f.Bound)}
+	}
+	v := Verdict{UID: c.UID, Done: f.Done}
+	st := v1alpha1.RolloutStatus{}
+	if c.Status.Rollout != nil {
+		st = *c.Status.Rollout
+	}
+	if phase, msg := Liveness(c, f.Newest); phase != "" {
+		v.Action, v.Phase, v.Message = End, phase, msg
+		// A config that never rolled out has nothing to say it stopped;
+		// a completed one said so already.
+		v.Write = phase != v1alpha1.RolloutCompleted && c.Status.Rollout != nil
+		return v
+	}
+	if v.Done < 0 {
+		// A new run goes on where status says the rollout stands: the
+		// pools admitted stay admitted and its step is taken again.
+		v.Done = 0
+		if st.Step > 0 && st.Phase != v1alpha1.RolloutStopped {
+			v.Done = st.Step - 1
+		}
+	}
+	halt := st.Halt
+	if halt == nil && st.Phase == v1alpha1.RolloutHalted {
+		halt = &v1alpha1.RolloutHalt{Step: st.Step, Message: st.Message} // written by v0.1.0
+	}
+	signalPaused := st.SignalPaused
+	spec := c.Spec.Rollout
+	if req := c.Annotations[v1alpha1.RolloutResumeAnnotation]; req != "" && req != st.ResumeRequest {
+		v.Resume, v.ClearHalt = req, halt != nil
+		halt, signalPaused = nil, false
+	}
+	if halt != nil && halt.PausedSeen && !spec.Paused {
+		v.ClearHalt, halt = true, nil
+	}
+	if halt != nil {
+		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutHalted, halt.Message
+		v.PausedSeen = spec.Paused && !halt.PausedSeen
+		return v
+	}
+	if int(v.Done) >= len(spec.Steps) {
+		last := spec.Steps[len(spec.Steps)-1]
+		if want := Want(last, len(f.Pools)); want < len(f.Pools) {
+			v.Action, v.Phase = Hold, v1alpha1.RolloutPaused
+			v.Message = fmt.Sprintf("holding after its last step (%d): its steps admit %d of %d pools; add a step to go on", len(spec.Steps), want, len(f.Pools))
+			return v
+		}
+		v.Action, v.Phase, v.Message = Complete, v1alpha1.RolloutCompleted, fmt.Sprintf("all %d steps done", len(spec.Steps))
+		return v
+	}
+	switch {
+	case spec.Paused:
+		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused, "paused: no more pools move until spec.rollout.paused is false"
+	case signalPaused:
+		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused,
+			fmt.Sprintf("paused by a pause signal: no more pools move until resumed (annotate %s or signal resume)", v1alpha1.RolloutResumeAnnotation)
+	default:
+		v.Action, v.Step = Take, v.Done+1
+	}
+	return v
+}
