@@ -449,6 +449,9 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 		fields["observedGeneration"] = in.ObservedGeneration
 	}
 	adm := rollout.AdmissionOf(c)
+	if in.Phase == v1alpha1.RolloutCompleted {
+		adm = nil // this write completes it: every pool is admitted
+	}
 	if in.Clear {
 		for _, f := range []string{"step", "admittedThrough", "admittedCanaries", "stepStart", "observedGeneration", "halt"} {
 			fields[f] = nil
