@@ -276,7 +276,7 @@ func nilIfEmpty(s []string) any {
 // WaitInput asks WaitRolloutStep to wait for a step's admitted pools until
 // Deadline.
 type WaitInput struct {
-	Config   string    `json:"config"`
+	Config string `json:"config"`
 	// UID is the incarnation the run is bound to ("" from a v0.1.0 run).
 	UID      types.UID `json:"uid,omitempty"`
 	Step     int32     `json:"step"`
