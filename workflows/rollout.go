@@ -328,28 +328,42 @@ func (r *plannedRollout) gate(ctx workflow.Context, n int32, adm activities.Admi
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	child := workflow.ExecuteChildWorkflow(gctx, g.WorkflowType, wfapi.GateInput{Config: r.config, Step: n, Pools: adm.Pools})
+	// The timeout is the run's own timer as well as the child's execution
+	// timeout: it holds whatever the server does with a child nobody polls.
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timeout := workflow.NewTimer(timerCtx, adm.GateTimeout)
+	timedOut := func() error {
+		return r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s on task queue %s did not finish within %s (spec.rollout.gate.timeout); is a worker polling %s?",
+			n, g.WorkflowType, g.TaskQueue, adm.GateTimeout, g.TaskQueue))
+	}
 	for !child.IsReady() {
-		if err := workflow.Await(ctx, func() bool { return child.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+		if err := workflow.Await(ctx, func() bool {
+			return child.IsReady() || timeout.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal
+		}); err != nil {
 			return false, err
 		}
-		if child.IsReady() {
-			break
-		}
-		v, _, err := r.look(ctx)
-		if err != nil {
-			return false, err
-		}
-		if v.Action != rollout.Take || v.Step != n {
-			workflow.GetLogger(ctx).Info("rollout gate cancelled", "config", r.config, "step", n, "verdict", v.Action, "why", v.Message)
-			return false, nil
+		switch {
+		case child.IsReady():
+		case timeout.IsReady():
+			cancel()
+			return false, timedOut()
+		default:
+			v, _, err := r.look(ctx)
+			if err != nil {
+				return false, err
+			}
+			if v.Action != rollout.Take || v.Step != n {
+				workflow.GetLogger(ctx).Info("rollout gate cancelled", "config", r.config, "step", n, "verdict", v.Action, "why", v.Message)
+				return false, nil
+			}
 		}
 	}
 	switch err := child.Get(ctx, nil); {
 	case err == nil:
 		return true, nil
 	case temporal.IsTimeoutError(err):
-		return false, r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s on task queue %s did not finish within %s (spec.rollout.gate.timeout); is a worker polling %s?",
-			n, g.WorkflowType, g.TaskQueue, adm.GateTimeout, g.TaskQueue))
+		return false, timedOut()
 	default:
 		return false, r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s failed: %v", n, g.WorkflowType, err))
 	}
