@@ -8,8 +8,10 @@ package starter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,6 +59,10 @@ type Config struct {
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
 	LeaderElection options.LeaderElection
+	// OnNaming, if set, is told why naming the cluster waits (each failed
+	// look at the kube-system namespace) and nil once it is named (the
+	// readiness probe: the starter is not ready before, and says why).
+	OnNaming func(error)
 	// SkipNameValidation lets tests run several starters in one process.
 	SkipNameValidation bool
 }
@@ -84,7 +90,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := poolwatch.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	scope, err := kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue)
+	scope, err := kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue,
+		kube.NamingWait{Log: slog.New(logr.ToSlogHandler(ctrl.LoggerFrom(ctx))), Report: cfg.OnNaming})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// OnConnected, if set, learns the client once Dial has made it (the
 	// readiness probe: the worker is not ready before).
 	OnConnected func(client.Client)
+	// OnNaming, if set, is told why naming the cluster waits (each failed
+	// look at the kube-system namespace) and nil once it is named (the
+	// readiness probe: the worker is not ready before, and says why).
+	OnNaming func(error)
 	// ClusterName names the cluster (empty: its kube-system namespace's
 	// UID) and TaskQueue its workflows' task queue (empty: the cluster's
 	// own); see wfapi.Cluster.
@@ -131,7 +135,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	acts.Temporal = cfg.Temporal
 	// Named once the caches have synced: the API server answers by then.
-	if acts.Scope, err = kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue); err != nil {
+	if acts.Scope, err = kube.Scope(ctx, cfg.Rest, cfg.ClusterName, cfg.TaskQueue,
+		kube.NamingWait{Log: cfg.Log, Report: cfg.OnNaming}); err != nil {
 		return errors.Join(err, stopManager(cancel, mgrDone))
 	}
 	// The cluster guard goes first: a step of another cluster's workflow is

@@ -7,8 +7,10 @@ package probes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +43,36 @@ func (r *Connecting) Ready(ctx context.Context) error {
 		return errors.New("not connected to Temporal yet")
 	}
 	return TemporalReady(*c)(ctx)
+}
+
+// Naming is the readiness of a process that names its cluster before its
+// workflows run (kube.Scope): not ready until named, and while it waits,
+// ready says why (the last failed look: RBAC forbids reading kube-system,
+// the API server is down).
+type Naming struct {
+	mu    sync.Mutex
+	named bool
+	err   error
+}
+
+// Report records a failed look's error, or, nil, that the cluster is named.
+func (n *Naming) Report(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.named, n.err = err == nil, err
+}
+
+// Ready is the readiness check to Serve.
+func (n *Naming) Ready(context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.named:
+		return nil
+	case n.err != nil:
+		return fmt.Errorf("waiting to name the cluster: %w", n.err)
+	}
+	return errors.New("the cluster has not been named yet")
 }
 
 // Serve serves /healthz (alive) and /readyz (ready) on addr until ctx is

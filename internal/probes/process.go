@@ -17,18 +17,20 @@ import (
 type Process struct {
 	ctx        context.Context
 	connecting Connecting
+	naming     Naming
 	attrs      *SearchAttributes
 }
 
 // ServeProcess serves, until ctx is done, /healthz and /readyz on healthAddr
-// (ready once Connected, while Temporal answers and its namespace has the
-// custom search attributes: every start would fail without them, and the
-// log says how to register them), and /metrics as m says (ServeMetrics;
+// (ready once Connected and the cluster named (NamingCluster), while
+// Temporal answers and its namespace has the custom search attributes:
+// every start would fail without them, and the log says how to register
+// them), and /metrics as m says (ServeMetrics;
 // cfg reaches the API server that reviews its requests). "0" or "" serves
 // nothing.
 func ServeProcess(ctx context.Context, healthAddr string, m Metrics, cfg *rest.Config, namespace string, log *slog.Logger) (*Process, error) {
 	p := &Process{ctx: ctx, attrs: &SearchAttributes{Namespace: namespace, Log: log}}
-	Serve(ctx, healthAddr, All(p.connecting.Ready, p.attrs.Ready), log)
+	Serve(ctx, healthAddr, All(p.connecting.Ready, p.naming.Ready, p.attrs.Ready), log)
 	if err := ServeMetrics(ctx, m, cfg, log); err != nil {
 		return nil, err
 	}
@@ -41,3 +43,7 @@ func (p *Process) Connected(c client.Client) {
 	p.connecting.Connected(c)
 	go p.attrs.Watch(p.ctx, c)
 }
+
+// NamingCluster is told why naming the cluster waits (each failed look's
+// error, kube.NamingWait.Report) and nil once it is named.
+func (p *Process) NamingCluster(err error) { p.naming.Report(err) }

@@ -155,7 +155,7 @@ func Start(opts Options) (_ *Env, err error) {
 			return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		scope, err := kube.Scope(ctx, e.RestConfig, "", "")
+		scope, err := kube.Scope(ctx, e.RestConfig, "", "", kube.NamingWait{})
 		cancel()
 		if err != nil {
 			return nil, err
