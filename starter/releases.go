@@ -43,7 +43,8 @@ type releaseStarter struct {
 
 	mu sync.Mutex
 	// woken holds each config in deletion whose release this starter has
-	// started or woken since it started.
+	// started or woken since it started; an entry goes when its config
+	// loses the protection finalizer or is gone (releaseConfigEvents).
 	woken map[string]wokenRelease
 }
 
@@ -125,16 +126,33 @@ func (r *releaseStarter) forget(name string) {
 func (r *releaseStarter) setup(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("release-starter").
-		For(&v1alpha1.SandboxConfig{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
-			c, ok := o.(*v1alpha1.SandboxConfig)
-			return ok && c.IsDeleting() && c.IsProtected()
-		}))).
+		For(&v1alpha1.SandboxConfig{}, builder.WithPredicates(releaseConfigEvents)).
 		Watches(&v1alpha1.WorkerPool{}, handler.EnqueueRequestsFromMapFunc(r.configsInDeletion),
 			builder.WithPredicates(poolStatusConfigsChanged)).
 		// A failed signal is retried as a failed switch start is (see
 		// startRateLimiter), not with the default limiter's 17 minutes.
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: startRateLimiter()}).
 		Complete(r)
+}
+
+// releaseConfigEvents passes the events of a config in deletion that still
+// carries the protection finalizer, and those that end that state: the
+// update that removes the finalizer (its release), and every deletion
+// (the config gone; a relist may deliver only that). Reconcile then finds
+// the config unprotected or gone and forgets it, so woken holds the
+// configs whose release is pending, not every config ever released.
+var releaseConfigEvents = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return toRelease(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return toRelease(e.ObjectOld) || toRelease(e.ObjectNew) },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(e event.GenericEvent) bool { return toRelease(e.Object) },
+}
+
+// toRelease reports whether o is a config in deletion that still carries
+// the protection finalizer: one whose release is pending.
+func toRelease(o ctrlclient.Object) bool {
+	c, ok := o.(*v1alpha1.SandboxConfig)
+	return ok && c.IsDeleting() && c.IsProtected()
 }
 
 // configsInDeletion maps a pool (the old and the new object of an update, or
