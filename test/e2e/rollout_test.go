@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,7 +180,9 @@ func TestStagedRollout(t *testing.T) {
 }
 
 // TestStagedRolloutHalts: a failing gate workflow of the user's halts the
-// rollout with a Warning and nothing else moves; toggling paused resumes it.
+// rollout with a Warning and nothing else moves; a resume request (the
+// annotation) resumes it, and the retaken step's gate is told the step's
+// pools again.
 // Then a new default with a rollout supersedes a running one.
 func TestStagedRolloutHalts(t *testing.T) {
 	env := testenv.Current()
@@ -192,11 +195,15 @@ func TestStagedRolloutHalts(t *testing.T) {
 	ns := p.Env.Namespace(t)
 	rolloutFleet(t, p, ns, 6, 3)
 
-	// The user's gate, on its own task queue: it fails until fixed.
+	// The user's gate, on its own task queue: it fails until fixed. It
+	// keeps what each of its runs was told, by workflow ID (a replay of a
+	// run writes the same entry again).
 	var fixed atomic.Bool
-	gateQueue := p.Scope().TaskQueue + "-checks"
+	var told sync.Map
+	gateQueue := "checks-" + p.Scope().TaskQueue
 	w := tworker.New(p.TemporalClient(), gateQueue, tworker.Options{})
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, in wfapi.GateInput) error {
+		told.Store(workflow.GetInfo(ctx).WorkflowExecution.ID, in)
 		var ok bool
 		if err := workflow.SideEffect(ctx, func(workflow.Context) any { return fixed.Load() }).Get(&ok); err != nil {
 			return err
@@ -241,12 +248,28 @@ func TestStagedRolloutHalts(t *testing.T) {
 	require.Equal(t, keys(ns, "p00", "p01", "p02", "p04", "p05"), preview.Plan.Admitted, "without spec.rollout: the pools on it")
 	require.Equal(t, keys(ns, "p03"), preview.Plan.Steps[0].Pools, "and the rest in one step")
 
-	// The user fixes the check and toggles paused.
+	// The gate was told the step's pool.
+	gateRuns := func() map[string]wfapi.GateInput {
+		out := map[string]wfapi.GateInput{}
+		told.Range(func(k, v any) bool { out[k.(string)] = v.(wfapi.GateInput); return true })
+		return out
+	}
+	id := p.Cluster().RolloutWorkflowID("new")
+	require.Equal(t, map[string]wfapi.GateInput{id + "/gate/1-1": {Config: "new", Step: 1, Pools: keys(ns, "p03")}}, gateRuns())
+
+	// The user fixes the check and asks for a resume, as the Warning says.
 	fixed.Store(true)
-	producttest.SetPaused(t, kube, "new", true)
-	p.WaitForRollout(t, "new", "paused", func(s *v1alpha1.RolloutStatus) bool { return s.ObservedGeneration >= 2 })
-	producttest.SetPaused(t, kube, "new", false)
-	p.WaitForRollout(t, "new", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	producttest.RequestResume(t, kube, "new", "1")
+	st = p.WaitForRollout(t, "new", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	require.Equal(t, "1", st.ResumeRequest, "the request answered")
+	require.Nil(t, st.Halt)
+	require.Equal(t, []int32{6, 6, 6}, []int32{st.AdmittedPools, st.MovedPools, st.TotalPools}, "counts true at Completed")
+	// Step 1 taken again gives its gate the same pool, not an empty list.
+	require.Equal(t, map[string]wfapi.GateInput{
+		id + "/gate/1-1": {Config: "new", Step: 1, Pools: keys(ns, "p03")},
+		id + "/gate/1-2": {Config: "new", Step: 1, Pools: keys(ns, "p03")},
+		id + "/gate/2-3": {Config: "new", Step: 2, Pools: keys(ns, "p00", "p01", "p02", "p04", "p05")},
+	}, gateRuns())
 	producttest.Eventually(t, "every pool on new", func() (bool, string) {
 		on := producttest.OnConfig(t, kube, ns, "new")
 		return len(on) == 6, fmt.Sprint(on)
@@ -324,7 +347,8 @@ func TestStagedRolloutSurvivesRestarts(t *testing.T) {
 // TestStagedRolloutHaltsOnAFailingSwitch: an admission policy refuses the
 // protection finalizer on the rolling-out config, so the canary's switch
 // keeps failing: the rollout halts with a Warning naming the pool, and
-// nothing else moves; with the policy lifted and paused toggled, it ends.
+// nothing else moves; with the policy lifted and paused toggled (the
+// deprecated resume, which works when the rollout sees the pause), it ends.
 func TestStagedRolloutHaltsOnAFailingSwitch(t *testing.T) {
 	p := producttest.Run(t)
 	kube := p.Env.Kube

@@ -64,6 +64,15 @@ func SetPaused(t testing.TB, kube client.Client, config string, paused bool) {
 	require.NoError(t, kube.Patch(context.Background(), c, patch))
 }
 
+// RequestResume sets the resume annotation of a config to value, as
+// `kubectl annotate --overwrite` does.
+func RequestResume(t testing.TB, kube client.Client, config, value string) {
+	t.Helper()
+	c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
+	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.RolloutResumeAnnotation, value))
+	require.NoError(t, kube.Patch(context.Background(), c, patch))
+}
+
 // SetAvailable plays the Deployment controller, which envtest does not
 // run: it sets the pool's Deployment's Available condition, which the pool
 // mirrors.
