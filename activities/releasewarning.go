@@ -100,7 +100,7 @@ func rolloutWait(c *v1alpha1.SandboxConfig, pools []v1alpha1.WorkerPool, configs
 // effort: the release must not wait on an event, so a failure is logged
 // and the next look records it.
 func (a *Activities) warnDeletingWaits(ctx context.Context, config string, pools []v1alpha1.WorkerPool) {
-	var reader ctrlclient.Reader = a.Cache
+	reader := a.Cache
 	if a.Live != nil {
 		reader = a.Live
 	}
