@@ -148,25 +148,52 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 
 // checkOneAtATime: no workflow does two things at once. Each activity (and
 // each child: a rollout's gate) is started only after the one before it
-// ended.
+// ended. A planner's rollout (v2) is the one exception, by design: while a
+// step's wait or its gate runs it hears rechecks, and looks
+// (LookAtRollout) and writes its status (SetRolloutStatus) meanwhile; the
+// waits and gates are then one at a time among themselves, the rest among
+// themselves, and nothing but a look or a status write overlaps a wait or
+// a gate.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
 		what          string
 		start, closed int64
 	}
-	var steps []step
+	var steps, long []step
+	planned := plannedRollout(h)
 	for _, c := range activityCalls(t, h) {
-		steps = append(steps, step{"activity " + c.Type, c.Scheduled, c.Closed})
+		s := step{"activity " + c.Type, c.Scheduled, c.Closed}
+		if planned && c.Type == "WaitRolloutStep" {
+			long = append(long, s)
+			continue
+		}
+		steps = append(steps, s)
 	}
 	for _, c := range children(h) { // a rollout's gates
-		steps = append(steps, step{"child " + c.Type, c.Initiated, c.Closed})
+		s := step{"child " + c.Type, c.Initiated, c.Closed}
+		if planned {
+			long = append(long, s)
+			continue
+		}
+		steps = append(steps, s)
 	}
-	slices.SortFunc(steps, func(a, b step) int { return int(a.start - b.start) })
-	for i := 1; i < len(steps); i++ {
-		prev, cur := steps[i-1], steps[i]
-		require.Truef(t, prev.closed != 0 && prev.closed < cur.start,
-			"%s (event %d) started before %s (event %d) ended (event %d)", cur.what, cur.start, prev.what, prev.start, prev.closed)
+	oneAtATime := func(steps []step) {
+		slices.SortFunc(steps, func(a, b step) int { return int(a.start - b.start) })
+		for i := 1; i < len(steps); i++ {
+			prev, cur := steps[i-1], steps[i]
+			require.Truef(t, prev.closed != 0 && prev.closed < cur.start,
+				"%s (event %d) started before %s (event %d) ended (event %d)", cur.what, cur.start, prev.what, prev.start, prev.closed)
+		}
+	}
+	oneAtATime(steps)
+	oneAtATime(long)
+	for _, l := range long {
+		for _, s := range steps {
+			during := s.start > l.start && (l.closed == 0 || s.start < l.closed)
+			require.Falsef(t, during && s.what != "activity LookAtRollout" && s.what != "activity SetRolloutStatus",
+				"%s (event %d) started while %s (event %d) ran", s.what, s.start, l.what, l.start)
+		}
 	}
 }
 
@@ -833,7 +860,11 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Equal(t, []int32{1, 2, 3}, admittedSteps(t, h))
 		require.Len(t, children(h), 3, "a gate per step")
 		require.Equal(t, 2, countEvents(h, enumspb.EVENT_TYPE_TIMER_FIRED), "a bake after the first two steps")
-		require.Equal(t, []string{wfapi.SignalResume}, signals(h), "resumed by the starter, from spec.rollout.paused")
+		if plannedRollout(h) {
+			require.Contains(t, signals(h), wfapi.SignalRecheck, "looked at again when spec.rollout.paused changed")
+		} else {
+			require.Equal(t, []string{wfapi.SignalResume}, signals(h), "resumed by the starter, from spec.rollout.paused")
+		}
 		var res wfapi.RolloutResult
 		result(t, h, &res)
 		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)
@@ -843,12 +874,26 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 	"rollout-halted": func(t testing.TB, h *historypb.History) {
 		require.True(t, isOpen(h), "exported while halted")
 		require.Equal(t, []int32{1}, admittedSteps(t, h))
-		require.Equal(t, "RecordRolloutEvent", callTypes(activityCalls(t, h))[3], "the Warning right after the halted wait")
+		// The Warning right after the halted wait (a planner's rollout
+		// may look meanwhile).
+		types := slices.DeleteFunc(callTypes(activityCalls(t, h)), func(c string) bool {
+			return plannedRollout(h) && c == "LookAtRollout"
+		})
+		wait := slices.Index(types, "WaitRolloutStep")
+		require.Positive(t, wait)
+		require.Equal(t, "RecordRolloutEvent", types[wait+1], "the Warning right after the halted wait")
 	},
-	// The same, resumed by toggling paused: the step is taken again.
+	// The same, resumed (v1: by toggling paused; v2: by the resume
+	// annotation, which the starter passes on as a recheck): the step is
+	// taken again.
 	"rollout-resumed": func(t testing.TB, h *historypb.History) {
 		require.Equal(t, []int32{1, 1, 2}, admittedSteps(t, h))
-		require.Equal(t, []string{wfapi.SignalPause, wfapi.SignalResume}, signals(h))
+		if plannedRollout(h) {
+			sigs := signals(h)
+			require.Equal(t, wfapi.SignalRecheck, sigs[len(sigs)-1], "resumed by a recheck of the resume request")
+		} else {
+			require.Equal(t, []string{wfapi.SignalPause, wfapi.SignalResume}, signals(h))
+		}
 	},
 	// An operator's re-resolution held in its Observe, a regular activity:
 	// the one point where a switch rests between workflow tasks (a

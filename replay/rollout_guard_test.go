@@ -45,7 +45,7 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 		{"a halted step admitted again without a resume", "rollout-resumed", func(t testing.TB, h *historypb.History) {
 			var resume []*historypb.HistoryEvent
 			for _, e := range h.GetEvents() {
-				if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == wfapi.SignalResume {
+				if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && (a.GetSignalName() == wfapi.SignalResume || a.GetSignalName() == wfapi.SignalRecheck) {
 					resume = append(resume, e)
 				}
 			}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,7 +78,10 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			if cur != nil {
 				if ai.Step == cur.n {
 					require.NotZero(t, cur.haltedAt, "step %d admitted again without a halt", ai.Step)
-					require.True(t, signalBetween(wfapi.SignalResume, cur.haltedAt, c.Scheduled), "step %d admitted again after its halt without a resume", ai.Step)
+					// v2 hears a resume request (the annotation) as a recheck.
+					resumed := signalBetween(wfapi.SignalResume, cur.haltedAt, c.Scheduled) ||
+						plannedRollout(h) && signalBetween(wfapi.SignalRecheck, cur.haltedAt, c.Scheduled)
+					require.True(t, resumed, "step %d admitted again after its halt without a resume", ai.Step)
 				} else {
 					require.Equal(t, cur.n+1, ai.Step, "steps in order")
 					require.NotZero(t, cur.readyAt, "step %d admitted before step %d's pools were on the config and Available", ai.Step, cur.n)
@@ -161,4 +165,17 @@ func countEvents(h *historypb.History, typ enumspb.EventType) int {
 		}
 	}
 	return n
+}
+
+// plannedRollout reports whether a rollout history is the planner's (v2 on):
+// its first task records the rollout-planner version marker.
+func plannedRollout(h *historypb.History) bool {
+	for _, e := range h.GetEvents() {
+		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" {
+			if strings.Contains(a.String(), "rollout-planner") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -23,7 +23,7 @@ import (
 // that runs its three steps (bake times and a gate of the test's own) to
 // the end, created paused and resumed from the spec; one halted by a canary
 // that is not Available by the step's deadline, exported while it waits,
-// then resumed by toggling paused, to the end.
+// then resumed by the resume annotation, to the end.
 func recordRollout(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
@@ -36,7 +36,7 @@ func recordRollout(t *testing.T, rec *recording) {
 	kube := env.Kube
 	ns := env.Namespace(t)
 
-	gateQueue := p.Scope().TaskQueue + "-checks"
+	gateQueue := "checks-" + p.Scope().TaskQueue
 	w := tworker.New(p.TemporalClient(), gateQueue, tworker.Options{})
 	w.RegisterWorkflowWithOptions(func(workflow.Context, wfapi.GateInput) error { return nil }, workflow.RegisterOptions{Name: "CheckSandboxes"})
 	require.NoError(t, w.Start())
@@ -72,12 +72,10 @@ func recordRollout(t *testing.T, rec *recording) {
 	halted, haltedRun := p.openRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v3"))
 
 	producttest.SetAvailable(t, kube, ns, "d", true)
-	producttest.SetPaused(t, kube, "gvisor-default-v3", true)
-	p.WaitForRollout(t, "gvisor-default-v3", "the pause taken in", func(s *v1alpha1.RolloutStatus) bool { return s.ObservedGeneration >= 2 })
-	producttest.SetPaused(t, kube, "gvisor-default-v3", false)
+	producttest.RequestResume(t, kube, "gvisor-default-v3", "1")
 	p.WaitForRollout(t, "gvisor-default-v3", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 	resumed, resumedRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v3"), "")
-	require.Equal(t, []string{"pause", "resume"}, signals(resumed)[len(signals(resumed))-2:], "the halt resumed by toggling paused")
+	require.Equal(t, wfapi.SignalRecheck, signals(resumed)[len(signals(resumed))-1], "the halt resumed by the resume request")
 
 	rec.save("rollout-completed", completed, completedRun)
 	rec.save("rollout-halted", halted, haltedRun)

@@ -209,7 +209,11 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 	// recorded at once: the starter stops asking, and a new run does not
 	// answer the same request again.
 	if v.Action != rollout.StartOver && v.Action != rollout.End && (v.Resume != "" || v.ClearHalt || r.generation > r.written) {
-		if err := r.setStatus(ctx, activities.RolloutStatusInput{Resume: v.Resume, ClearHalt: v.ClearHalt}); err != nil {
+		in := activities.RolloutStatusInput{Resume: v.Resume, ClearHalt: v.ClearHalt}
+		if v.Resume != "" {
+			in.SignalPaused = new(bool) // a resume request lifts a pause signal too
+		}
+		if err := r.setStatus(ctx, in); err != nil {
 			return rollout.Verdict{}, nil, err
 		}
 	}
@@ -244,6 +248,11 @@ func (r *plannedRollout) step(ctx workflow.Context, n int32, look *activities.Ro
 	ready, err := r.waitStep(ctx, n, adm, look.Deadline)
 	if err != nil || !ready {
 		return err
+	}
+	if adm.Gate != nil && r.verdict.Action != rollout.Take {
+		// Paused while the step's pools moved: the gate waits for the
+		// resume, and runs then, when the step is taken again.
+		return nil
 	}
 	if adm.Gate != nil {
 		passed, err := r.gate(ctx, n, adm)
