@@ -132,14 +132,22 @@ func Decide(f Facts) Verdict {
 		return v
 	}
 	if int(v.Done) >= len(spec.Steps) {
-		last := spec.Steps[len(spec.Steps)-1]
-		if want := Want(last, len(f.Pools)); want < len(f.Pools) {
+		// Every step done, as the steps now read: a rollout completes only
+		// once its last step admitted every pool. Steps edited mid-rollout
+		// never move more pools than they say: ending below 100% holds, and
+		// a last step of 100% not taken as such (its earlier steps cut) is
+		// taken again, as are pools created since it admitted.
+		last, total := spec.Steps[len(spec.Steps)-1], len(f.Pools)
+		if want := Want(last, total); want < total {
 			v.Action, v.Phase = Hold, v1alpha1.RolloutPaused
-			v.Message = fmt.Sprintf("holding after its last step (%d): its steps admit %d of %d pools; add a step to go on", len(spec.Steps), want, len(f.Pools))
+			v.Message = fmt.Sprintf("holding after its last step (%d): its steps admit %d of %d pools; add a step to go on", len(spec.Steps), want, total)
 			return v
 		}
-		v.Action, v.Phase, v.Message = Complete, v1alpha1.RolloutCompleted, fmt.Sprintf("all %d steps done", len(spec.Steps))
-		return v
+		if admitted, _ := Count(f.Pools, c.Name, AdmissionOf(c)); admitted >= total {
+			v.Action, v.Phase, v.Message = Complete, v1alpha1.RolloutCompleted, fmt.Sprintf("all %d steps done", len(spec.Steps))
+			return v
+		}
+		v.Done = int32(len(spec.Steps)) - 1
 	}
 	switch {
 	case spec.Paused:

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,6 +26,13 @@ func rolling(st *v1alpha1.RolloutStatus, edit ...func(*v1alpha1.SandboxConfig)) 
 		e(c)
 	}
 	return c
+}
+
+// all is the status of a rollout at step n that admitted every one of
+// the pools(20, nil, 7).
+func all(n int32) *v1alpha1.RolloutStatus {
+	return &v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: n, AdmittedCanaries: []string{"ns/p07"},
+		AdmittedThrough: &v1alpha1.RolloutPoolRef{Namespace: "ns", Name: "p19"}}
 }
 
 // TestDecide walks the planner through what happens to a rollout over
@@ -100,8 +108,17 @@ func TestDecide(t *testing.T) {
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 2}), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2},
 			want:  Verdict{Action: Take, Step: 3, Done: 2, UID: "uid-1"}},
 		{name: "every step done, the last at 100%: complete",
-			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: 4}), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 4},
+			facts: Facts{Config: rolling(all(4)), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 4},
 			want:  Verdict{Action: Complete, Phase: v1alpha1.RolloutCompleted, Message: "all 4 steps done", Done: 4, UID: "uid-1"}},
+		{name: "(9) steps cut to [1, 100%] while step 3 ran: the 100% step is taken, nothing completes at once",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 3, AdmittedCanaries: []string{"ns/p07"},
+				AdmittedThrough: &v1alpha1.RolloutPoolRef{Namespace: "ns", Name: "p09"}}, func(c *v1alpha1.SandboxConfig) {
+				c.Spec.Rollout.Steps = []v1alpha1.RolloutStep{c.Spec.Rollout.Steps[0], c.Spec.Rollout.Steps[3]}
+			}), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2},
+			want: Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1"}},
+		{name: "a pool created after the last step admitted: the last step again",
+			facts: Facts{Config: rolling(all(4)), Newest: "new", Pools: append(slices.Clone(twenty), Pool{Key: PoolKey{Namespace: "zz", Name: "late"}}), Bound: "uid-1", Done: 4},
+			want:  Verdict{Action: Take, Step: 4, Done: 3, UID: "uid-1"}},
 		{name: "(5) a config created again under its name: start over",
 			facts: Facts{Config: rolling(nil, func(c *v1alpha1.SandboxConfig) { c.UID = "uid-2" }), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2},
 			want: Verdict{Action: StartOver, Done: 2, UID: "uid-2",
