@@ -418,8 +418,11 @@ type RolloutStatusInput struct {
 	Halt               *v1alpha1.RolloutHalt `json:"halt,omitempty"`
 	ClearHalt          bool                  `json:"clearHalt,omitempty"`
 	SignalPaused       *bool                 `json:"signalPaused,omitempty"`
-	Resume             string                `json:"resume,omitempty"`
-	PausedSeen         bool                  `json:"pausedSeen,omitempty"`
+	// SignalResumed records a resume signal given at this generation: it
+	// lifts spec.rollout.paused until the spec changes.
+	SignalResumed int64  `json:"signalResumed,omitempty"`
+	Resume        string `json:"resume,omitempty"`
+	PausedSeen    bool   `json:"pausedSeen,omitempty"`
 }
 
 // SetRolloutStatus writes a rollout's phase and message, and its counts as
@@ -474,6 +477,9 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	}
 	if in.Resume != "" {
 		fields["resumeRequest"] = in.Resume
+	}
+	if in.SignalResumed != 0 {
+		fields["signalResumedGeneration"] = in.SignalResumed
 	}
 	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
 	if err != nil {

@@ -81,8 +81,10 @@ type plannedRollout struct {
 	// gates counts the gate runs started, for their workflow IDs.
 	gates, halts int
 	verdict      rollout.Verdict
-	plan         wfapi.RolloutPlan
-	doneSteps    []wfapi.RolloutPlanStep
+	// held is the hold the last look decided (Paused or Halted), "" for none.
+	held      v1alpha1.RolloutPhase
+	plan      wfapi.RolloutPlan
+	doneSteps []wfapi.RolloutPlanStep
 }
 
 // listen takes the signals in a coroutine of their own, so that they are
@@ -185,6 +187,11 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 	if r.pauseSignal || r.resumeSignal {
 		paused := r.pauseSignal
 		in := activities.RolloutStatusInput{SignalPaused: &paused, ClearHalt: r.resumeSignal}
+		if r.resumeSignal {
+			// As v0.1.0's: an operator's resume also lifts spec.rollout.paused,
+			// until the spec changes.
+			in.SignalResumed = r.generation
+		}
 		r.pauseSignal, r.resumeSignal = false, false
 		if err := r.setStatus(ctx, in); err != nil {
 			return rollout.Verdict{}, nil, err
@@ -202,6 +209,10 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 		}
 	}
 	r.verdict = v
+	r.held = ""
+	if v.Action == rollout.Hold {
+		r.held = v.Phase // also mid-step, where the status still says Progressing
+	}
 	if look.Exists && look.Stop == "" {
 		r.plan = look.Plan
 	}
@@ -411,6 +422,7 @@ func (r *plannedRollout) bake(ctx workflow.Context, n int32, pause time.Duration
 // the pool and why; status.rollout.halt keeps it until a resume.
 func (r *plannedRollout) halt(ctx workflow.Context, n int32, pool, why string) error {
 	r.halts++
+	r.held = v1alpha1.RolloutHalted
 	workflow.GetLogger(ctx).Warn("rollout halted", "config", r.config, "step", n, "pool", pool, "why", why)
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"sandbox_config": r.config, metricsClusterLabel: string(clusterOf(ctx))}).
 		Counter("ate_rollout_halts").Inc(1) // its phase gauge is the starter's (ate_rollout_phase)
@@ -462,8 +474,7 @@ func (r *plannedRollout) recordStep(n int32, adm activities.Admitted) {
 func (r *plannedRollout) queryPlan() wfapi.RolloutPlan {
 	p := r.plan
 	p.Config, p.Phase, p.Message = r.config, string(r.verdict.Phase), r.verdict.Message
-	p.Paused = r.verdict.Phase == v1alpha1.RolloutPaused
-	p.Halted = r.verdict.Phase == v1alpha1.RolloutHalted
+	p.Paused, p.Halted = r.held == v1alpha1.RolloutPaused, r.held == v1alpha1.RolloutHalted
 	if len(r.doneSteps) > 0 {
 		p.Step = r.doneSteps[len(r.doneSteps)-1].Step
 	}

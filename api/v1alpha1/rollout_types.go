@@ -186,6 +186,12 @@ type RolloutStatus struct {
 	// +optional
 	SignalPaused bool `json:"signalPaused,omitempty"`
 
+	// signalResumedGeneration is the config generation at which a resume
+	// signal (from the CLI) lifted spec.rollout.paused: the spec's pause
+	// holds again once the spec changes.
+	// +optional
+	SignalResumedGeneration int64 `json:"signalResumedGeneration,omitempty"`
+
 	// resumeRequest is the last value of the annotation
 	// sandboxconfig.ate.dev/rollout-resume the rollout acted on: a new value
 	// resumes it once.

@@ -150,7 +150,7 @@ func Decide(f Facts) Verdict {
 		v.Done = int32(len(spec.Steps)) - 1
 	}
 	switch {
-	case spec.Paused:
+	case spec.Paused && st.SignalResumedGeneration != c.Generation:
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused, "paused: no more pools move until spec.rollout.paused is false"
 	case signalPaused:
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused,

@@ -98,6 +98,13 @@ func TestDecide(t *testing.T) {
 		{name: "spec.rollout.paused holds, whatever a resume request says",
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: 2}, paused, resumeAnnotation("x")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2},
 			want:  Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Message: "paused: no more pools move until spec.rollout.paused is false", Done: 2, UID: "uid-1", Resume: "x"}},
+		{name: "a resume signal from the CLI lifts spec.rollout.paused at its generation",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, SignalResumedGeneration: 1}, paused), Newest: "new", Pools: twenty, Done: -1},
+			want:  Verdict{Action: Take, Step: 1, UID: "uid-1"}},
+		{name: "and the spec's pause holds again once the spec changed",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, SignalResumedGeneration: 1}, paused, func(c *v1alpha1.SandboxConfig) { c.Generation = 2 }),
+				Newest: "new", Pools: twenty, Done: -1},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Message: "paused: no more pools move until spec.rollout.paused is false", UID: "uid-1"}},
 		{name: "(9) steps cut to [1, 10%] after step 2: holds, moves nothing more",
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: 2}, func(c *v1alpha1.SandboxConfig) {
 				c.Spec.Rollout.Steps = c.Spec.Rollout.Steps[:2]

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -64,9 +65,17 @@ func CleanCluster(t testing.TB, c client.Client) {
 	require.NoError(t, c.List(ctx, &configs))
 	for i := range configs.Items {
 		cfg := &configs.Items[i]
-		if controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
-			require.NoError(t, client.IgnoreNotFound(c.Update(ctx, cfg)))
-		}
+		// The product may still be writing the config (a rollout's status):
+		// a conflict reads it again.
+		require.NoError(t, client.IgnoreNotFound(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+				return err
+			}
+			if !controllerutil.RemoveFinalizer(cfg, v1alpha1.ProtectionFinalizer) {
+				return nil
+			}
+			return c.Update(ctx, cfg)
+		})))
 		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, cfg)))
 	}
 	Eventually(t, "the cluster to be empty", func() (bool, string) {
