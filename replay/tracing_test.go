@@ -23,11 +23,18 @@ import (
 // the histories recorded without tracing replay with it. The workflow's
 // span carries the attributes of its search attributes, the outcome too.
 func TestReplayWithTracing(t *testing.T) {
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	tr, err := tracing.New(tp)
-	require.NoError(t, err)
+	// A tracer per fixture: the replayer lets an open run go (ending its
+	// span) when it evicts it, which may be during a later replay; that
+	// span must not land in a later fixture's exporter.
+	newTracer := func(t *testing.T) (*tracetest.InMemoryExporter, *tracing.Tracing) {
+		spans := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		tr, err := tracing.New(tp)
+		require.NoError(t, err)
+		return spans, tr
+	}
+	_, tr := newTracer(t)
 	require.Len(t, ateworker.ReplayerOptionsWith(tr).Interceptors, len(ateworker.TemporalWorkerOptionsWith(tr).Interceptors))
 
 	fixtures, err := Fixtures(Dir)
@@ -35,7 +42,7 @@ func TestReplayWithTracing(t *testing.T) {
 	require.NotEmpty(t, fixtures)
 	for _, fx := range fixtures {
 		t.Run(fmt.Sprintf("%s.v%d", fx.Name(), fx.Version), func(t *testing.T) {
-			spans.Reset()
+			spans, tr := newTracer(t)
 			r, err := worker.NewWorkflowReplayerWithOptions(ateworker.ReplayerOptionsWith(tr))
 			require.NoError(t, err)
 			workflows.RegisterWorkflows(r)
