@@ -122,12 +122,10 @@ func PlanOf(c *v1alpha1.SandboxConfig, pools []rollout.Pool) wfapi.RolloutPlan {
 		steps = c.Spec.Rollout.Steps
 	}
 	plan := wfapi.RolloutPlan{Config: c.Name, Total: len(pools), Moved: []string{}}
-	adm := &rollout.Admission{}
 	if st := c.Status.Rollout; st != nil {
 		plan.Phase, plan.Step, plan.Message = string(st.Phase), st.Step, st.Message
-		adm = &rollout.Admission{Canaries: st.AdmittedCanaries, Through: rollout.KeyOfRef(st.AdmittedThrough)}
 	}
-	admitted, planned := rollout.Plan(pools, c.Name, steps, plan.Step+1, adm)
+	admitted, planned := rollout.Plan(pools, c.Name, steps, plan.Step+1, rollout.StatusAdmission(c.Status.Rollout))
 	plan.Admitted = append([]string{}, admitted...)
 	for _, p := range pools {
 		if p.Current == c.Name {
@@ -202,11 +200,10 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 		return nil, err
 	}
 	plain := rollout.Plain(pools)
-	prev := &rollout.Admission{}
+	prev := rollout.StatusAdmission(c.Status.Rollout)
 	st := v1alpha1.RolloutStatus{}
 	if c.Status.Rollout != nil {
 		st = *c.Status.Rollout
-		prev = &rollout.Admission{Canaries: st.AdmittedCanaries, Through: rollout.KeyOfRef(st.AdmittedThrough)}
 	}
 	if prev.Through == nil && len(prev.Canaries) == 0 && in.Prev != nil {
 		prev.Through = in.Prev // a v0.1.0 run whose admission status lost
@@ -464,7 +461,9 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	}
 	switch {
 	case in.Halt != nil:
-		fields["halt"] = in.Halt
+		halt := *in.Halt
+		halt.Message = truncate(halt.Message, 1024)
+		fields["halt"] = halt
 	case in.ClearHalt:
 		fields["halt"] = nil
 	case in.PausedSeen && c.Status.Rollout != nil && c.Status.Rollout.Halt != nil:

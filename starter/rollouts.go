@@ -48,7 +48,7 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	st := c.Status.Rollout
 	ending, _ := rollout.Liveness(&c, resolve.NewestDefault(c.Class(), configs))
-	rolling := ending == "" && c.Spec.Rollout != nil
+	rolling := ending == "" // Liveness ends a config without spec.rollout
 	var res reconcile.Result
 	switch {
 	case rolling:

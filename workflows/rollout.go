@@ -435,7 +435,7 @@ func (r *plannedRollout) halt(ctx workflow.Context, n int32, pool, why string) e
 		return err
 	}
 	return r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutHalted, Message: why,
-		Halt: &v1alpha1.RolloutHalt{Step: n, Message: truncateMessage(why)}})
+		Halt: &v1alpha1.RolloutHalt{Step: n, Message: why}})
 }
 
 // setStatus writes status.rollout on the run's incarnation, with the
@@ -447,13 +447,6 @@ func (r *plannedRollout) setStatus(ctx workflow.Context, in activities.RolloutSt
 		r.verdict.Phase, r.verdict.Message = in.Phase, in.Message
 	}
 	return workflow.ExecuteActivity(ctx, act.SetRolloutStatus, in).Get(ctx, nil)
-}
-
-func truncateMessage(s string) string {
-	if len(s) > 1024 {
-		return s[:1021] + "..."
-	}
-	return s
 }
 
 // recordStep keeps the pools step n admitted for the plan query: all of

@@ -96,6 +96,15 @@ func AdmissionOf(c *v1alpha1.SandboxConfig) *Admission {
 	if st.Phase == v1alpha1.RolloutCompleted {
 		return nil
 	}
+	return StatusAdmission(st)
+}
+
+// StatusAdmission is the admission a status records, whatever its phase:
+// nothing admitted for no status.
+func StatusAdmission(st *v1alpha1.RolloutStatus) *Admission {
+	if st == nil {
+		return &Admission{}
+	}
 	return &Admission{Step: st.Step, Canaries: st.AdmittedCanaries, Through: KeyOfRef(st.AdmittedThrough)}
 }
 
