@@ -19,6 +19,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
+	"ate.dev/orchestrator/internal/rolloutplan"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -107,36 +108,10 @@ func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutL
 			return nil, err
 		}
 		plain = rollout.Plain(pools)
-		look.Plan = PlanOf(c, plain)
+		look.Plan = rolloutplan.Of(c, plain)
 	}
 	look.Verdict = rollout.Decide(rollout.Facts{Config: c, Newest: newest, Pools: plain, Bound: in.UID, Done: in.Done})
 	return look, nil
-}
-
-// PlanOf is the plan of a config's rollout over pools (in rollout order):
-// the pools admitted so far, and those each remaining step would admit.
-// A config without spec.rollout moves every pool in one step.
-func PlanOf(c *v1alpha1.SandboxConfig, pools []rollout.Pool) wfapi.RolloutPlan {
-	steps := []v1alpha1.RolloutStep{{}}
-	if c.Spec.Rollout != nil {
-		steps = c.Spec.Rollout.Steps
-	}
-	plan := wfapi.RolloutPlan{Config: c.Name, Total: len(pools), Moved: []string{}}
-	if st := c.Status.Rollout; st != nil {
-		plan.Phase, plan.Step, plan.Message = string(st.Phase), st.Step, st.Message
-	}
-	admitted, planned := rollout.Plan(pools, c.Name, steps, plan.Step+1, rollout.StatusAdmission(c.Status.Rollout))
-	plan.Admitted = append([]string{}, admitted...)
-	for _, p := range pools {
-		if p.Current == c.Name {
-			plan.Moved = append(plan.Moved, p.Key.String())
-		}
-	}
-	plan.Steps = []wfapi.RolloutPlanStep{}
-	for _, s := range planned {
-		plan.Steps = append(plan.Steps, wfapi.RolloutPlanStep{Step: s.Step, Want: s.Want, Pools: s.Pools})
-	}
-	return plan
 }
 
 // AdmitInput asks for a step's admission. Prev is the last pool admitted
@@ -500,10 +475,9 @@ type RolloutEventInput struct {
 	Note   string `json:"note"`
 }
 
-// Event reasons of a rollout.
-const (
-	EventReasonRolloutHalted = "RolloutHalted"
-)
+// EventReasonRolloutHalted is v1alpha1.EventReasonRolloutHalted; the
+// rollout's event reasons live beside the API's other names.
+const EventReasonRolloutHalted = v1alpha1.EventReasonRolloutHalted
 
 // RecordRolloutEvent records an events.k8s.io/v1 Event regarding a
 // SandboxConfig, in the default namespace (a cluster-scoped object's

@@ -8,11 +8,11 @@ import (
 
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
+	"ate.dev/orchestrator/internal/rolloutplan"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -59,7 +59,7 @@ func Preview(ctx context.Context, r ctrlclient.Reader, name string) (*PreviewRes
 		// As it would start: nothing admitted but the pools on it.
 		what.Status.Rollout = nil
 	}
-	res.Plan = activities.PlanOf(what, plain)
+	res.Plan = rolloutplan.Of(what, plain)
 	if c.Spec.Rollout != nil {
 		for _, s := range c.Spec.Rollout.Steps {
 			pause := ""

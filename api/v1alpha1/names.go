@@ -13,6 +13,28 @@ const (
 	// request cannot be missed, unlike a quick toggle of spec.rollout.paused.
 	RolloutResumeAnnotation = "sandboxconfig.ate.dev/rollout-resume"
 
+	// The other requests to a rollout, set on its SandboxConfig (by
+	// `kubectl ate rollout ...` or a Git commit), work as the resume
+	// annotation does: each new value is acted on once, and
+	// status.rollout.<verb>Request records the last one. When a pause and a
+	// resume are both new at one look, the greater value wins (the plugin
+	// writes UTC timestamps, which sort in time order).
+	//
+	// RolloutPauseAnnotation holds the rollout where it is until a resume.
+	RolloutPauseAnnotation = "sandboxconfig.ate.dev/rollout-pause"
+	// RolloutPromoteAnnotation ends the current step's approval wait and
+	// bake (a step not there yet skips them when it gets there).
+	RolloutPromoteAnnotation = "sandboxconfig.ate.dev/rollout-promote"
+	// RolloutPromoteFullAnnotation skips every remaining step, approval
+	// and bake: every unpinned pool of the class is admitted at once.
+	RolloutPromoteFullAnnotation = "sandboxconfig.ate.dev/rollout-promote-full"
+	// RolloutAbortAnnotation moves every pool the rollout admitted back to
+	// the config it came from and holds the rollout Aborted until a retry.
+	RolloutAbortAnnotation = "sandboxconfig.ate.dev/rollout-abort"
+	// RolloutRetryAnnotation takes a halted or aborted rollout from its
+	// current step again.
+	RolloutRetryAnnotation = "sandboxconfig.ate.dev/rollout-retry"
+
 	// ProtectionFinalizer is put on a SandboxConfig before any WorkerPool
 	// status names it, and removed only once no WorkerPool names it.
 	ProtectionFinalizer = "sandboxconfig.ate.dev/workerpool-protection"
@@ -136,4 +158,43 @@ const (
 	// without the switch's Protect): the class keeps its config, and the
 	// next switch protects the target first.
 	ReasonSandboxConfigNotProtected = "SandboxConfigNotProtected"
+)
+
+// SandboxConfig conditions, as kstatus reads them (Ready, Stalled), and
+// their reasons: "Rollout" and the rollout's phase, NoRollout for a config
+// no rollout of which is live, RolloutPending for one whose rollout has not
+// written its status yet.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionStalled     = "Stalled"
+
+	ReasonNoRollout      = "NoRollout"
+	ReasonRolloutPending = "RolloutPending"
+)
+
+// RolloutReason is the condition reason of a rollout phase: "Rollout" and
+// the phase (RolloutHalted, RolloutAwaitingApproval, ...).
+func RolloutReason(p RolloutPhase) string { return "Rollout" + string(p) }
+
+// Reasons of the events recorded on a SandboxConfig about its rollout, each
+// once per occurrence.
+const (
+	// EventReasonRolloutStepCompleted (Normal): a step's pools moved, are
+	// Available and passed its gate, approval and bake.
+	EventReasonRolloutStepCompleted = "RolloutStepCompleted"
+	// EventReasonRolloutPaused (Normal): a pause request or signal held it.
+	EventReasonRolloutPaused = "RolloutPaused"
+	// EventReasonRolloutResumed (Normal): a resume or retry let it go on.
+	EventReasonRolloutResumed = "RolloutResumed"
+	// EventReasonRolloutPromoted (Normal): a promote ended an approval wait
+	// or a bake, or a promote --full skipped the remaining steps.
+	EventReasonRolloutPromoted = "RolloutPromoted"
+	// EventReasonRolloutCompleted (Normal): every step done.
+	EventReasonRolloutCompleted = "RolloutCompleted"
+	// EventReasonRolloutHalted (Warning): a step failed.
+	EventReasonRolloutHalted = "RolloutHalted"
+	// EventReasonRolloutAborted (Warning): an abort moved the admitted
+	// pools back.
+	EventReasonRolloutAborted = "RolloutAborted"
 )

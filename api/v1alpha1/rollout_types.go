@@ -50,10 +50,18 @@ type RolloutStep struct {
 
 	// pause is the bake time after the step's pools moved and are healthy
 	// (a Go duration: 30s, 10m, 1h); empty: the next step at once.
+	// `kubectl ate rollout promote` ends it early.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="spec.rollout.steps[].pause must be a duration such as 30s, 10m or 1h30m"
 	// +optional
 	Pause *metav1.Duration `json:"pause,omitempty"`
+
+	// approval true makes the step wait, once its pools moved and are
+	// Available and its gate passed (before its bake), for a person's
+	// promote: `kubectl ate rollout promote NAME`, or a new value of the
+	// annotation sandboxconfig.ate.dev/rollout-promote.
+	// +optional
+	Approval bool `json:"approval,omitempty"`
 }
 
 // RolloutGate is a check of the user's, run after each step. The rollout
@@ -79,13 +87,13 @@ type RolloutGate struct {
 	// gate that has not finished by then, for example one on a task queue
 	// nobody polls, halts the rollout.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="spec.rollout.gate.timeout must be a duration such as 30s, 10m or 1h30m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // RolloutPhase is where a staged rollout stands.
-// +kubebuilder:validation:Enum=Progressing;Paused;Baking;Halted;Completed;Superseded;Stopped
+// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;Baking;Halted;Aborted;Completed;Superseded;Stopped
 type RolloutPhase string
 
 const (
@@ -97,6 +105,12 @@ const (
 	RolloutBaking RolloutPhase = "Baking"
 	// RolloutHalted: a step failed; nothing more moves until resumed.
 	RolloutHalted RolloutPhase = "Halted"
+	// RolloutAwaitingApproval: a step with approval: true moved its pools;
+	// the rollout waits for a promote.
+	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
+	// RolloutAborted: an abort moved every admitted pool back to the
+	// config it came from; nothing moves until a retry.
+	RolloutAborted RolloutPhase = "Aborted"
 	// RolloutCompleted: every step done; the config is an ordinary
 	// class default from now on.
 	RolloutCompleted RolloutPhase = "Completed"
@@ -110,6 +124,22 @@ const (
 
 // SandboxConfigStatus is what the product reports about a config.
 type SandboxConfigStatus struct {
+	// observedGeneration is the generation whose spec the conditions
+	// describe: the one a live rollout has taken in, else the config's.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Ready, Progressing and Stalled, as kstatus (Flux,
+	// `helm --wait`, `kubectl wait --for=condition=Ready`) reads them: a
+	// config with no live rollout, or a completed one, is Ready; a halted
+	// or aborted rollout is Stalled. Their reasons come from the rollout's
+	// phase (RolloutProgressing, RolloutHalted, ...).
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// rollout is the state of the config's staged rollout, written by its
 	// rollout workflow.
 	// +optional
@@ -198,6 +228,42 @@ type RolloutStatus struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ResumeRequest string `json:"resumeRequest,omitempty"`
+
+	// pauseRequest, promoteRequest, promoteFullRequest, abortRequest and
+	// retryRequest are the last values of the annotations
+	// sandboxconfig.ate.dev/rollout-pause, -promote, -promote-full, -abort
+	// and -retry the rollout acted on: each new value is acted on once.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PauseRequest string `json:"pauseRequest,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PromoteRequest string `json:"promoteRequest,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PromoteFullRequest string `json:"promoteFullRequest,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	AbortRequest string `json:"abortRequest,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	RetryRequest string `json:"retryRequest,omitempty"`
+
+	// promotedStep is the last step a promote let go: its approval and its
+	// bake are not waited for.
+	// +optional
+	PromotedStep int32 `json:"promotedStep,omitempty"`
+
+	// promotedFull is true once a promote --full skipped every remaining
+	// step, approval and bake: the rollout's next step admits every pool.
+	// +optional
+	PromotedFull bool `json:"promotedFull,omitempty"`
+
+	// abort, once aborted, says at which step and why: every admitted pool
+	// goes back to the config it came from, and the rollout holds until a
+	// retry, which takes the step again.
+	// +optional
+	Abort *RolloutHalt `json:"abort,omitempty"`
 }
 
 // RolloutAdmissionMark is an admission as it stood: how many of

@@ -114,7 +114,10 @@ type SandboxAsset struct {
 // +kubebuilder:printcolumn:name="ROLLOUT",type=string,JSONPath=`.status.rollout.phase`,description="The phase of the config's staged rollout (status.rollout.phase)"
 // +kubebuilder:printcolumn:name="MOVED",type=integer,JSONPath=`.status.rollout.movedPools`,description="Unpinned pools of the class on this config (status.rollout.movedPools)"
 // +kubebuilder:printcolumn:name="TOTAL",type=integer,JSONPath=`.status.rollout.totalPools`,description="Unpinned pools of the class (status.rollout.totalPools)"
+// +kubebuilder:printcolumn:name="STEP",type=integer,JSONPath=`.status.rollout.step`,priority=1,description="The step the config's staged rollout is at, from 1 (status.rollout.step)"
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1,description="The config's Ready condition: True with no live rollout or a completed one"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the config was created"
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.rollout.message`,priority=1,description="What the rollout waits for, or why it halted (status.rollout.message)"
 // +kubebuilder:subresource:status
 
 // SandboxConfig is a versioned set of sandbox runtime assets for one sandbox
