@@ -42,8 +42,8 @@ LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
 # `go run ./hack/devstack -h`.
 DEVSTACK_FLAGS ?=
 
-# Files controller-gen writes; `verify` fails when they are stale.
-GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac deploy/chart/files
+# Files `make generate` writes; `verify` fails when they are stale.
+GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac deploy/chart/files deploy/gitops/argocd/argocd-cm.yaml
 
 # Packages whose +kubebuilder:rbac markers make each process's roles in
 # deploy/rbac/PROCESS: a ClusterRole ate-orchestrator-PROCESS, and a Role of
@@ -60,7 +60,7 @@ tools: ## Build the missing tools into the cache and link them into bin/.
 	hack/tools/install.sh
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, and Argo CD's argocd-cm keys from their Lua.
 	hack/tools/install.sh controller-gen
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
@@ -72,6 +72,8 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
 	cp deploy/rbac/starter/role.yaml deploy/chart/files/rbac/starter.yaml
 	cp deploy/rbac/users/roles.yaml deploy/chart/files/rbac/users.yaml
 	cp deploy/policy/workerpool-policy.yaml deploy/chart/files/policy/workerpool-policy.yaml
+	@# Argo CD's argocd-cm keys for SandboxConfigs, from their Lua (deploy/gitops/argocd's TestConfigMapIsGenerated checks it).
+	go run ./deploy/gitops/argocd/gen -out deploy/gitops/argocd/argocd-cm.yaml
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated files, workflow determinism, the linter and known vulnerabilities.
