@@ -37,5 +37,5 @@ func Main(ctx context.Context, opts options.Options, sopts options.StarterOption
 	defer c.Close()
 	endpoints.Connected(c)
 	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue,
-		Concurrency: sopts.StartConcurrency, LeaderElection: leader, OnNaming: endpoints.NamingCluster})
+		Concurrency: sopts.StartConcurrency, LeaderElection: leader, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

@@ -45,5 +45,5 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
 		Dial:                func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
-		OnConnected:         endpoints.Connected, OnNaming: endpoints.NamingCluster})
+		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

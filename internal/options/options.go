@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/tracing"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -66,7 +67,12 @@ type Options struct {
 	MetricsSecure bool
 	// MetricsCertDir holds tls.crt and tls.key for HTTPS, reloaded when
 	// they change; empty: a self-signed certificate made at start.
-	MetricsCertDir         string
+	MetricsCertDir string
+	// MetricsClusterLabel is the label that carries the cluster's name
+	// (ClusterName, or the kube-system UID) on every series of /metrics,
+	// so that a Prometheus shared by a fleet keeps the clusters apart;
+	// empty (code that builds Options itself): metrics.DefaultClusterLabel.
+	MetricsClusterLabel    string
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof/ endpoints, for profiling;
 	// empty (the default) serves none.
@@ -157,6 +163,9 @@ var settings = []setting{
 		dst: func(o *Options) *string { return &o.MetricsBindAddress }},
 	{flag: "metrics-cert-dir", env: "METRICS_CERT_DIR", usage: "directory of tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change; empty: a self-signed certificate",
 		dst: func(o *Options) *string { return &o.MetricsCertDir }},
+	{flag: "metrics-cluster-label", env: "METRICS_CLUSTER_LABEL", def: metrics.DefaultClusterLabel,
+		usage: "label of the cluster's name (--cluster-name, or the kube-system UID) on every series of /metrics; what deploy/monitoring's clusterLabel names",
+		dst:   func(o *Options) *string { return &o.MetricsClusterLabel }},
 	{flag: "health-probe-bind-address", env: "HEALTH_PROBE_BIND_ADDRESS", def: DefaultHealthProbeBindAddress, usage: `address of the /healthz and /readyz endpoints; "0" disables them`,
 		dst: func(o *Options) *string { return &o.HealthProbeBindAddress }},
 	{flag: "pprof-bind-address", env: "PPROF_BIND_ADDRESS", usage: `address of Go's /debug/pprof/ profiling endpoints, plain HTTP and unauthenticated: bind to loopback; empty or "0": none`,
@@ -232,9 +241,9 @@ func LooksLikeKeyMaterial(v string) bool {
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
 func (o Options) String() string {
-	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s HealthProbeBindAddress:%s PprofBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
+	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s MetricsClusterLabel:%s HealthProbeBindAddress:%s PprofBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
 		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.ClusterName, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
-		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.HealthProbeBindAddress, o.PprofBindAddress,
+		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.MetricsClusterLabel, o.HealthProbeBindAddress, o.PprofBindAddress,
 		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
 
@@ -279,6 +288,11 @@ func (o *Options) Validate() error {
 	if o.ClusterName != "" {
 		if err := wfapi.Cluster(o.ClusterName).Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--cluster-name (ATE_CLUSTER_NAME): %w", err))
+		}
+	}
+	if o.MetricsClusterLabel != "" {
+		if err := metrics.ValidateLabelName(o.MetricsClusterLabel); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-cluster-label (METRICS_CLUSTER_LABEL): %w", err))
 		}
 	}
 	if LooksLikeKeyMaterial(o.TLSKeyFile) {

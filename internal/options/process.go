@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/tracing"
+	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Process is what the worker and the starter set up alike from their
@@ -37,6 +40,12 @@ type Process struct {
 	// worker interceptors (worker.TemporalWorkerOptionsWith). Close flushes
 	// its spans.
 	Tracing *tracing.Tracing
+	// Metrics labels every series the process's /metrics serves with its
+	// cluster (--metrics-cluster-label): at once when --cluster-name names
+	// it, else once Named is told the cluster is named.
+	Metrics *metrics.ClusterRegistry
+	// clusterName is --cluster-name.
+	clusterName string
 }
 
 // Close flushes what the process has not exported yet (its spans), for at
@@ -66,6 +75,19 @@ func (o *Options) Process(name string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	label := o.MetricsClusterLabel
+	if label == "" {
+		label = metrics.DefaultClusterLabel
+	}
+	// Before anything records a metric or serves them: the registry the
+	// metrics server serves is the labelling one.
+	reg, err := metrics.LabelClusterOnScrape(label)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-cluster-label: %w", err)
+	}
+	if o.ClusterName != "" {
+		reg.SetCluster(o.ClusterName)
+	}
 	if copts.MetricsHandler, err = metrics.ForProcess(ctrlmetrics.Registry, name); err != nil {
 		return nil, fmt.Errorf("recording the Temporal SDK's metrics in controller-runtime's registry: %w", err)
 	}
@@ -77,7 +99,34 @@ func (o *Options) Process(name string) (*Process, error) {
 		log.Info("tracing on: exporting spans over OTLP")
 	}
 	tr.Install(rest, &copts)
-	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr}, nil
+	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr, Metrics: reg, clusterName: o.ClusterName}, nil
+}
+
+// Named wraps report, the process's naming callback (its Run's OnNaming,
+// kube.NamingWait.Report: each failed look's error, nil once named), so
+// that once the cluster is named its name labels the process's metrics
+// too. With --cluster-name they were labelled from the start; else the
+// name is the kube-system namespace's UID, which the look that just
+// succeeded read and which never changes, read once more here (Run keeps
+// the scope it names to itself).
+func (p *Process) Named(ctx context.Context, report func(error)) func(error) {
+	return func(err error) {
+		if report != nil {
+			report(err)
+		}
+		if err != nil || p.clusterName != "" {
+			return
+		}
+		cs, cerr := kubernetes.NewForConfig(p.Rest)
+		if cerr == nil {
+			var c wfapi.Cluster
+			if c, cerr = kube.ClusterIdentity(ctx, cs, ""); cerr == nil {
+				p.Metrics.SetCluster(string(c))
+				return
+			}
+		}
+		p.Log.Warn("the metrics carry no cluster label: could not read the cluster's identity again", "error", cerr)
+	}
 }
 
 // Metrics is how the process serves /metrics.

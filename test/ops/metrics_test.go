@@ -40,7 +40,8 @@ import (
 // frontend refuses), scrapes both endpoints, and checks:
 //   - every metric the dashboard and the rules name is exported;
 //   - every exported family has its own HELP text;
-//   - the release wait's buckets reach days.
+//   - the release wait's buckets reach days;
+//   - every series carries the cluster.
 func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	env := testenv.Current()
 	ctx := context.Background()
@@ -216,6 +217,26 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 			if role == "worker" {
 				require.True(t, polled, "the worker exports temporal_workflow_task_queue_poll_succeed_total")
 			}
+		}
+	})
+	// A fleet's Prometheus keeps the clusters apart by the cluster label
+	// each process puts on every series it serves: the product's own, the
+	// SDK's and the libraries' (the leader election's, which
+	// ATEStarterNotLeading groups by it).
+	t.Run("every series carries the cluster", func(t *testing.T) {
+		for role, addr := range map[string]string{"worker": workerMetrics, "starter": starterMetrics} {
+			own, err := scrape(addr)
+			require.NoError(t, err)
+			var checked int
+			for name, f := range own {
+				for _, m := range f.GetMetric() {
+					require.Equal(t, string(env.ClusterName), labelValue(m, metrics.DefaultClusterLabel), "%s: %s %v", role, name, m.GetLabel())
+					if strings.HasPrefix(name, "ate_") || strings.HasPrefix(name, "temporal_") {
+						checked++
+					}
+				}
+			}
+			require.Positive(t, checked, "%s exports ate_* or temporal_* series", role)
 		}
 	})
 	t.Run("the leading starter and worker say so", func(t *testing.T) {
