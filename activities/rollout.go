@@ -147,6 +147,11 @@ type Admitted struct {
 	// Refused says why the gate may not run (it names the orchestrator's
 	// own workflow type or task queue): the step halts with it.
 	Refused string `json:"refused,omitempty"`
+	// Approval is the step's approval: it waits for a promote once its
+	// pools moved and its gate passed.
+	Approval bool `json:"approval,omitempty"`
+	// Full is true when a promote --full made this step admit every pool.
+	Full bool `json:"full,omitempty"`
 }
 
 // DefaultGateTimeout bounds a gate's run when spec.rollout.gate.timeout is
@@ -187,7 +192,12 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 	if st.Step == in.Step && st.StepStart != nil {
 		mark = st.StepStart // the step taken again: the same start
 	}
-	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate}
+	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate, Approval: step.Approval}
+	if st.PromotedFull {
+		// Recorded by the look that answered the promote --full, before
+		// this step was taken: every pool, whatever the step says.
+		res.Want, res.Full = len(plain), true
+	}
 	if step.Pause != nil {
 		res.Pause = step.Pause.Duration
 	}
@@ -395,6 +405,15 @@ type RolloutStatusInput struct {
 	SignalResumed int64  `json:"signalResumed,omitempty"`
 	Resume        string `json:"resume,omitempty"`
 	PausedSeen    bool   `json:"pausedSeen,omitempty"`
+	// Answered are the request annotations' values answered, written with
+	// what they did, in the same write: an abort (Abort) or its lifting
+	// (ClearAbort), the step a promote let go (PromotedStep), a promote
+	// --full (PromotedFull).
+	Answered     rollout.Requests      `json:"answered,omitempty"`
+	Abort        *v1alpha1.RolloutHalt `json:"abort,omitempty"`
+	ClearAbort   bool                  `json:"clearAbort,omitempty"`
+	PromotedStep int32                 `json:"promotedStep,omitempty"`
+	PromotedFull bool                  `json:"promotedFull,omitempty"`
 }
 
 // SetRolloutStatus writes a rollout's phase and message, and its counts as
@@ -428,10 +447,10 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 		adm = nil // this write completes it: every pool is admitted
 	}
 	if in.Clear {
-		for _, f := range []string{"step", "admittedThrough", "admittedCanaries", "stepStart", "observedGeneration", "halt"} {
+		for _, f := range []string{"step", "admittedThrough", "admittedCanaries", "stepStart", "observedGeneration", "halt", "abort", "promotedStep"} {
 			fields[f] = nil
 		}
-		fields["signalPaused"] = false
+		fields["signalPaused"], fields["promotedFull"] = false, false
 		adm = &rollout.Admission{}
 	}
 	switch {
@@ -454,6 +473,29 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	}
 	if in.SignalResumed != 0 {
 		fields["signalResumedGeneration"] = in.SignalResumed
+	}
+	for field, value := range map[string]string{"pauseRequest": in.Answered.Pause, "resumeRequest": in.Answered.Resume,
+		"promoteRequest": in.Answered.Promote, "promoteFullRequest": in.Answered.PromoteFull,
+		"abortRequest": in.Answered.Abort, "retryRequest": in.Answered.Retry} {
+		if value != "" {
+			fields[field] = value
+		}
+	}
+	switch {
+	case in.Abort != nil:
+		abort := *in.Abort
+		abort.Message = truncate(abort.Message, 1024)
+		fields["abort"] = abort
+		adm = &rollout.Admission{Aborted: true}
+	case in.ClearAbort:
+		fields["abort"] = nil
+		adm = rollout.StatusAdmission(c.Status.Rollout)
+	}
+	if in.PromotedStep > 0 {
+		fields["promotedStep"] = in.PromotedStep
+	}
+	if in.PromotedFull {
+		fields["promotedFull"] = true
 	}
 	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
 	if err != nil {

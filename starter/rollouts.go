@@ -102,14 +102,13 @@ func (r *rolloutStarter) Reconcile(ctx context.Context, req reconcile.Request) (
 // has not taken in: no status of this incarnation yet (new, or created
 // again under its name while an old run may still be bound to the old
 // one), a spec generation newer than the one its status observed, or a
-// resume request not answered yet.
+// request (resume, pause, promote, abort, retry) not answered yet.
 func needsLook(c *v1alpha1.SandboxConfig) bool {
 	st := c.Status.Rollout
 	if st == nil {
 		return true
 	}
-	req := c.Annotations[v1alpha1.RolloutResumeAnnotation]
-	return c.Generation > st.ObservedGeneration || (req != "" && req != st.ResumeRequest)
+	return c.Generation > st.ObservedGeneration || rollout.PendingRequests(c).Any()
 }
 
 // activeResync is how often the starter looks again at a rollout under
@@ -129,7 +128,8 @@ func ended(p v1alpha1.RolloutPhase) bool {
 // active reports whether a rollout in this phase has a workflow running.
 func active(p v1alpha1.RolloutPhase) bool {
 	switch p {
-	case v1alpha1.RolloutProgressing, v1alpha1.RolloutPaused, v1alpha1.RolloutBaking, v1alpha1.RolloutHalted:
+	case v1alpha1.RolloutProgressing, v1alpha1.RolloutPaused, v1alpha1.RolloutBaking, v1alpha1.RolloutHalted,
+		v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutAborted:
 		return true
 	}
 	return false

@@ -89,3 +89,19 @@ func TestARolloutRestartedWhileItsLastRunEndsIsLookedAtAgain(t *testing.T) {
 		})
 	}
 }
+
+// A rolling config's rollout is asked to look for every request it has not
+// answered, whichever verb made it, and not again once it answered it.
+func TestNeedsLookForEveryUnansweredRequest(t *testing.T) {
+	for _, annotation := range []string{v1alpha1.RolloutPauseAnnotation, v1alpha1.RolloutResumeAnnotation, v1alpha1.RolloutPromoteAnnotation,
+		v1alpha1.RolloutPromoteFullAnnotation, v1alpha1.RolloutAbortAnnotation, v1alpha1.RolloutRetryAnnotation} {
+		t.Run(annotation, func(t *testing.T) {
+			c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: "new", Generation: 2, Annotations: map[string]string{annotation: "t1"}},
+				Status: v1alpha1.SandboxConfigStatus{Rollout: &v1alpha1.RolloutStatus{ObservedGeneration: 2}}}
+			require.True(t, needsLook(c), "a new request")
+			st := c.Status.Rollout
+			st.PauseRequest, st.ResumeRequest, st.PromoteRequest, st.PromoteFullRequest, st.AbortRequest, st.RetryRequest = "t1", "t1", "t1", "t1", "t1", "t1"
+			require.False(t, needsLook(c), "answered")
+		})
+	}
+}

@@ -22,6 +22,12 @@ import (
 // have no marker and go on as rolloutV1.
 const plannerChange = "rollout-planner"
 
+// driveChange is the GetVersion change ID of the rollout that records an
+// event on the config for every change a person would want to hear of
+// (a step completed, paused, resumed, promoted, aborted, completed):
+// version 1. Runs begun before it record only halts.
+const driveChange = "rollout-drive"
+
 // Rollout is the staged rollout of a class default (SandboxConfigRollout):
 // one execution per rolling-out config, ID wfapi.RolloutWorkflowID, started
 // by the starter when a config with spec.rollout becomes the newest default
@@ -56,7 +62,8 @@ func Rollout(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult,
 	if workflow.GetVersion(ctx, plannerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return rolloutV1(ctx, in, info.WorkflowExecution.ID)
 	}
-	r := &plannedRollout{config: in.Config, id: info.WorkflowExecution.ID, done: -1}
+	r := &plannedRollout{config: in.Config, id: info.WorkflowExecution.ID, done: -1,
+		drive: workflow.GetVersion(ctx, driveChange, workflow.DefaultVersion, 1) == 1}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryPlan, func() (wfapi.RolloutPlan, error) {
 		return r.queryPlan(), nil
 	}); err != nil {
@@ -78,8 +85,14 @@ type plannedRollout struct {
 	// recheck asks for a look; pauseSignal and resumeSignal are an
 	// operator's signals not yet recorded in status.
 	recheck, pauseSignal, resumeSignal bool
-	// gates counts the gate runs started, for their workflow IDs.
-	gates, halts int
+	// gates counts the gate runs started, for their workflow IDs; halts
+	// and events the events recorded, for their keys.
+	gates, halts, events int
+	// drive: the run records an event for each change (driveChange).
+	drive bool
+	// looks counts the run's looks: its first takes what status says as
+	// where the rollout was held.
+	looks int
 	verdict      rollout.Verdict
 	// held is the hold the last look decided (Paused or Halted), "" for none.
 	held      v1alpha1.RolloutPhase
@@ -162,6 +175,12 @@ func (r *plannedRollout) run(ctx workflow.Context, in wfapi.RolloutInput) (*wfap
 			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message}); err != nil {
 				return nil, err
 			}
+			if r.drive {
+				if err := r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutCompleted,
+					fmt.Sprintf("rollout of SandboxConfig %s completed: %s; every unpinned pool of its class follows it", r.config, v.Message)); err != nil {
+					return nil, err
+				}
+			}
 			log.Info("rollout completed", "config", r.config)
 			return &wfapi.RolloutResult{Phase: string(v.Phase), Message: v.Message}, nil
 		case rollout.Hold:
@@ -209,6 +228,10 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 		}
 	}
 	r.verdict = v
+	was := r.held
+	if r.looks++; r.looks == 1 {
+		was = heldIn(look.Status.Phase)
+	}
 	r.held = ""
 	if v.Action == rollout.Hold {
 		r.held = v.Phase // also mid-step, where the status still says Progressing
@@ -219,16 +242,79 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 	// A resume answered, or a spec generation not written yet, is
 	// recorded at once: the starter stops asking, and a new run does not
 	// answer the same request again.
-	if v.Action != rollout.StartOver && v.Action != rollout.End && (v.Resume != "" || v.ClearHalt || r.generation > r.written) {
-		in := activities.RolloutStatusInput{Resume: v.Resume, ClearHalt: v.ClearHalt}
-		if v.Resume != "" {
-			in.SignalPaused = new(bool) // a resume request lifts a pause signal too
+	if v.Action != rollout.StartOver && v.Action != rollout.End && (v.Records() || r.generation > r.written) {
+		in := activities.RolloutStatusInput{Resume: v.Resume, ClearHalt: v.ClearHalt, Answered: v.Answered,
+			Abort: v.Abort, ClearAbort: v.ClearAbort, PromotedStep: v.PromotedStep, PromotedFull: v.Answered.PromoteFull != ""}
+		if v.Resume != "" || v.Answered.Pause != "" {
+			// A resume request lifts a pause signal too; a pause request
+			// made after it holds again.
+			in.SignalPaused = &v.SignalPaused
 		}
 		if err := r.setStatus(ctx, in); err != nil {
 			return rollout.Verdict{}, nil, err
 		}
 	}
+	if r.drive && v.Action != rollout.StartOver && v.Action != rollout.End {
+		if err := r.announce(ctx, v, was); err != nil {
+			return rollout.Verdict{}, nil, err
+		}
+	}
 	return v, &look, nil
+}
+
+// heldIn is the hold a status phase records: Paused, Halted or Aborted,
+// "" for none.
+func heldIn(p v1alpha1.RolloutPhase) v1alpha1.RolloutPhase {
+	switch p {
+	case v1alpha1.RolloutPaused, v1alpha1.RolloutHalted, v1alpha1.RolloutAborted:
+		return p
+	}
+	return ""
+}
+
+// announce records the events a look's verdict calls for, against the
+// hold the rollout was in before it (was): an abort, a pause, a resume, a
+// promote. Each is recorded once: its key is the run's and the event's
+// count in it, the same when the activity is retried or the run replayed.
+func (r *plannedRollout) announce(ctx workflow.Context, v rollout.Verdict, was v1alpha1.RolloutPhase) error {
+	switch {
+	case v.Abort != nil:
+		if err := r.event(ctx, corev1.EventTypeWarning, v1alpha1.EventReasonRolloutAborted,
+			fmt.Sprintf("rollout of SandboxConfig %s %s", r.config, v.Abort.Message)); err != nil {
+			return err
+		}
+	case r.held == v1alpha1.RolloutPaused && was != v1alpha1.RolloutPaused:
+		if err := r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutPaused,
+			fmt.Sprintf("rollout of SandboxConfig %s %s", r.config, v.Message)); err != nil {
+			return err
+		}
+	case r.held == "" && was != "" && v.Action == rollout.Take:
+		if err := r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutResumed,
+			fmt.Sprintf("rollout of SandboxConfig %s resumed (it was %s): taking step %d", r.config, was, v.Step)); err != nil {
+			return err
+		}
+	}
+	if v.Answered.Promote != "" {
+		if err := r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutPromoted,
+			fmt.Sprintf("rollout of SandboxConfig %s promoted at step %d: its approval and bake are not waited for", r.config, v.PromotedStep)); err != nil {
+			return err
+		}
+	}
+	if v.Answered.PromoteFull != "" {
+		return r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutPromoted,
+			fmt.Sprintf("rollout of SandboxConfig %s promoted fully: every remaining step, approval and bake skipped; every pool of its class is admitted", r.config))
+	}
+	return nil
+}
+
+// event records an event regarding the config, once: its key is the run's
+// and the event's count in it.
+func (r *plannedRollout) event(ctx workflow.Context, eventType, reason, note string) error {
+	r.events++
+	return workflow.ExecuteActivity(ctx, act.RecordRolloutEvent, activities.RolloutEventInput{
+		Config: r.config, UID: string(r.uid), Key: fmt.Sprintf("%s/event/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, r.events),
+		Type: eventType, Reason: reason, Note: note,
+	}).Get(ctx, nil)
 }
 
 // goesOn reports whether a verdict taken in the middle of step n lets it go
@@ -265,20 +351,60 @@ func (r *plannedRollout) step(ctx workflow.Context, n int32, look *activities.Ro
 		// resume, and runs then, when the step is taken again.
 		return nil
 	}
-	if adm.Gate != nil {
+	// A promote --full skips what checks the steps it skips: the gate,
+	// the approval, the bake.
+	if adm.Gate != nil && !adm.Full {
 		passed, err := r.gate(ctx, n, adm)
 		if err != nil || !passed {
 			return err
 		}
 	}
-	if adm.Pause > 0 {
+	if adm.Approval && !adm.Full && !r.promoted(n) {
+		approved, err := r.awaitApproval(ctx, n)
+		if err != nil || !approved {
+			return err
+		}
+	}
+	if adm.Pause > 0 && !adm.Full && !r.promoted(n) {
 		baked, err := r.bake(ctx, n, adm.Pause)
 		if err != nil || !baked {
 			return err
 		}
 	}
 	r.done = n
+	if r.drive {
+		return r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutStepCompleted,
+			fmt.Sprintf("rollout of SandboxConfig %s: step %d completed: %d of %d pools admitted, moved and Available", r.config, n, adm.Admitted, adm.Total))
+	}
 	return nil
+}
+
+// promoted reports whether the last look says step n was promoted: its
+// approval and bake are not waited for.
+func (r *plannedRollout) promoted(n int32) bool {
+	return r.verdict.Promoted >= n || r.verdict.Full
+}
+
+// awaitApproval holds step n, its pools moved and its gate passed, until a
+// promote lets it go; approved is false when a look ended the step.
+func (r *plannedRollout) awaitApproval(ctx workflow.Context, n int32) (approved bool, err error) {
+	msg := fmt.Sprintf("step %d: its pools moved and are Available; waiting for approval: `kubectl ate rollout promote %s` (a new value of the annotation %s)",
+		n, r.config, v1alpha1.RolloutPromoteAnnotation)
+	if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutAwaitingApproval, Message: msg}); err != nil {
+		return false, err
+	}
+	for {
+		if err := workflow.Await(ctx, func() bool { return r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+			return false, err
+		}
+		v, _, err := r.look(ctx)
+		if err != nil || !goesOn(v, n) {
+			return false, err
+		}
+		if r.promoted(n) {
+			return true, nil
+		}
+	}
 }
 
 // waitStep waits for the step's pools; ready is false when the step halted
@@ -413,6 +539,9 @@ func (r *plannedRollout) bake(ctx workflow.Context, n int32, pause time.Duration
 		}
 		if !goesOn(v, n) {
 			return false, nil
+		}
+		if r.promoted(n) {
+			return true, nil // the deferred cancel ends the timer
 		}
 	}
 	return true, timer.Get(ctx, nil)

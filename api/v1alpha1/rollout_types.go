@@ -52,6 +52,7 @@ type RolloutStep struct {
 	// (a Go duration: 30s, 10m, 1h); empty: the next step at once.
 	// `kubectl ate rollout promote` ends it early.
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="spec.rollout.steps[].pause must be a duration such as 30s, 10m or 1h30m"
 	// +optional
 	Pause *metav1.Duration `json:"pause,omitempty"`
@@ -87,6 +88,7 @@ type RolloutGate struct {
 	// gate that has not finished by then, for example one on a task queue
 	// nobody polls, halts the rollout.
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="spec.rollout.gate.timeout must be a duration such as 30s, 10m or 1h30m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`

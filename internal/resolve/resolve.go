@@ -139,7 +139,9 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 	if d.Rollout.Admits(pool, current, d.Name) {
 		return resolved(class, d.Name)
 	}
-	if c, ok := byName[current]; ok && keepable(class, c) {
+	// An aborted rollout sends the pools on d back: they resolve as if d
+	// were not a default, as a pool it never admitted does.
+	if c, ok := byName[current]; ok && keepable(class, c) && !(current == d.Name && d.Rollout.Aborted) {
 		r := resolved(class, current)
 		r.Message = WaitingMessage(current, d.Name, d.Rollout.Step)
 		if c.Deleting {
@@ -159,6 +161,9 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 	}
 	if r := classDefault(pool, class, current, rest, restByName); r.Resolved {
 		r.Message = WaitingMessage(r.Target, d.Name, d.Rollout.Step)
+		if d.Rollout.Aborted {
+			r.Message = AbortedMessage(r.Target, d.Name, d.Rollout.Step)
+		}
 		return r
 	}
 	return resolved(class, d.Name)
@@ -169,6 +174,13 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 // admits it; step is the step that rollout is at (0: not started).
 func WaitingMessage(current, rolling string, step int32) string {
 	return fmt.Sprintf("%s; waits for the rollout of SandboxConfig %q (step %d)", ResolvedMessage(current), rolling, step)
+}
+
+// AbortedMessage is the message of the Resolved condition of a class on
+// config current while the rollout of config rolling is aborted: the pools
+// it admitted go back to where they came from until a retry.
+func AbortedMessage(current, rolling string, step int32) string {
+	return fmt.Sprintf("%s; the rollout of SandboxConfig %q was aborted at step %d", ResolvedMessage(current), rolling, step)
 }
 
 // WaitingDeletingMessage is WaitingMessage for a class whose config

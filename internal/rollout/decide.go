@@ -79,6 +79,29 @@ type Verdict struct {
 	Resume     string `json:"resume,omitempty"`
 	ClearHalt  bool   `json:"clearHalt,omitempty"`
 	PausedSeen bool   `json:"pausedSeen,omitempty"`
+
+	// Answered are the other requests this look answers (Resume above is
+	// the resume's), recorded in status with what they did, in one write:
+	// SignalPaused, the pause a pause or resume request leaves; Abort, an
+	// abort made now; ClearAbort, an abort lifted by a retry; PromotedStep,
+	// the step a promote let go (0: none now).
+	Answered     Requests              `json:"answered,omitempty"`
+	SignalPaused bool                  `json:"signalPaused,omitempty"`
+	Abort        *v1alpha1.RolloutHalt `json:"abort,omitempty"`
+	ClearAbort   bool                  `json:"clearAbort,omitempty"`
+	PromotedStep int32                 `json:"promotedStep,omitempty"`
+	// Promoted and Full are what every promote so far lets go, this one's
+	// included: a step up to Promoted, and with Full every step, waits
+	// for no approval and no bake, and Full takes the last step at once
+	// with every pool.
+	Promoted int32 `json:"promoted,omitempty"`
+	Full     bool  `json:"full,omitempty"`
+}
+
+// Records reports whether the verdict asks for a status write before it is
+// acted on: a request answered or a halt's state changed.
+func (v Verdict) Records() bool {
+	return v.Resume != "" || v.ClearHalt || v.Answered.Any() || v.ClearAbort
 }
 
 // Decide is the rollout's planner: from the facts, what the rollout does
@@ -117,16 +140,54 @@ func Decide(f Facts) Verdict {
 	if halt == nil && st.Phase == v1alpha1.RolloutHalted {
 		halt = &v1alpha1.RolloutHalt{Step: st.Step, Message: st.Message} // written by v0.1.0
 	}
-	signalPaused := st.SignalPaused
+	abort, signalPaused := st.Abort, st.SignalPaused
 	spec := c.Spec.Rollout
-	if req := c.Annotations[v1alpha1.RolloutResumeAnnotation]; req != "" && req != st.ResumeRequest {
-		v.Resume, v.ClearHalt = req, halt != nil
+	step := max(st.Step, v.Done+1) // the step being worked on
+	req := PendingRequests(c)
+
+	// A resume lifts a halt and a pause; a pause made after it (the
+	// greater value) holds again. A retry lifts a halt and an abort; an
+	// abort made after it aborts again.
+	if req.Resume != "" {
+		v.Resume, v.ClearHalt = req.Resume, halt != nil
 		halt, signalPaused = nil, false
 	}
-	if halt != nil && halt.PausedSeen && !spec.Paused {
-		v.ClearHalt, halt = true, nil
+	if req.Pause != "" {
+		v.Answered.Pause = req.Pause
+		signalPaused = signalPaused || wins(req.Pause, req.Resume)
 	}
-	if halt != nil {
+	if req.Retry != "" {
+		v.Answered.Retry = req.Retry
+		v.ClearHalt, v.ClearAbort = v.ClearHalt || halt != nil, abort != nil
+		halt, abort = nil, nil
+	}
+	if req.Abort != "" {
+		v.Answered.Abort = req.Abort
+		if abort == nil && wins(req.Abort, req.Retry) {
+			abort = &v1alpha1.RolloutHalt{Step: step, Message: fmt.Sprintf(
+				"aborted at step %d: every pool it admitted goes back to the config it came from; take the step again with `kubectl ate rollout retry %s` (a new value of the annotation %s)",
+				step, c.Name, v1alpha1.RolloutRetryAnnotation)}
+			v.Abort, v.ClearAbort = abort, false
+		}
+	}
+	if req.Promote != "" {
+		v.Answered.Promote, v.PromotedStep = req.Promote, step
+	}
+	if req.PromoteFull != "" {
+		v.Answered.PromoteFull = req.PromoteFull
+	}
+	if req.Resume != "" || req.Pause != "" {
+		v.SignalPaused = signalPaused
+	}
+	v.Promoted, v.Full = max(st.PromotedStep, v.PromotedStep), st.PromotedFull || req.PromoteFull != ""
+
+	switch {
+	case abort != nil:
+		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutAborted, abort.Message
+		return v
+	case halt != nil && halt.PausedSeen && !spec.Paused:
+		v.ClearHalt, halt = true, nil
+	case halt != nil:
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutHalted, halt.Message
 		v.PausedSeen = spec.Paused && !halt.PausedSeen
 		return v
@@ -134,11 +195,12 @@ func Decide(f Facts) Verdict {
 	if int(v.Done) >= len(spec.Steps) {
 		// Every step done, as the steps now read: a rollout completes only
 		// once its last step admitted every pool. Steps edited mid-rollout
-		// never move more pools than they say: ending below 100% holds, and
-		// a last step of 100% not taken as such (its earlier steps cut) is
-		// taken again, as are pools created since it admitted.
+		// never move more pools than they say (a promote --full aside):
+		// ending below 100% holds, and a last step of 100% not taken as
+		// such (its earlier steps cut) is taken again, as are pools
+		// created since it admitted.
 		last, total := spec.Steps[len(spec.Steps)-1], len(f.Pools)
-		if want := Want(last, total); want < total {
+		if want := Want(last, total); want < total && !v.Full {
 			v.Action, v.Phase = Hold, v1alpha1.RolloutPaused
 			v.Message = fmt.Sprintf("holding after its last step (%d): its steps admit %d of %d pools; add a step to go on", len(spec.Steps), want, total)
 			return v
@@ -154,7 +216,10 @@ func Decide(f Facts) Verdict {
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused, "paused: no more pools move until spec.rollout.paused is false"
 	case signalPaused:
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutPaused,
-			fmt.Sprintf("paused by a pause signal: no more pools move until resumed (annotate %s or signal resume)", v1alpha1.RolloutResumeAnnotation)
+			fmt.Sprintf("paused by a pause request or signal: no more pools move until resumed (`kubectl ate rollout resume %s`, a new value of the annotation %s)", c.Name, v1alpha1.RolloutResumeAnnotation)
+	case v.Full:
+		// Every remaining step skipped: the last one, with every pool.
+		v.Action, v.Step = Take, int32(len(spec.Steps))
 	default:
 		v.Action, v.Step = Take, v.Done+1
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestDecide(t *testing.T) {
 		{name: "(7) a pause signal kept in status holds a new run",
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 2, SignalPaused: true}), Newest: "new", Pools: twenty, Done: -1},
 			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Done: 1, UID: "uid-1",
-				Message: "paused by a pause signal: no more pools move until resumed (annotate sandboxconfig.ate.dev/rollout-resume or signal resume)"}},
+				Message: "paused by a pause request or signal: no more pools move until resumed (`kubectl ate rollout resume new`, a new value of the annotation sandboxconfig.ate.dev/rollout-resume)"}},
 		{name: "a resume request also lifts a pause signal",
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutPaused, Step: 2, SignalPaused: true}, resumeAnnotation("x")), Newest: "new", Pools: twenty, Done: -1},
 			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Resume: "x"}},
@@ -157,6 +158,49 @@ func TestDecide(t *testing.T) {
 		{name: "completed is final",
 			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutCompleted, Step: 4, Message: "all 4 steps done"}), Newest: "new", Pools: twenty, Done: -1},
 			want:  Verdict{Action: End, Phase: v1alpha1.RolloutCompleted, Message: "all 4 steps done", Done: -1, UID: "uid-1"}},
+		// Issue 46: requests by annotation, each acted on once.
+		{name: "a pause request holds and is answered",
+			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPauseAnnotation, "t1")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Done: 1, UID: "uid-1", Answered: Requests{Pause: "t1"}, SignalPaused: true,
+				Message: "paused by a pause request or signal: no more pools move until resumed (`kubectl ate rollout resume new`, a new value of the annotation sandboxconfig.ate.dev/rollout-resume)"}},
+		{name: "a pause and a later resume both new: the resume wins",
+			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPauseAnnotation, "t1"), annotate(v1alpha1.RolloutResumeAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want: Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Resume: "t2", Answered: Requests{Pause: "t1"}}},
+		{name: "a resume and a later pause both new: the pause wins",
+			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPauseAnnotation, "t3"), annotate(v1alpha1.RolloutResumeAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Done: 1, UID: "uid-1", Resume: "t2", Answered: Requests{Pause: "t3"}, SignalPaused: true,
+				Message: "paused by a pause request or signal: no more pools move until resumed (`kubectl ate rollout resume new`, a new value of the annotation sandboxconfig.ate.dev/rollout-resume)"}},
+		{name: "a promote lets the step being worked on go: its approval and bake",
+			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPromoteAnnotation, "t1")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Answered: Requests{Promote: "t1"}, PromotedStep: 2, Promoted: 2}},
+		{name: "a promote answered before is remembered, not made again",
+			facts: Facts{Config: rolling(func() *v1alpha1.RolloutStatus { st := all(2); st.PromoteRequest, st.PromotedStep = "t1", 2; return st }(), annotate(v1alpha1.RolloutPromoteAnnotation, "t1")),
+				Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want: Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Promoted: 2}},
+		{name: "a promote --full takes the last step at once",
+			facts: Facts{Config: rolling(all(1), annotate(v1alpha1.RolloutPromoteFullAnnotation, "t1")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0},
+			want:  Verdict{Action: Take, Step: 4, Done: 0, UID: "uid-1", Answered: Requests{PromoteFull: "t1"}, Full: true}},
+		{name: "promoted fully, steps ending below 100% complete anyway once every pool is admitted",
+			facts: Facts{Config: rolling(func() *v1alpha1.RolloutStatus { st := all(2); st.PromotedFull = true; return st }(),
+				func(c *v1alpha1.SandboxConfig) { c.Spec.Rollout.Steps = c.Spec.Rollout.Steps[:2] }), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2},
+			want: Verdict{Action: Complete, Phase: v1alpha1.RolloutCompleted, Message: "all 2 steps done", Done: 2, UID: "uid-1", Full: true}},
+		{name: "an abort holds Aborted at the step being worked on",
+			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutAbortAnnotation, "t1")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutAborted, Message: abortMessage(2), Done: 1, UID: "uid-1",
+				Answered: Requests{Abort: "t1"}, Abort: &v1alpha1.RolloutHalt{Step: 2, Message: abortMessage(2)}}},
+		{name: "an aborted rollout holds whatever else is asked, a resume included",
+			facts: Facts{Config: rolling(aborted(), annotate(v1alpha1.RolloutResumeAnnotation, "t5")), Newest: "new", Pools: twenty, Done: -1},
+			want:  Verdict{Action: Hold, Phase: v1alpha1.RolloutAborted, Message: abortMessage(2), Done: 1, UID: "uid-1", Resume: "t5"}},
+		{name: "a retry lifts the abort and takes its step again",
+			facts: Facts{Config: rolling(aborted(), annotate(v1alpha1.RolloutRetryAnnotation, "t2")), Newest: "new", Pools: twenty, Done: -1},
+			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Answered: Requests{Retry: "t2"}, ClearAbort: true}},
+		{name: "a retry lifts a halt",
+			facts: Facts{Config: rolling(halted, annotate(v1alpha1.RolloutRetryAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0},
+			want:  Verdict{Action: Take, Step: 1, UID: "uid-1", Answered: Requests{Retry: "t2"}, ClearHalt: true}},
+		{name: "an abort made after a retry (the greater value) aborts",
+			facts: Facts{Config: rolling(halted, annotate(v1alpha1.RolloutRetryAnnotation, "t2"), annotate(v1alpha1.RolloutAbortAnnotation, "t3")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutAborted, Message: abortMessage(1), UID: "uid-1", ClearHalt: true,
+				Answered: Requests{Retry: "t2", Abort: "t3"}, Abort: &v1alpha1.RolloutHalt{Step: 1, Message: abortMessage(1)}}},
 		{name: "gone: end, nothing to write",
 			facts: Facts{Bound: "uid-1", Done: 1},
 			want:  Verdict{Action: End, Phase: v1alpha1.RolloutStopped, Message: "the SandboxConfig is gone", Done: 1}},
@@ -199,6 +243,21 @@ func TestAdmissionOverTime(t *testing.T) {
 	again, _ := Advance(ps, "new", 3, step3)
 	require.Equal(t, []string{"ns/p15"}, Between(ps, "new", step3.AtMark(mark), again), "a retaken step's gate gets its pools")
 	require.Equal(t, []string{}, Between(ps, "new", step3, again), "not the empty delta")
+}
+
+func annotate(key, value string) func(*v1alpha1.SandboxConfig) {
+	return func(c *v1alpha1.SandboxConfig) { c.Annotations[key] = value }
+}
+
+func abortMessage(step int32) string {
+	return fmt.Sprintf("aborted at step %d: every pool it admitted goes back to the config it came from; take the step again with `kubectl ate rollout retry new` (a new value of the annotation sandboxconfig.ate.dev/rollout-retry)", step)
+}
+
+// aborted is a rollout aborted at step 2 by the request "t1".
+func aborted() *v1alpha1.RolloutStatus {
+	st := all(2)
+	st.Phase, st.AbortRequest, st.Abort = v1alpha1.RolloutAborted, "t1", &v1alpha1.RolloutHalt{Step: 2, Message: abortMessage(2)}
+	return st
 }
 
 func TestDecideBindsTheFirstLook(t *testing.T) {

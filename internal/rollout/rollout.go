@@ -82,6 +82,9 @@ type Admission struct {
 	// was written before admittedCanaries existed (v0.1.0): it admits the
 	// canary-labelled pools at or before it, as it did then.
 	Through *PoolKey `json:"through,omitempty"`
+	// Aborted is true while the rollout is aborted: it admits no pool, not
+	// even one on the config, which goes back to the config it came from.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // AdmissionOf is the admission of a config as its spec and status say.
@@ -95,6 +98,9 @@ func AdmissionOf(c *v1alpha1.SandboxConfig) *Admission {
 	}
 	if st.Phase == v1alpha1.RolloutCompleted {
 		return nil
+	}
+	if st.Abort != nil {
+		return &Admission{Step: st.Step, Aborted: true}
 	}
 	return StatusAdmission(st)
 }
@@ -111,6 +117,9 @@ func StatusAdmission(st *v1alpha1.RolloutStatus) *Admission {
 // Admits reports whether a pool may move to the config: always without a
 // staged rollout; with one, when it is on the config already or admitted.
 func (a *Admission) Admits(pool PoolKey, current, config string) bool {
+	if a != nil && a.Aborted {
+		return false
+	}
 	if a == nil || current == config {
 		return true
 	}
