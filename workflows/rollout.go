@@ -92,8 +92,8 @@ type plannedRollout struct {
 	drive bool
 	// looks counts the run's looks: its first takes what status says as
 	// where the rollout was held.
-	looks int
-	verdict      rollout.Verdict
+	looks   int
+	verdict rollout.Verdict
 	// held is the hold the last look decided (Paused or Halted), "" for none.
 	held      v1alpha1.RolloutPhase
 	plan      wfapi.RolloutPlan

@@ -165,7 +165,7 @@ func TestDecide(t *testing.T) {
 				Message: "paused by a pause request or signal: no more pools move until resumed (`kubectl ate rollout resume new`, a new value of the annotation sandboxconfig.ate.dev/rollout-resume)"}},
 		{name: "a pause and a later resume both new: the resume wins",
 			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPauseAnnotation, "t1"), annotate(v1alpha1.RolloutResumeAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
-			want: Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Resume: "t2", Answered: Requests{Pause: "t1"}}},
+			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Resume: "t2", Answered: Requests{Pause: "t1"}}},
 		{name: "a resume and a later pause both new: the pause wins",
 			facts: Facts{Config: rolling(all(2), annotate(v1alpha1.RolloutPauseAnnotation, "t3"), annotate(v1alpha1.RolloutResumeAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
 			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Done: 1, UID: "uid-1", Resume: "t2", Answered: Requests{Pause: "t3"}, SignalPaused: true,
