@@ -1,7 +1,8 @@
 // Package rolloutplan is the plan of a config's staged rollout over its
 // class's pools: what the rollout workflow answers its plan query with, and
 // what every preview (the starter's, the kubectl plugin's) shows. Both
-// processes import it; it is pure.
+// processes and the plugin import it; Of and PreviewOf are pure, and
+// ReadPreview reads what PreviewOf needs from a client.
 package rolloutplan
 
 import (
