@@ -68,8 +68,15 @@ func SetPaused(t testing.TB, kube client.Client, config string, paused bool) {
 // `kubectl annotate --overwrite` does.
 func RequestResume(t testing.TB, kube client.Client, config, value string) {
 	t.Helper()
+	Request(t, kube, config, v1alpha1.RolloutResumeAnnotation, value)
+}
+
+// Request sets a request annotation of a config (rollout-pause, -promote,
+// ...) to value, as `kubectl annotate --overwrite` does.
+func Request(t testing.TB, kube client.Client, config, annotation, value string) {
+	t.Helper()
 	c := &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
-	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.RolloutResumeAnnotation, value))
+	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotation, value))
 	require.NoError(t, kube.Patch(context.Background(), c, patch))
 }
 
