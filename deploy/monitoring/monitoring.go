@@ -2,10 +2,18 @@
 // Prometheus alerting rules (dashboard.json, alerts.yaml), embedded so that
 // tests can check them: their queries parse, and every metric they name is
 // one the worker or the starter exports.
+//
+// Both are generated (Generate, `make monitoring`) from one source each,
+// dashboard.json.tmpl and alerts.yaml.tmpl, for a Config: the label that
+// carries the cluster's name, which the dashboard's cluster variable lists
+// and every panel filters by, and every alert groups by. The files here are
+// the default config's; the Helm chart's copies (deploy/chart/files/monitoring)
+// carry a placeholder the chart replaces with its monitoring.clusterLabel.
 package monitoring
 
 import (
-	_ "embed"
+	"bytes"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/template"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -25,10 +34,68 @@ var (
 	Dashboard []byte
 	//go:embed alerts.yaml
 	Alerts []byte
+	//go:embed dashboard.json.tmpl alerts.yaml.tmpl
+	sources embed.FS
 )
+
+// DefaultClusterLabel is the label of the cluster's name the files here are
+// generated for: what the worker and the starter export by default
+// (internal/metrics.DefaultClusterLabel, which deploy/ does not import), and
+// what monitoring mixins call clusterLabel.
+const DefaultClusterLabel = "cluster"
+
+// ChartClusterLabel stands for the cluster label in the Helm chart's copies
+// of the files: its templates replace it with .Values.monitoring.clusterLabel.
+const ChartClusterLabel = "ATE_CLUSTER_LABEL"
+
+// Config is what the generated files depend on.
+type Config struct {
+	// ClusterLabel is the label that carries the cluster's name on every
+	// series of the orchestrator's (--metrics-cluster-label).
+	ClusterLabel string
+}
+
+// DefaultConfig is the config of deploy/monitoring's own files.
+var DefaultConfig = Config{ClusterLabel: DefaultClusterLabel}
+
+// Generated are the files of a Config.
+type Generated struct {
+	Dashboard, Alerts []byte
+}
+
+// Generate renders the dashboard and the alerting rules for cfg. The
+// sources' own template actions are delimited by [[ ]], so that Grafana's
+// ${...} and Prometheus's {{ $labels... }} pass through.
+func Generate(cfg Config) (Generated, error) {
+	if !model.LegacyValidation.IsValidLabelName(cfg.ClusterLabel) || strings.HasPrefix(cfg.ClusterLabel, "__") {
+		return Generated{}, fmt.Errorf("cluster label %q is not a Prometheus label name a scrape keeps", cfg.ClusterLabel)
+	}
+	render := func(name string) ([]byte, error) {
+		t, err := template.New(name).Delims("[[", "]]").Option("missingkey=error").ParseFS(sources, name)
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, cfg); err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", name, err)
+		}
+		return b.Bytes(), nil
+	}
+	var g Generated
+	var err error
+	if g.Dashboard, err = render("dashboard.json.tmpl"); err != nil {
+		return Generated{}, err
+	}
+	if g.Alerts, err = render("alerts.yaml.tmpl"); err != nil {
+		return Generated{}, err
+	}
+	return g, nil
+}
 
 // grafanaVariables stand in for the variables Grafana expands before a
 // query reaches Prometheus.
+// The cluster variable stays: "$cluster" is a valid regular expression in
+// a matcher; tests that evaluate a panel replace it with a cluster's name.
 var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
 // Query is a PromQL expression and where it comes from.
@@ -40,6 +107,12 @@ type Query struct {
 // DashboardQueries returns every query of the dashboard's panels, Grafana
 // variables expanded.
 func DashboardQueries() ([]Query, error) {
+	return DashboardQueriesOf(Dashboard)
+}
+
+// DashboardQueriesOf returns every query of a dashboard's panels, Grafana
+// variables expanded.
+func DashboardQueriesOf(dashboard []byte) ([]Query, error) {
 	var d struct {
 		Panels []struct {
 			Title   string `json:"title"`
@@ -48,7 +121,7 @@ func DashboardQueries() ([]Query, error) {
 			} `json:"targets"`
 		} `json:"panels"`
 	}
-	if err := json.Unmarshal(Dashboard, &d); err != nil {
+	if err := json.Unmarshal(dashboard, &d); err != nil {
 		return nil, fmt.Errorf("reading dashboard.json: %w", err)
 	}
 	var qs []Query
@@ -67,7 +140,12 @@ var promql = parser.NewParser(parser.Options{})
 // Prometheus's own rule parser, unknown fields refused, every expression,
 // label and annotation template validated.
 func Rules() (*rulefmt.RuleGroups, error) {
-	groups, errs := rulefmt.Parse(Alerts, false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	return RulesOf(Alerts)
+}
+
+// RulesOf parses a rule file as Rules does.
+func RulesOf(alerts []byte) (*rulefmt.RuleGroups, error) {
+	groups, errs := rulefmt.Parse(alerts, false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("alerts.yaml: %w", errors.Join(errs...))
 	}
@@ -76,7 +154,13 @@ func Rules() (*rulefmt.RuleGroups, error) {
 
 // AlertQueries returns the expression of every alerting rule.
 func AlertQueries() ([]Query, error) {
-	groups, err := Rules()
+	return AlertQueriesOf(Alerts)
+}
+
+// AlertQueriesOf returns the expression of every alerting rule of a rule
+// file.
+func AlertQueriesOf(alerts []byte) ([]Query, error) {
+	groups, err := RulesOf(alerts)
 	if err != nil {
 		return nil, err
 	}
@@ -135,4 +219,24 @@ func MetricNames() (map[string][]string, error) {
 		sort.Strings(s)
 	}
 	return names, nil
+}
+
+// Files are the generated files, by path from the repository's root: the
+// default config's here, and the Helm chart's copies with ChartClusterLabel
+// for the chart's templates to replace.
+func Files() (map[string][]byte, error) {
+	def, err := Generate(DefaultConfig)
+	if err != nil {
+		return nil, err
+	}
+	chart, err := Generate(Config{ClusterLabel: ChartClusterLabel})
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		"deploy/monitoring/dashboard.json":             def.Dashboard,
+		"deploy/monitoring/alerts.yaml":                def.Alerts,
+		"deploy/chart/files/monitoring/dashboard.json": chart.Dashboard,
+		"deploy/chart/files/monitoring/alerts.yaml":    chart.Alerts,
+	}, nil
 }
