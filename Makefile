@@ -43,7 +43,7 @@ LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
 DEVSTACK_FLAGS ?=
 
 # Files `make generate` writes; `verify` fails when they are stale.
-GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac deploy/chart/files deploy/gitops/argocd/argocd-cm.yaml
+GENERATED := ':(glob)api/**/zz_generated.*.go' deploy/crds deploy/rbac deploy/chart/files deploy/gitops/argocd/argocd-cm.yaml deploy/monitoring/alerts.yaml deploy/monitoring/dashboard.json
 
 # Packages whose +kubebuilder:rbac markers make each process's roles in
 # deploy/rbac/PROCESS: a ClusterRole ate-orchestrator-PROCESS, and a Role of
@@ -74,6 +74,11 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, and Ar
 	cp deploy/policy/workerpool-policy.yaml deploy/chart/files/policy/workerpool-policy.yaml
 	@# Argo CD's argocd-cm keys for SandboxConfigs, from their Lua (deploy/gitops/argocd's TestConfigMapIsGenerated checks it).
 	go run ./deploy/gitops/argocd/gen -out deploy/gitops/argocd/argocd-cm.yaml
+	$(MAKE) --no-print-directory monitoring
+
+.PHONY: monitoring
+monitoring: ## Regenerate the dashboard and alerting rules (deploy/monitoring, the chart's copies) from their .tmpl sources.
+	go run ./deploy/monitoring/gen
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated files, workflow determinism, the linter and known vulnerabilities.
@@ -185,10 +190,20 @@ record-histories: tools ## Record the missing replay fixtures of replay.Version 
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test -tags record ./replay -run 'TestRecord/$(SCENARIO)' -count=1 -v -timeout 20m
 
 .PHONY: build
-build: ## Compile everything and build the worker, starter and teardown, versioned from git describe, into _out/bin/.
+build: plugin ## Compile everything and build the worker, starter, teardown and the kubectl plugin, versioned from git describe, into _out/bin/.
 	go build ./...
 	@mkdir -p $(OUT)
 	@for p in $(PROGRAMS); do echo "go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p"; go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p; done
+
+# The kubectl plugin: with _out/bin on PATH, kubectl runs it as `kubectl ate`
+# (docs/operating-with-the-cli.md); `make release` builds it for linux and
+# darwin with a krew manifest.
+PLUGIN := kubectl-ate
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin kubectl-ate (`kubectl ate`), versioned from git describe, into _out/bin/.
+	@mkdir -p $(OUT)
+	go build -ldflags '$(LDFLAGS)' -o $(OUT)/$(PLUGIN) ./cmd/$(PLUGIN)
 
 .PHONY: version
 version: ## Print the version make builds (git describe).
@@ -219,7 +234,7 @@ RELEASE_IMAGE := $(if $(filter-out file default undefined,$(origin IMAGE)),$(IMA
 RELEASE_OUT := $(ROOT)/_out/release
 
 .PHONY: release
-release: ## Cut release VERSION (default: `make version`) offline into _out/release/: the OCI archive of the image (linux/amd64+arm64), its SBOM, install.yaml (IMAGE@digest; IMAGE defaults to ghcr.io/ate-dev/ate-orchestrator), monitoring.yaml, SHA256SUMS.
+release: ## Cut release VERSION (default: `make version`) offline into _out/release/: the OCI archive of the image (linux/amd64+arm64), its SBOM, install.yaml (IMAGE@digest; IMAGE defaults to ghcr.io/ate-dev/ate-orchestrator), monitoring.yaml, the kubectl plugin's archives (linux and darwin, amd64 and arm64) and krew manifest, SHA256SUMS.
 	@rm -rf $(RELEASE_OUT)
 	go run ./hack/release -version '$(VERSION)' -image '$(RELEASE_IMAGE)' -out $(RELEASE_OUT) -root $(ROOT)
 

@@ -1,8 +1,11 @@
 package kubectlate_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -175,4 +179,20 @@ func (s *syncBuffer) String() string {
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, 30*time.Second, 20*time.Millisecond, what)
+}
+
+// splitYAML splits a multi-document YAML stream.
+func splitYAML(b []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var docs [][]byte
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
 }

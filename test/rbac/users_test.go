@@ -25,7 +25,7 @@ import (
 // The user-facing roles of deploy/rbac/users, by the built-in role they are
 // aggregated into.
 var (
-	userRoles = []string{"ate-workerpool-viewer", "ate-workerpool-editor", "ate-sandboxconfig-viewer", "ate-sandboxconfig-editor"}
+	userRoles = []string{"ate-workerpool-viewer", "ate-workerpool-editor", "ate-sandboxconfig-viewer", "ate-sandboxconfig-editor", "ate-rollout-operator"}
 	// builtInAggregated are the built-in roles whose aggregationRule picks
 	// roles by the rbac.authorization.k8s.io/aggregate-to-* labels.
 	builtInAggregated = []string{"admin", "edit", "view"}
@@ -217,6 +217,13 @@ func TestUserRolesAggregateIntoTheBuiltInRoles(t *testing.T) {
 		{name: "platform", role: "ate-sandboxconfig-editor", clusterWide: true,
 			allowed: concat(configReads, configWrites),
 			denied:  concat(viewerReads, poolWrites, statusWrites)},
+		// kubectl ate: reads configs and pools everywhere, and patches
+		// configs (each rollout request is an annotation); writes nothing
+		// else.
+		{name: "rollout-operator", role: "ate-rollout-operator", clusterWide: true,
+			allowed: concat(configReads, []access{configs("patch"), pools("get", "", poolNamespace), pools("list", "", ""), pools("watch", "", ""), pools("get", "", other)}),
+			denied: concat(poolWrites, statusWrites, []access{configs("create"), configs("update"), configs("delete"), configs("deletecollection"),
+				{verb: "patch", group: "ate.dev", resource: "sandboxconfigs", subresource: "status"}})},
 		// Bound to nothing: nothing.
 		{name: "stranger",
 			denied: concat(viewerReads, configReads)},
