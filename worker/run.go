@@ -1,8 +1,9 @@
 // Package worker runs the worker process: the Temporal worker, which hosts
 // the workflows and the activities (every write of a switch or a release),
-// and the pool reconciler (worker/poolkeeper), which, on the leader, keeps
-// the pools' Deployments scaled and their plain status mirrored, and does
-// not wait for Temporal.
+// the pool reconciler (worker/poolkeeper), which, on the leader, keeps
+// the pools' Deployments scaled and their plain status mirrored, and the
+// config keeper (worker/configkeeper), which, on the same leader, keeps the
+// SandboxConfigs' kstatus conditions; neither waits for Temporal.
 package worker
 
 import (
@@ -34,6 +35,7 @@ import (
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/worker/configkeeper"
 	"ate.dev/orchestrator/worker/poolkeeper"
 	"ate.dev/orchestrator/workflows"
 )
@@ -87,6 +89,10 @@ const LeaseName = "ate-orchestrator-worker"
 // reconcileConcurrency is how many pools the pool reconciler keeps at once.
 const reconcileConcurrency = 4
 
+// configConcurrency is how many configs the config keeper keeps at once:
+// configs are few, and a look is a cache read and at most one patch.
+const configConcurrency = 2
+
 // Run starts the worker and blocks until ctx is done: the caches and the
 // pool reconciler first, then, once the caches have synced and Temporal is
 // reachable (Dial waits for it), the Temporal worker. The pool reconciler
@@ -111,6 +117,11 @@ func Run(ctx context.Context, cfg Config) error {
 	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Deployments: acts.Clientset.AppsV1(), Events: acts}
 	if err := keeper.SetupWithManager(mgr, reconcileConcurrency); err != nil {
 		return fmt.Errorf("setting up the pool reconciler: %w", err)
+	}
+	// The configs' kstatus conditions, on the same leader: one writer of
+	// them at a time, and, like the pool keeper, no wait for Temporal.
+	if err := (&configkeeper.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, configConcurrency); err != nil {
+		return fmt.Errorf("setting up the config keeper: %w", err)
 	}
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
