@@ -73,6 +73,7 @@ The ConfigMap's data: deploy/manager/config.env's settings, then extraConfig.
   "ATE_CLUSTER_NAME" (toString .Values.clusterName)
   "METRICS_BIND_ADDRESS" (printf ":%v" .Values.metrics.port)
   "METRICS_SECURE" (toString .Values.metrics.secure)
+  "METRICS_CLUSTER_LABEL" (toString .Values.monitoring.clusterLabel)
   "HEALTH_PROBE_BIND_ADDRESS" (printf ":%v" .Values.healthProbe.port)
   "LOG_LEVEL" (toString .Values.logLevel)
   "LOG_FORMAT" (toString .Values.logFormat) -}}
@@ -118,4 +119,13 @@ ones in the namespace given. Args: root, file, namespace, annotations.
 {{ toYaml $o }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+The git ref of the runbooks the alerts link to: the release's tag (the
+chart's appVersion, as the release's monitoring.yaml has it), main for a
+chart from the tree (appVersion dev).
+*/}}
+{{- define "ate.runbookVersion" -}}
+{{- if eq (toString .Chart.AppVersion) "dev" }}main{{ else }}{{ .Chart.AppVersion }}{{ end -}}
 {{- end }}
