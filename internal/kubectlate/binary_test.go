@@ -46,6 +46,9 @@ func TestBinary(t *testing.T) {
 		out, err := exec.CommandContext(ctx, prefix[0], append(prefix[1:], "version")...).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		require.Equal(t, "kubectl-ate v0.0.0-plugintest\n", string(out))
+		out, err = exec.CommandContext(ctx, prefix[0], append(prefix[1:], "--version")...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, "kubectl-ate v0.0.0-plugintest\n", string(out))
 
 		cmd := exec.CommandContext(ctx, prefix[0], append(prefix[1:], "rollout", "status", c.Name, "--kubeconfig", kubeconfig)...)
 		out, err = cmd.Output()

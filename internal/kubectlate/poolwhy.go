@@ -115,7 +115,7 @@ func explainClass(w io.Writer, wp *v1alpha1.WorkerPool, entry v1alpha1.WorkerPoo
 	}
 	if ls := st.LastSwitch; ls != nil {
 		fmt.Fprintf(w, "  last switch:  workflow %s, run %s\n", ls.WorkflowID, ls.RunID)
-		fmt.Fprintf(w, "                temporal workflow describe --workflow-id '%s' --run-id %s\n", ls.WorkflowID, ls.RunID)
+		fmt.Fprintf(w, "  its history:  temporal workflow show --workflow-id '%s' --run-id %s\n", ls.WorkflowID, ls.RunID)
 	} else {
 		fmt.Fprintln(w, "  last switch:  none: no switch has moved the class")
 	}

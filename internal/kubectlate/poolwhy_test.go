@@ -56,7 +56,7 @@ func TestPoolWhy(t *testing.T) {
 			"  Resolved:     True (Resolved): resolved to " + old.Name + ", since ",
 			"(60m ago)",
 			"  last switch:  workflow c/workerpool/" + ns + "/waiting/switch, run run-1\n",
-			"temporal workflow describe --workflow-id 'c/workerpool/" + ns + "/waiting/switch' --run-id run-1",
+			"  its history:  temporal workflow show --workflow-id 'c/workerpool/" + ns + "/waiting/switch' --run-id run-1",
 		}},
 		{"blocked", []string{"blocked", "-n", ns}, []string{
 			"  claimed:      " + rolling.Name + " (pendingConfigRef",

@@ -106,12 +106,27 @@ func previewFile(ctx context.Context, c ctrlclient.Reader, file string, warn io.
 	if err != nil {
 		return nil, err
 	}
+	paged := pagedReader{Reader: c, size: pageSize}
+	var live v1alpha1.SandboxConfigList
+	if err := paged.List(ctx, &live); err != nil {
+		return nil, fmt.Errorf("listing SandboxConfigs: %w", err)
+	}
+	// Creation times have a second's resolution, and of two defaults
+	// created within one the name that sorts first is the newest: a new
+	// config of the file is previewed as created after every config of
+	// the cluster, as it will be when applied later on.
+	created := now.Truncate(time.Second)
+	for _, l := range live.Items {
+		if !l.CreationTimestamp.Time.Before(created) {
+			created = l.CreationTimestamp.Add(time.Second)
+		}
+	}
 	for i := range configs {
-		if err := asApplied(ctx, c, &configs[i], now); err != nil {
+		if err := asApplied(ctx, c, &configs[i], created); err != nil {
 			return nil, err
 		}
 	}
-	r := overlayReader{Reader: pagedReader{Reader: c, size: pageSize}, configs: configs}
+	r := overlayReader{Reader: paged, configs: configs}
 	var out []*rolloutplan.Preview
 	for i := range configs {
 		p, err := rolloutplan.ReadPreview(ctx, r, &configs[i])
@@ -167,13 +182,13 @@ func parseConfigs(b []byte, file string, warn io.Writer) ([]v1alpha1.SandboxConf
 // asApplied makes c what applying it would leave: a config of its name in
 // the cluster keeps its identity, creation time, finalizers and status
 // (the spec and metadata labels and annotations are the file's); a new
-// one is created at now.
-func asApplied(ctx context.Context, c ctrlclient.Reader, cfg *v1alpha1.SandboxConfig, now time.Time) error {
+// one is created at created.
+func asApplied(ctx context.Context, c ctrlclient.Reader, cfg *v1alpha1.SandboxConfig, created time.Time) error {
 	var live v1alpha1.SandboxConfig
 	err := c.Get(ctx, ctrlclient.ObjectKey{Name: cfg.Name}, &live)
 	switch {
 	case apierrors.IsNotFound(err):
-		cfg.CreationTimestamp = metav1.NewTime(now)
+		cfg.CreationTimestamp = metav1.NewTime(created)
 		cfg.Status = v1alpha1.SandboxConfigStatus{}
 		return nil
 	case err != nil:

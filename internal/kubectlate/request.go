@@ -88,7 +88,8 @@ func Request(ctx context.Context, c ctrlclient.Client, name, annotation string, 
 	if err != nil {
 		return nil, "", fmt.Errorf("building the patch of SandboxConfig %q: %w", name, err)
 	}
-	if err := c.Patch(ctx, cfg, ctrlclient.RawPatch("application/merge-patch+json", patch)); err != nil {
+	// The field manager names the plugin in the config's managedFields.
+	if err := c.Patch(ctx, cfg, ctrlclient.RawPatch("application/merge-patch+json", patch), ctrlclient.FieldOwner("kubectl-ate")); err != nil {
 		return nil, "", fmt.Errorf("patching annotation %s of SandboxConfig %q: %w", annotation, name, err)
 	}
 	return cfg, value, nil

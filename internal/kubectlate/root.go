@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"ate.dev/orchestrator/internal/version"
 )
 
 // Exit codes of the plugin, as `kubectl ate rollout status` documents them.
@@ -63,6 +65,10 @@ requests (the ClusterRole ate-rollout-operator grants exactly that).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what `kubectl ate version` does, as the other
+	// binaries' --version.
+	root.Version = version.Get()
+	root.SetVersionTemplate(version.String("kubectl-ate") + "\n")
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	o.flags.AddFlags(root.PersistentFlags())
