@@ -71,7 +71,7 @@ var recordedScenarios = []string{
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
 	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
-	"rollout-completed", "rollout-halted", "rollout-resumed",
+	"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven",
 	"operator-requests",
 }
 
@@ -894,6 +894,19 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		} else {
 			require.Equal(t, []string{wfapi.SignalPause, wfapi.SignalResume}, signals(h))
 		}
+	},
+	// Driven by request annotations (v3): step 1 promoted from its
+	// approval wait, step 2 aborted while baking and retried, then a
+	// promote --full takes step 3 with every pool; an event for each.
+	"rollout-driven": func(t testing.TB, h *historypb.History) {
+		require.Equal(t, []int32{1, 2, 2, 3}, admittedSteps(t, h))
+		require.Equal(t, 2, countEvents(h, enumspb.EVENT_TYPE_TIMER_STARTED), "step 2's bake, started twice")
+		require.Zero(t, countEvents(h, enumspb.EVENT_TYPE_TIMER_FIRED), "no bake ran out: promoted, aborted, promoted fully")
+		events := slices.DeleteFunc(callTypes(activityCalls(t, h)), func(c string) bool { return c != "RecordRolloutEvent" })
+		require.Len(t, events, 7, "promoted, step 1 done, aborted, resumed, promoted fully, step 3 done, completed")
+		var res wfapi.RolloutResult
+		result(t, h, &res)
+		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)
 	},
 	// An operator's re-resolution held in its Observe, a regular activity:
 	// the one point where a switch rests between workflow tasks (a

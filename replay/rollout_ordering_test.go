@@ -10,6 +10,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -27,10 +28,11 @@ func checkRollout(t testing.TB, h *historypb.History) {
 	require.NotEmpty(t, in.Config)
 
 	type step struct {
-		n        int32
-		adm      activities.Admitted
-		readyAt  int64 // event ID of the Ready wait's close; 0: not ready
-		haltedAt int64 // event ID of a Halted wait's close or a failed gate's
+		n          int32
+		adm        activities.Admitted
+		admittedAt int64 // event ID of the admission's close
+		readyAt    int64 // event ID of the Ready wait's close; 0: not ready
+		haltedAt   int64 // event ID of a Halted wait's close or a failed gate's
 	}
 	var cur *step
 	calls := activityCalls(t, h)
@@ -66,6 +68,21 @@ func checkRollout(t testing.TB, h *historypb.History) {
 		}
 		return done, failed
 	}
+	// verdictBetween is the close of a look between two event IDs whose
+	// verdict satisfies ok, 0 for none: what a driven rollout (v3) acts on
+	// besides timers and signals (a promote, an abort, a retry).
+	verdictBetween := func(from, to int64, ok func(rollout.Verdict) bool) int64 {
+		for _, c := range calls {
+			if c.Type == "LookAtRollout" && c.Closed > from && c.Closed < to {
+				var look activities.RolloutLook
+				decode(t, c.Result, &look)
+				if ok(look.Verdict) {
+					return c.Closed
+				}
+			}
+		}
+		return 0
+	}
 	halts := 0
 	for _, c := range calls {
 		require.False(t, c.Local, "a rollout runs no local activity: %s", c.Type)
@@ -76,21 +93,40 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			decode(t, c.Input, &ai)
 			require.Equal(t, in.Config, ai.Config)
 			if cur != nil {
-				if ai.Step == cur.n {
+				aborted := verdictBetween(cur.admittedAt, c.Scheduled, func(v rollout.Verdict) bool { return v.Abort != nil })
+				switch {
+				case ai.Step == cur.n && cur.haltedAt == 0 && aborted != 0:
+					// v3: an aborted step is taken again at a retry.
+					require.True(t, drivenRollout(h), "an abort before driveChange")
+					require.NotZero(t, verdictBetween(aborted, c.Scheduled, func(v rollout.Verdict) bool { return v.Answered.Retry != "" }),
+						"step %d admitted again after its abort without a retry", ai.Step)
+				case ai.Step == cur.n:
 					require.NotZero(t, cur.haltedAt, "step %d admitted again without a halt", ai.Step)
 					// v2 hears a resume request (the annotation) as a recheck.
 					resumed := signalBetween(wfapi.SignalResume, cur.haltedAt, c.Scheduled) ||
 						plannedRollout(h) && signalBetween(wfapi.SignalRecheck, cur.haltedAt, c.Scheduled)
 					require.True(t, resumed, "step %d admitted again after its halt without a resume", ai.Step)
-				} else {
+				default:
+					// v3: a promote --full takes the last step at once.
+					full := verdictBetween(cur.admittedAt, c.Scheduled, func(v rollout.Verdict) bool { return v.Full }) != 0
+					if full {
+						require.True(t, drivenRollout(h), "a promote --full before driveChange")
+						require.Greater(t, ai.Step, cur.n, "steps in order")
+						break
+					}
 					require.Equal(t, cur.n+1, ai.Step, "steps in order")
 					require.NotZero(t, cur.readyAt, "step %d admitted before step %d's pools were on the config and Available", ai.Step, cur.n)
 					if cur.adm.Gate != nil {
 						done, _ := gateBetween(cur.readyAt, c.Scheduled)
 						require.NotZero(t, done, "step %d admitted before step %d's gate completed", ai.Step, cur.n)
 					}
+					n := cur.n
+					promoted := verdictBetween(cur.admittedAt, c.Scheduled, func(v rollout.Verdict) bool { return v.Promoted >= n }) != 0
+					if cur.adm.Approval {
+						require.True(t, promoted, "step %d admitted before step %d's approval (a promote)", ai.Step, cur.n)
+					}
 					if cur.adm.Pause > 0 {
-						require.NotZero(t, firedBetween(cur.readyAt, c.Scheduled), "step %d admitted before step %d's bake timer fired", ai.Step, cur.n)
+						require.True(t, promoted || firedBetween(cur.readyAt, c.Scheduled) != 0, "step %d admitted before step %d's bake timer fired", ai.Step, cur.n)
 					}
 				}
 			} else {
@@ -99,7 +135,7 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			if c.Closed == 0 {
 				continue
 			}
-			s := &step{n: ai.Step}
+			s := &step{n: ai.Step, admittedAt: c.Closed}
 			decode(t, c.Result, &s.adm)
 			cur = s
 		case "WaitRolloutStep":
@@ -123,7 +159,14 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			var ev activities.RolloutEventInput
 			decode(t, c.Input, &ev)
 			require.Equal(t, in.Config, ev.Config)
-			require.Equal(t, activities.EventReasonRolloutHalted, ev.Reason)
+			if ev.Reason != activities.EventReasonRolloutHalted {
+				// A driven rollout (v3) tells of every change; only a halt
+				// needs a failure before it.
+				require.True(t, drivenRollout(h), "an event other than a halt (%s) from a rollout before driveChange", ev.Reason)
+				require.Contains(t, []string{v1alpha1.EventReasonRolloutStepCompleted, v1alpha1.EventReasonRolloutPaused, v1alpha1.EventReasonRolloutResumed,
+					v1alpha1.EventReasonRolloutPromoted, v1alpha1.EventReasonRolloutCompleted, v1alpha1.EventReasonRolloutAborted}, ev.Reason)
+				continue
+			}
 			require.NotNil(t, cur, "a halt before any step")
 			if cur.haltedAt == 0 {
 				_, failed := gateBetween(cur.readyAt, c.Scheduled)
@@ -169,10 +212,16 @@ func countEvents(h *historypb.History, typ enumspb.EventType) int {
 
 // plannedRollout reports whether a rollout history is the planner's (v2 on):
 // its first task records the rollout-planner version marker.
-func plannedRollout(h *historypb.History) bool {
+func plannedRollout(h *historypb.History) bool { return hasVersionMarker(h, "rollout-planner") }
+
+// drivenRollout reports whether a rollout history is of the driven rollout
+// (v3, workflows.driveChange): it records an event for every change.
+func drivenRollout(h *historypb.History) bool { return hasVersionMarker(h, "rollout-drive") }
+
+func hasVersionMarker(h *historypb.History, change string) bool {
 	for _, e := range h.GetEvents() {
 		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" {
-			if strings.Contains(a.String(), "rollout-planner") {
+			if strings.Contains(a.String(), change) {
 				return true
 			}
 		}

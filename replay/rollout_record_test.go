@@ -4,6 +4,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // that runs its three steps (bake times and a gate of the test's own) to
 // the end, created paused and resumed from the spec; one halted by a canary
 // that is not Available by the step's deadline, exported while it waits,
-// then resumed by the resume annotation, to the end.
+// then resumed by the resume annotation, to the end; one driven by its
+// request annotations (approval, promote, abort, retry, promote --full).
 func recordRollout(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
@@ -77,7 +79,31 @@ func recordRollout(t *testing.T, rec *recording) {
 	resumed, resumedRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v3"), "")
 	require.Equal(t, wfapi.SignalRecheck, signals(resumed)[len(signals(resumed))-1], "the halt resumed by the resume request")
 
+	// Driven by its request annotations alone: step 1 waits for approval
+	// and is promoted; step 2, baking, is aborted (its pools go back),
+	// retried, then promoted fully.
+	approval := producttest.Step(1, false, time.Hour)
+	approval.Approval = true
+	p.CreateAfterOthers(t, producttest.RolloutConfig("gvisor-default-v4", false, nil, approval, producttest.Step(50, true, time.Hour), producttest.Step(100, true, 0)))
+	p.WaitForRollout(t, "gvisor-default-v4", "awaiting approval", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutAwaitingApproval })
+	producttest.Request(t, kube, "gvisor-default-v4", v1alpha1.RolloutPromoteAnnotation, "1")
+	p.WaitForRollout(t, "gvisor-default-v4", "baking step 2", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 2 && s.Phase == v1alpha1.RolloutBaking })
+	producttest.Request(t, kube, "gvisor-default-v4", v1alpha1.RolloutAbortAnnotation, "2")
+	p.WaitForRollout(t, "gvisor-default-v4", "aborted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutAborted })
+	producttest.Eventually(t, "the aborted pools back", func() (bool, string) {
+		on := producttest.OnConfig(t, kube, ns, "gvisor-default-v4")
+		return len(on) == 0, fmt.Sprint(on)
+	})
+	producttest.Request(t, kube, "gvisor-default-v4", v1alpha1.RolloutRetryAnnotation, "3")
+	p.WaitForRollout(t, "gvisor-default-v4", "baking step 2 again", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Step == 2 && s.Phase == v1alpha1.RolloutBaking && s.Abort == nil
+	})
+	producttest.Request(t, kube, "gvisor-default-v4", v1alpha1.RolloutPromoteFullAnnotation, "4")
+	p.WaitForRollout(t, "gvisor-default-v4", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	driven, drivenRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v4"), "")
+
 	rec.save("rollout-completed", completed, completedRun)
 	rec.save("rollout-halted", halted, haltedRun)
 	rec.save("rollout-resumed", resumed, resumedRun)
+	rec.save("rollout-driven", driven, drivenRun)
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -170,10 +171,16 @@ func TestShorteningTheStepsHolds(t *testing.T) {
 	})
 	setSteps := func(steps []v1alpha1.RolloutStep) {
 		t.Helper()
-		var c v1alpha1.SandboxConfig
-		require.NoError(t, kube.Get(ctx, client.ObjectKey{Name: "new"}, &c))
-		c.Spec.Rollout.Steps = steps
-		require.NoError(t, kube.Update(ctx, &c))
+		// The product writes the config's status meanwhile: read again on
+		// a conflict, as kubectl edit asks its user to.
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var c v1alpha1.SandboxConfig
+			if err := kube.Get(ctx, client.ObjectKey{Name: "new"}, &c); err != nil {
+				return err
+			}
+			c.Spec.Rollout.Steps = steps
+			return kube.Update(ctx, &c)
+		}))
 	}
 	setSteps(steps[:2])
 	st := p.WaitForRollout(t, "new", "holding after its last step", func(s *v1alpha1.RolloutStatus) bool {
