@@ -3,12 +3,14 @@ package crashtest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -22,7 +24,8 @@ import (
 // holds; the worker killed while a step's pools move and the starter killed
 // while a step bakes and while it is paused, each started again, change
 // nothing: the rollout completes, every pool moved exactly once, its
-// workers untouched, and the checker finds P1-P6 held throughout.
+// workers untouched, each change of the rollout is one event on the config,
+// and the checker finds P1-P6 held throughout.
 func TestKillsMidRollout(t *testing.T) {
 	isolate(t)
 	env := testenv.Current()
@@ -103,6 +106,14 @@ func TestKillsMidRollout(t *testing.T) {
 	rollout("completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 
 	requireSound(t, chk, scope)
+	// Each change told once, the kills notwithstanding: the events are
+	// named from the run and their count in it.
+	eventually(t, stepBound, "the rollout's events", func() (bool, string) {
+		got := configEventReasons(t, cfg("new"))
+		want := map[string]int{v1alpha1.EventReasonRolloutStepCompleted: 3, v1alpha1.EventReasonRolloutPaused: 1,
+			v1alpha1.EventReasonRolloutResumed: 1, v1alpha1.EventReasonRolloutCompleted: 1}
+		return maps.Equal(got, want), fmt.Sprint(got)
+	})
 	for _, name := range names {
 		waitPool(t, ns, name, cfg("new"), metav1.ConditionTrue)
 		waitEvents(t, ns, name, []string{
@@ -184,4 +195,20 @@ func TestRolloutHaltsOnWorkersNotReady(t *testing.T) {
 	})
 	requireSound(t, chk, scope)
 	require.Equal(t, 4, onConfig(t, ns, cfg("new")))
+}
+
+// configEventReasons counts the events regarding a SandboxConfig by reason.
+func configEventReasons(t testing.TB, config string) map[string]int {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testenv.Current().RestConfig)
+	require.NoError(t, err)
+	list, err := cs.EventsV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == "SandboxConfig" && ev.Regarding.Name == config {
+			out[ev.Reason]++
+		}
+	}
+	return out
 }
