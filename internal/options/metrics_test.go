@@ -101,8 +101,9 @@ func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	var resp *http.Response
 	require.Eventually(t, func() bool {
 		var err error
+		// An error: not listening yet.
 		resp, err = http.Get("http://" + addr + "/metrics") //nolint:bodyclose // closed below, once it answered
-		return err == nil // nil: not listening yet
+		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "the metrics server on %s", addr)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
