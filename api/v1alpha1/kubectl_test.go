@@ -85,9 +85,12 @@ func TestPrinterColumnsDescribed(t *testing.T) {
 	tests := []struct {
 		plural  string
 		columns []string
+		// wide are the columns only `-o wide` shows (priority 1).
+		wide []string
 	}{
-		{"workerpools", []string{"Name", "DESIRED", "REPLICAS", "READY", "SANDBOXCONFIG", "RESOLVED", "AGE"}},
-		{"sandboxconfigs", []string{"Name", "CLASS", "DEFAULT-VERSION", "CLASS-DEFAULT", "ROLLOUT", "MOVED", "TOTAL", "AGE"}},
+		{"workerpools", []string{"Name", "DESIRED", "REPLICAS", "READY", "SANDBOXCONFIG", "RESOLVED", "AGE"}, nil},
+		{"sandboxconfigs", []string{"Name", "CLASS", "DEFAULT-VERSION", "CLASS-DEFAULT", "ROLLOUT", "MOVED", "TOTAL", "STEP", "READY", "AGE", "MESSAGE"},
+			[]string{"STEP", "READY", "MESSAGE"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plural, func(t *testing.T) {
@@ -96,14 +99,18 @@ func TestPrinterColumnsDescribed(t *testing.T) {
 			require.NoError(t, err, "listing %s as a Table", tt.plural)
 			var table metav1.Table
 			require.NoError(t, json.Unmarshal(raw, &table))
-			var names []string
+			var names, wide []string
 			for _, c := range table.ColumnDefinitions {
 				names = append(names, c.Name)
+				if c.Priority > 0 {
+					wide = append(wide, c.Name)
+				}
 				// The server's stand-in for a column the CRD does not describe.
 				require.NotContains(t, c.Description, "Custom resource definition column", "column %s of %s has no description", c.Name, tt.plural)
 				require.NotEmpty(t, c.Description, "column %s of %s", c.Name, tt.plural)
 			}
 			require.Equal(t, tt.columns, names)
+			require.Equal(t, tt.wide, wide, "the columns of -o wide only")
 		})
 	}
 }

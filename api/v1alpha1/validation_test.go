@@ -78,6 +78,7 @@ const (
 	celNodeSelectorKey   = "spec.template.nodeSelector keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'"
 	celPoolName          = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
 	celOneOfPoolsPercent = "a rollout step sets exactly one of pools and percent"
+	celPauseDuration     = "spec.rollout.steps[].pause must be a duration such as 30s, 10m or 1h30m"
 	celConfigRefName     = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
 )
 
@@ -860,7 +861,10 @@ func TestSandboxConfigValidation(t *testing.T) {
 		{name: "rollout step pause not a duration", mutate: func(c *config) {
 			withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
 			c.Spec.Rollout.Steps[0].Pause = &metav1.Duration{Duration: -time.Minute} // "-1m0s"
-		}, want: []cause{{"spec.rollout.steps[0].pause", msgPattern}}},
+		}, want: []cause{{"spec.rollout.steps[0].pause", celPauseDuration}}},
+		{name: "rollout approval step", mutate: func(c *config) {
+			withRollout(atev1alpha1.RolloutStep{Pools: ptr.To[int32](1), Approval: true}, atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
+		}, check: func(t *testing.T, got *config) { require.True(t, got.Spec.Rollout.Steps[0].Approval) }},
 		{name: "rollout gate without a task queue", mutate: func(c *config) {
 			withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
 			c.Spec.Rollout.Gate = &atev1alpha1.RolloutGate{WorkflowType: "CheckSandboxes"}
