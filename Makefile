@@ -165,6 +165,15 @@ chromium: ## Install Debian's Chromium when missing (the Web UI browser test nee
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo="sudo -n"; echo "installing chromium (apt-get)"; \
 		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends chromium </dev/null; }
 
+.PHONY: screenshots
+# The README's pictures of a rollout (docs/images/rollout-webui.png, and
+# rollout-metrics.png: the series behind the dashboard's rollout row), taken
+# by test/ops TestWebUIShowsARollout on the real servers and written there
+# through ATE_DOCS_IMAGES; the test keeps each under 200 KB.
+screenshots: tools chromium ## Retake the README's rollout pictures (docs/images) with the browser test.
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_DOCS_IMAGES=$(ROOT)/docs/images \
+		go test ./test/ops -run '^TestWebUIShowsARollout$$' -count=1 -v
+
 .PHONY: podman
 # Debian's podman with runc, which test/image runs the release image with
 # (crun, podman's other runtime, refuses this machine's hybrid cgroup

@@ -67,12 +67,14 @@ func readmeQuery(t *testing.T) string {
 	return ""
 }
 
-// screenshots is where the pages are kept: _out/ is what CI keeps.
+// screenshots is where a test's pages are kept: _out/ is what CI keeps,
+// one directory per test under _out/webui, so that one test's clearing
+// does not take the pages of another test of the same run.
 func screenshots(t *testing.T) string {
 	t.Helper()
 	root, err := servers.RepoRoot()
 	require.NoError(t, err)
-	dir := filepath.Join(root, "_out", "webui")
+	dir := filepath.Join(root, "_out", "webui", t.Name())
 	// Only this run's pages: a failed page of an earlier run would mislead.
 	require.NoError(t, os.RemoveAll(dir))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
