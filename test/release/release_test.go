@@ -181,6 +181,11 @@ func TestArchive(t *testing.T) {
 		"install.yaml",
 		"monitoring.yaml",
 		"ate-orchestrator-" + strings.TrimPrefix(version, "v") + ".tgz",
+		"kubectl-ate-" + version + "-linux-amd64.tar.gz",
+		"kubectl-ate-" + version + "-linux-arm64.tar.gz",
+		"kubectl-ate-" + version + "-darwin-amd64.tar.gz",
+		"kubectl-ate-" + version + "-darwin-arm64.tar.gz",
+		"kubectl-ate.krew.yaml",
 		"SHA256SUMS",
 	}, res.Artifacts)
 	for _, a := range res.Artifacts {

@@ -3,8 +3,10 @@
 // Go toolchain for each platform, assembles their image with
 // go-containerregistry from nothing but those binaries and a few files,
 // and writes, into one directory, the image as an OCI archive, its SBOM,
-// install.yaml (deploy/ with the image pinned by digest), monitoring.yaml
-// and SHA256SUMS. hack/release is its command; `make release` runs it.
+// install.yaml (deploy/ with the image pinned by digest), monitoring.yaml,
+// the kubectl plugin kubectl-ate for linux and darwin (amd64, arm64), each
+// a .tar.gz with the LICENSE, its krew manifest (plugin.go), and
+// SHA256SUMS. hack/release is its command; `make release` runs it.
 //
 // Two runs on one commit, with one Go toolchain, write the same bytes: the
 // builds are reproducible (-trimpath, no VCS stamping) and every time in
@@ -172,6 +174,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Artifacts = append(res.Artifacts, filepath.Base(chart))
 	}
+
+	plugin, err := writePlugin(ctx, cfg, work)
+	if err != nil {
+		return nil, fmt.Errorf("kubectl plugin: %w", err)
+	}
+	res.Artifacts = append(res.Artifacts, plugin...)
 
 	if err := WriteChecksums(cfg.OutDir, res.Artifacts); err != nil {
 		return nil, err
