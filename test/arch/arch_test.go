@@ -211,8 +211,9 @@ func unlinked(internal []string, linked map[string]bool) []string {
 	return out
 }
 
-// binaries are the product's commands.
-var binaries = []string{"cmd/worker", "cmd/starter", "cmd/teardown"}
+// binaries are the product's commands: the processes and the kubectl
+// plugin.
+var binaries = []string{"cmd/worker", "cmd/starter", "cmd/teardown", "cmd/kubectl-ate"}
 
 func TestUnlinked(t *testing.T) {
 	linked := map[string]bool{
