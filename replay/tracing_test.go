@@ -54,15 +54,20 @@ func TestReplayWithTracing(t *testing.T) {
 					run = &s
 				}
 			}
+			attrs := map[string]string{}
+			if run != nil {
+				for _, kv := range run.Attributes {
+					attrs[string(kv.Key)] = kv.Value.Emit()
+				}
+			}
 			if !closed(t, fx) {
-				require.Nil(t, run, "a workflow still open has not ended its span")
+				// The replayer ends an open run's span when it evicts the
+				// run, which may be before or after this look: whether
+				// there is a span is a race, but one has no outcome.
+				require.Empty(t, attrs[tracing.AttrOutcome], "a workflow still open has no outcome: %v", attrs)
 				return
 			}
 			require.NotNil(t, run, "the workflow's span")
-			attrs := map[string]string{}
-			for _, kv := range run.Attributes {
-				attrs[string(kv.Key)] = kv.Value.Emit()
-			}
 			switch fx.Kind {
 			case "switch":
 				require.NotEmpty(t, attrs[tracing.AttrPool], "%v", attrs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,11 +77,11 @@ func (r *replica) leads(lease string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	prefix := fmt.Sprintf("leader_election_master_status{name=%q} ", lease)
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, prefix); ok {
-			return strings.TrimSpace(v) == "1", line
-		}
+	// Whatever other labels the series carries (the cluster's name, on
+	// every series of the process).
+	series := regexp.MustCompile(fmt.Sprintf(`(?m)^leader_election_master_status\{[^}]*name=%q[^}]*\} (\S+)$`, lease))
+	if m := series.FindStringSubmatch(string(b)); m != nil {
+		return m[1] == "1", m[0]
 	}
 	return false, "no leader_election_master_status for " + lease
 }
