@@ -8,7 +8,6 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
-	"ate.dev/orchestrator/internal/wfapi"
 )
 
 // Preview is what `starter preview` and `kubectl ate rollout preview`
@@ -24,8 +23,8 @@ type Preview struct {
 	// Default says the config is its class's newest default now: Plan is
 	// then its rollout from where it stands, else the rollout it would
 	// run if it became the default (all at once without spec.rollout).
-	Default bool              `json:"default"`
-	Plan    wfapi.RolloutPlan `json:"plan"`
+	Default bool `json:"default"`
+	Plan    Plan `json:"plan"`
 	// Back are the pools on the config that would move to BackTo (the
 	// class default without it; "" when there is none, and they stay) if
 	// it lost the annotation.

@@ -2,11 +2,12 @@ package rolloutplan
 
 import (
 	"context"
+	"fmt"
 
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
 )
 
@@ -15,10 +16,13 @@ import (
 // the unpinned pools of c's class, and computes it with PreviewOf. c is
 // the config as read from the cluster, or as a file would apply it.
 func ReadPreview(ctx context.Context, r ctrlclient.Reader, c *v1alpha1.SandboxConfig) (*Preview, error) {
-	configs, err := poolwatch.ListConfigs(ctx, r)
-	if err != nil {
-		return nil, err
+	// Listed here rather than with poolwatch.ListConfigs: wfapi, which
+	// poolwatch's tests reach, imports this package for the plan's types.
+	var list v1alpha1.SandboxConfigList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing SandboxConfigs: %w", err)
 	}
+	configs := resolve.ConfigsFrom(list.Items)
 	pools, err := rollout.ClassPools(ctx, r, c.Class())
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"ate.dev/orchestrator/internal/rolloutplan"
 	"ate.dev/orchestrator/internal/searchattr"
 )
 
@@ -76,37 +77,13 @@ type GateInput struct {
 	Pools  []string `json:"pools"`
 }
 
-// RolloutPlan is the answer of the plan query and of a preview: the pools
-// of each step, "namespace/name", in rollout order.
-type RolloutPlan struct {
-	Config  string `json:"config"`
-	Phase   string `json:"phase,omitempty"`
-	Step    int32  `json:"step"`
-	Message string `json:"message,omitempty"`
-	// Paused and Halted hold the rollout (the query's answer: the
-	// workflow's own state, which a status write follows).
-	Paused bool `json:"paused,omitempty"`
-	Halted bool `json:"halted,omitempty"`
-	// Total is the number of unpinned pools of the class.
-	Total int `json:"total"`
-	// Admitted are the pools the rollout admitted before Steps (on the
-	// config, or admitted by an earlier step).
-	Admitted []string `json:"admitted"`
-	// Moved are the pools on the config.
-	Moved []string `json:"moved"`
-	// Done are the steps taken, with the pools each admitted; Steps the
-	// steps to come, as the pools stand now.
-	Done  []RolloutPlanStep `json:"done,omitempty"`
-	Steps []RolloutPlanStep `json:"steps"`
-}
+// RolloutPlan is the answer of the plan query: rolloutplan.Plan, which
+// previews share; it lives there so that a client (the kubectl plugin)
+// reads plans without linking the Temporal SDK.
+type RolloutPlan = rolloutplan.Plan
 
-// RolloutPlanStep is one step of a plan.
-type RolloutPlanStep struct {
-	Step int32 `json:"step"`
-	// Want is how many pools are on the config once the step is done.
-	Want  int      `json:"want"`
-	Pools []string `json:"pools"`
-}
+// RolloutPlanStep is a step of a RolloutPlan.
+type RolloutPlanStep = rolloutplan.Step
 
 // StartRollout starts the rollout workflow of a config unless it runs
 // (USE_EXISTING: a start while it runs changes nothing).
