@@ -43,7 +43,7 @@ func actionScripts(t *testing.T) (discovery string, scripts map[string]string) {
 
 // Each request annotation has its action, and each action.lua sets its
 // own annotation with the code every other one has (Argo CD runs each
-// alone, so the code is repeated; an edit of one must be made to all).
+// alone, so the code is repeated: ./gen writes each from action.lua.tmpl).
 func TestActionsAreTheRequests(t *testing.T) {
 	_, scripts := actionScripts(t)
 	require.ElementsMatch(t, slices.Collect(maps.Keys(requestAnnotations)), slices.Collect(maps.Keys(scripts)))

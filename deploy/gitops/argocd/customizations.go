@@ -11,15 +11,56 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
+	"text/template"
 
 	"go.yaml.in/yaml/v3"
+
+	"ate.dev/orchestrator/api/v1alpha1"
 )
 
-// Customization is ate.dev/SandboxConfig's directory: health.lua,
-// actions/discovery.lua and actions/NAME/action.lua.
+// files are ate.dev/SandboxConfig's health.lua and actions/discovery.lua;
+// its actions/NAME/action.lua are written from actionTemplate.
 //
-//go:embed ate.dev/SandboxConfig/health.lua ate.dev/SandboxConfig/actions/discovery.lua ate.dev/SandboxConfig/actions/*/action.lua
+//go:embed ate.dev/SandboxConfig/health.lua ate.dev/SandboxConfig/actions/discovery.lua
 var files embed.FS
+
+// actionTemplate is every action.lua: Argo CD runs each alone, with nothing
+// to share code from, so ./gen writes each from this one source
+// (TestActionsAreGenerated fails when one is stale).
+//
+//go:embed action.lua.tmpl
+var actionTemplate string
+
+// Request is an action that makes a request to the config's rollout: a
+// new value of Annotation, which does what Does says.
+type Request struct {
+	Name, Annotation, Does string
+}
+
+// Requests are the actions, one per request annotation of the API.
+var Requests = []Request{
+	{"abort", v1alpha1.RolloutAbortAnnotation, "moves every pool the rollout admitted back to the config it came from, and holds the rollout Aborted until a retry."},
+	{"pause", v1alpha1.RolloutPauseAnnotation, "holds the rollout where it is until a resume."},
+	{"promote", v1alpha1.RolloutPromoteAnnotation, "ends the current step's approval wait and bake."},
+	{"promote-full", v1alpha1.RolloutPromoteFullAnnotation, "skips every remaining step, approval and bake: every pool is admitted at once."},
+	{"resume", v1alpha1.RolloutResumeAnnotation, "resumes a halted rollout, or one paused by a pause request."},
+	{"retry", v1alpha1.RolloutRetryAnnotation, "takes a halted or aborted rollout's current step again."},
+}
+
+// ActionLua is the action.lua of r, as ./gen writes it into
+// Dir/actions/NAME/action.lua.
+func ActionLua(r Request) (string, error) {
+	t, err := template.New("action.lua").Option("missingkey=error").Parse(actionTemplate)
+	if err != nil {
+		return "", fmt.Errorf("parsing action.lua.tmpl: %w", err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, r); err != nil {
+		return "", fmt.Errorf("writing the action.lua of %s: %w", r.Name, err)
+	}
+	return b.String(), nil
+}
 
 // Dir is the customization's directory in files, and beside this file.
 const Dir = "ate.dev/SandboxConfig"
@@ -61,19 +102,14 @@ func ReadActions() (Actions, error) {
 		return a, err
 	}
 	a.Discovery = string(b)
-	dirs, err := fs.ReadDir(files, path.Join(Dir, "actions"))
-	if err != nil {
-		return a, err
-	}
-	for _, d := range dirs { // sorted by name
-		if !d.IsDir() {
-			continue
-		}
-		b, err := fs.ReadFile(files, path.Join(Dir, "actions", d.Name(), "action.lua"))
+	// From the template, not from the files ./gen writes from it: one run
+	// of ./gen writes both from the same source.
+	for _, r := range Requests { // sorted by name, as Argo CD's directories are
+		lua, err := ActionLua(r)
 		if err != nil {
 			return a, err
 		}
-		a.Definitions = append(a.Definitions, Action{Name: d.Name(), Lua: string(b)})
+		a.Definitions = append(a.Definitions, Action{Name: r.Name, Lua: lua})
 	}
 	return a, nil
 }

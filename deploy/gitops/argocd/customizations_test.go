@@ -2,6 +2,7 @@ package argocd_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,28 @@ func phaseOf(obj map[string]any) (string, bool) {
 	r, _ := st["rollout"].(map[string]any)
 	p, ok := r["phase"].(string)
 	return p, ok
+}
+
+// Each action.lua in Argo CD's layout is what ./gen writes from
+// action.lua.tmpl for its request (run `make generate` after an edit), and
+// there is no action beside the requests.
+func TestActionsAreGenerated(t *testing.T) {
+	dirs, err := os.ReadDir(filepath.Join(argocd.Dir, "actions"))
+	require.NoError(t, err)
+	var names []string
+	for _, d := range dirs {
+		if d.IsDir() {
+			names = append(names, d.Name())
+		}
+	}
+	var want []string
+	for _, r := range argocd.Requests {
+		want = append(want, r.Name)
+		lua, err := argocd.ActionLua(r)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(argocd.Dir, "actions", r.Name, "action.lua"))
+		require.NoError(t, err)
+		require.Equal(t, lua, string(got), "%s/action.lua is stale: run make generate", r.Name)
+	}
+	require.Equal(t, want, names)
 }

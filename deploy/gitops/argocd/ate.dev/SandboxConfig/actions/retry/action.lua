@@ -2,8 +2,9 @@
 -- takes a halted or aborted rollout's current step again.
 local annotation = "sandboxconfig.ate.dev/rollout-retry"
 
--- The rest is the same in every action.lua (argocd_test checks it): Argo
--- CD runs each one alone, so there is nothing to share them from.
+-- The rest is the same in every action.lua: Argo CD runs each one alone,
+-- with nothing to share code from, so `make generate` writes each from
+-- deploy/gitops/argocd/action.lua.tmpl.
 --
 -- The rollout acts on each new value of the annotation once, and takes the
 -- greater of a pause and a resume made at once, so the value is a UTC time
