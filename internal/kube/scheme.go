@@ -2,30 +2,15 @@
 package kube
 
 import (
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kubeclient"
 )
 
-// Scheme knows the built-in types and ate.dev/v1alpha1.
-var Scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	return s
-}()
+// Scheme knows the built-in types and ate.dev/v1alpha1 (kubeclient.Scheme).
+var Scheme = kubeclient.Scheme
 
-// LiveClient is a client that talks to the API server directly, with no cache.
-func LiveClient(cfg *rest.Config) (ctrlclient.WithWatch, error) {
-	c, err := ctrlclient.NewWithWatch(cfg, ctrlclient.Options{Scheme: Scheme})
-	if err != nil {
-		return nil, fmt.Errorf("creating a Kubernetes client for %s: %w", cfg.Host, err)
-	}
-	return c, nil
-}
+// LiveClient is a client that talks to the API server directly, with no
+// cache (kubeclient.Live).
+func LiveClient(cfg *rest.Config) (ctrlclient.WithWatch, error) { return kubeclient.Live(cfg) }

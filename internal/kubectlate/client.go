@@ -6,11 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kubeclient"
 )
 
 // pageSize is how many objects one list request asks for: a fleet of
@@ -25,22 +23,8 @@ func (o *options) client() (ctrlclient.WithWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	c, err := ctrlclient.NewWithWatch(rest, ctrlclient.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("creating a Kubernetes client for %s: %w", rest.Host, err)
-	}
-	return c, nil
+	return kubeclient.Live(rest)
 }
-
-// scheme knows the built-in types and ate.dev/v1alpha1: kube.Scheme's, built
-// here because package kube also names clusters, for which it links the
-// Temporal SDK, and a kubectl plugin has no business carrying it.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	return s
-}()
 
 // pagedReader lists in pages of size objects, following the continue
 // token, and returns them as one list: what the product's shared readers
