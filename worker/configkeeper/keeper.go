@@ -114,6 +114,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &c); err != nil {
 		return reconcile.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if c.IsDeleting() {
+		// kstatus reads a deleting object as Terminating whatever its
+		// conditions say, and the deletion mark bumps a custom
+		// resource's generation: a write now would only change the
+		// resourceVersion the release read, so its finalizer removal,
+		// guarded by it, would be refused and the release would look
+		// again, once per deletion.
+		return reconcile.Result{}, nil
+	}
 	configs, err := poolwatch.ListConfigs(ctx, r.Client)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("keeping the conditions of SandboxConfig %q: %w", c.Name, err)

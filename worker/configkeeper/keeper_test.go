@@ -317,3 +317,52 @@ func TestKeeperFollowsTheRollout(t *testing.T) {
 	writeRollout(t, newer, map[string]any{"phase": v1alpha1.RolloutStopped, "message": "stopped"})
 	expect(t, newer, want{ready: true, reason: "RolloutStopped", phase: v1alpha1.RolloutStopped, kstatus: kstatus.CurrentStatus})
 }
+
+// TestKeeperLeavesADeletingConfigAlone: the deletion mark bumps the
+// generation, yet the keeper writes nothing to a config in deletion (its
+// release removes the finalizer under the resourceVersion it read; a write
+// here would refuse that), while the same look at a live config with stale
+// conditions writes them. Reconcile is called directly, on a live client, so
+// that what it did not write is known rather than waited for.
+func TestKeeperLeavesADeletingConfigAlone(t *testing.T) {
+	env := testenv.Current()
+	ctx := context.Background()
+	keeper := &configkeeper.Reconciler{Client: env.Kube}
+	look := func(name string) {
+		t.Helper()
+		_, err := keeper.Reconcile(ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKey{Name: name}})
+		require.NoError(t, err, "the keeper's look at SandboxConfig %q", name)
+	}
+	get := func(name string) v1alpha1.SandboxConfig {
+		t.Helper()
+		var c v1alpha1.SandboxConfig
+		require.NoError(t, env.Kube.Get(ctx, ctrlclient.ObjectKey{Name: name}, &c))
+		return c
+	}
+
+	base := testenv.UniqueName(t)
+	live, deleting := "live-"+base, "deleting-"+base
+	for _, name := range []string{live, deleting} {
+		c := classDefault(name, 0)
+		c.Finalizers = []string{v1alpha1.ProtectionFinalizer}
+		require.NoError(t, env.Kube.Create(ctx, c), "creating SandboxConfig %q", name)
+		t.Cleanup(func() {
+			patchConfig(t, name, `{"metadata":{"finalizers":null}}`)
+			_ = env.Kube.Delete(context.Background(), c)
+		})
+	}
+
+	for _, name := range []string{live, deleting} {
+		look(name)
+		require.NotEmpty(t, get(name).Status.Conditions, "the control: a live config's conditions are written")
+	}
+
+	require.NoError(t, env.Kube.Delete(ctx, &v1alpha1.SandboxConfig{ObjectMeta: metav1.ObjectMeta{Name: deleting}}))
+	before := get(deleting)
+	require.NotNil(t, before.DeletionTimestamp)
+	require.Greater(t, before.Generation, before.Status.ObservedGeneration, "the deletion mark bumped the generation")
+	look(deleting)
+	after := get(deleting)
+	require.Equal(t, before.ResourceVersion, after.ResourceVersion, "nothing written to a config in deletion")
+	require.Equal(t, before.Status, after.Status)
+}
