@@ -32,11 +32,15 @@ type Activities struct {
 	// says now. It watches only to replay a gone pool's last states (see
 	// landedBeforeGone).
 	Live ctrlclient.WithWatch
-	// Cache is the worker's informer cache of WorkerPools, indexed by the
-	// configs their status names (poolwatch.StatusConfigIndex). It is only a
-	// fast first look: a live list confirms before anything is released,
-	// and a status write started from a cached copy is guarded by its
-	// resourceVersion (see updateStatus).
+	// Cache is the worker's informer cache of WorkerPools and
+	// SandboxConfigs, with the indexes of poolwatch.Index. For a switch or
+	// a release it is only a fast first look: a live list confirms before
+	// anything is released, and a status write started from a cached copy
+	// is guarded by its resourceVersion (see updateStatus). The rollout's
+	// activities read the class's unpinned pools (poolwatch.ClassPools) and
+	// the configs from it and nothing of the fleet live: what they may not
+	// trust it with, whether a step's pools are there, they confirm with a
+	// GET of each pool (see WaitRolloutStep). They fail without it.
 	Cache ctrlclient.Reader
 	// Clientset applies Deployments and creates events.
 	Clientset kubernetes.Interface

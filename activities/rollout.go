@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +21,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/rolloutplan"
@@ -29,6 +34,19 @@ import (
 // status and Warning events. Each acts only on the config the calling
 // workflow's ID names.
 //
+// What they read (docs/decisions/0023-rollout-reads-the-cache.md): the
+// rolling config itself live, one small GET per look, since it binds the
+// run to an incarnation and holds the admission the wait judges by; the
+// class's unpinned pools and the other configs from the worker's informer
+// cache (Activities.Cache), the pools through poolwatch.UnpinnedClassIndex,
+// so a look costs the API server nothing but that GET, whatever the fleet.
+// No rollout activity lists WorkerPools or SandboxConfigs on the API
+// server. What a cache may not be trusted with is read live: the wait
+// confirms each admitted pool the cache calls ready with a GET of its own,
+// once per attempt (see WaitRolloutStep), and a newer class default the
+// cache shows is read live before a rollout is ended as superseded by it
+// (newestDefault).
+//
 // +kubebuilder:rbac:groups=ate.dev,resources=sandboxconfigs/status,verbs=get;patch
 
 // DefaultRolloutStepDeadline is how long a step's admitted pools may take
@@ -36,10 +54,22 @@ import (
 // setting is unset.
 const DefaultRolloutStepDeadline = 30 * time.Minute
 
-// rolloutPollInterval is how often WaitRolloutStep looks at the pools.
+// rolloutPollInterval is how often WaitRolloutStep looks at the pools in
+// the worker's cache (memory, no request but the config's GET).
 const rolloutPollInterval = time.Second
 
-// RolloutLook is what a rollout decides its next step on, all read live.
+// rolloutConfirmConcurrency bounds the live GETs by which WaitRolloutStep
+// confirms the pools its cache calls ready.
+const rolloutConfirmConcurrency = 16
+
+// ErrNoCache: the activities were built without the worker's cache, which
+// the rollout activities read the class's pools and configs from. A bug
+// of whoever built them; no retry fixes it.
+const ErrNoCache = "NoCache"
+
+// RolloutLook is what a rollout decides its next step on: the config as
+// read live, its class's other configs and unpinned pools as the worker's
+// cache shows them.
 type RolloutLook struct {
 	// Stop, when set, ends the rollout with this phase and StopMessage:
 	// Completed (status says so), Superseded (a newer class default) or
@@ -73,10 +103,20 @@ type LookInput struct {
 	Done   int32     `json:"done,omitempty"`
 }
 
-// LookAtRollout reads a rolling-out config, the other configs and the
-// class's unpinned pools, and asks the planner what the rollout does next.
+// LookAtRollout reads a rolling-out config (live), the other configs and
+// the class's unpinned pools (from the worker's cache), and asks the
+// planner what the rollout does next. A cache that lags shows the fleet as
+// it was a moment ago: the verdict is the one a look taken then would
+// have given, and the next look (the starter's recheck, repeated while the
+// rollout is under way; every poll of a step's wait) corrects it. It
+// cannot end a rollout as superseded by a default the API server no
+// longer has (newestDefault reads that one live).
 func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutLook, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+		return nil, err
+	}
+	cache, err := a.rolloutCache()
+	if err != nil {
 		return nil, err
 	}
 	c, err := a.rollingConfig(ctx, in.Config)
@@ -95,15 +135,14 @@ func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutL
 	if r := c.Spec.Rollout; r != nil {
 		look.Paused, look.Steps = r.Paused, int32(len(r.Steps))
 	}
-	var configs v1alpha1.SandboxConfigList
-	if err := a.Live.List(ctx, &configs); err != nil {
-		return nil, fmt.Errorf("listing SandboxConfigs for the rollout of SandboxConfig %q: %w", in.Config, err)
+	newest, err := a.newestDefault(ctx, cache, c)
+	if err != nil {
+		return nil, err
 	}
-	newest := resolve.NewestDefault(c.Class(), resolve.ConfigsFrom(configs.Items))
 	look.Stop, look.StopMessage = rollout.Liveness(c, newest)
 	var plain []rollout.Pool
 	if look.Stop == "" {
-		pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+		pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
 		if err != nil {
 			return nil, err
 		}
@@ -163,8 +202,21 @@ const DefaultGateTimeout = 30 * time.Minute
 // again) and the admission now, which the starter and every resolver read.
 // Admission only grows (rollout.Advance), so a step run again after a crash
 // admits what it admitted before and nothing back.
+//
+// The config is read live (the admission grows from the one the API
+// server holds, and the write is bound to its UID); the class's pools come
+// from the worker's cache. A cache that lags admits as a list taken a
+// moment earlier would have: a pool it does not show yet is not counted
+// (the next step, or the completion, which admits every pool, covers it),
+// a pool it still shows on the config counts as admitted already. The
+// admission is by name marks either way, only grows, and the wait judges
+// the pools it admits as they are, not as this snapshot saw them.
 func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admitted, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+		return nil, err
+	}
+	cache, err := a.rolloutCache()
+	if err != nil {
 		return nil, err
 	}
 	c, err := a.rollingConfig(ctx, in.Config)
@@ -175,7 +227,7 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 		return &Admitted{Gone: true}, nil // spec changed under the workflow: it looks again
 	}
 	step := c.Spec.Rollout.Steps[in.Step-1]
-	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+	pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
 	if err != nil {
 		return nil, err
 	}
@@ -293,16 +345,45 @@ type StepWait struct {
 // WaitRolloutStep polls, heartbeating, until every pool the rollout admits
 // is on the config with its Available condition True (Ready); until one's
 // switch fails (its class shows SwitchStepFailing, or Resolved False: a roll
-// back, since the step was admitted), or the deadline passes with one not there (Halted); or until the
-// config is no longer the rollout's to run (LookAgain). It keeps
-// status.rollout.movedPools current as pools move.
+// back, since the step was admitted), or the deadline passes with one not
+// there (Halted); or until the config is no longer the rollout's to run
+// (LookAgain). It keeps status.rollout.movedPools current as pools move.
+//
+// Each poll reads the config live (one GET) and the class's pools from the
+// worker's cache (memory). The cache decides when to look and which pools
+// to ask about; the API server decides the outcome:
+//
+//   - A step is not done until each admitted pool was seen, after the
+//     step's admission, on the config (status names it, no pending ref)
+//     and Available. The cache cannot prove that: it may lag and show a
+//     state from before the admission (after an abort and a retry, a pool's
+//     state on the config from before it was sent back). So once the cache
+//     calls every admitted pool ready, each one this attempt has not seen
+//     ready live is read with a GET. This activity runs after the
+//     admission's write completed (the workflow schedules it once
+//     AdmitRolloutStep returned), so every GET it makes is after the
+//     admission: a pool it reads ready was seen ready after the admission.
+//     A pool the GET shows not ready keeps the step waiting; it is asked
+//     again only once the cache shows it at another resourceVersion (the
+//     cache caught up), so a lagging cache costs no GET per second.
+//   - A halt is read live too: a failing switch or the deadline halts the
+//     step only on the pool's state as a GET returned it.
+//
+// The GETs are bounded (rolloutConfirmConcurrency at once), and a pool seen
+// ready live is remembered for the rest of the attempt: a step costs about
+// one GET per admitted pool, and no LIST.
 func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWait, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
 		return nil, err
 	}
+	cache, err := a.rolloutCache()
+	if err != nil {
+		return nil, err
+	}
+	w := &stepWatch{cache: cache, confirmed: map[poolID]bool{}, asked: map[string]liveAnswer{}}
 	lastMoved := -1
 	for {
-		res, err := a.lookAtStep(ctx, in)
+		res, err := a.lookAtStep(ctx, in, w)
 		if err != nil {
 			return nil, err
 		}
@@ -327,9 +408,75 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 	}
 }
 
+// stepWatch is what one attempt of WaitRolloutStep has learnt from the API
+// server: the pools it saw ready live, and its last live answer for each
+// pool it asked about, with the cache's version of the pool then.
+type stepWatch struct {
+	cache ctrlclient.Reader
+	// confirmed: a GET of this attempt showed the pool (this incarnation)
+	// admitted, on the config and Available. The attempt began after the
+	// admission, so that is the proof the step needs of it.
+	confirmed map[poolID]bool
+	// asked is the last live answer per pool ("namespace/name"). It
+	// stands while the cache shows the pool at the resourceVersion it
+	// showed when asked: the answer is at least as new as that state.
+	asked map[string]liveAnswer
+}
+
+type poolID struct {
+	key string
+	uid types.UID
+}
+
+// liveAnswer is a pool as a GET returned it, and the cache's
+// resourceVersion of the pool when it was asked. pool is nil when the
+// GET found no rollout's pool there (gone, pinned, in deletion).
+type liveAnswer struct {
+	cachedRV string
+	pool     *rollout.ClassPool
+}
+
+// view is the freshest state of p the attempt has: its live answer while
+// the cache still shows p as it did when asked, else the cache's. live
+// says which; nil is no rollout's pool.
+func (w *stepWatch) view(p *rollout.ClassPool) (v *rollout.ClassPool, live bool) {
+	if ans, ok := w.asked[p.Key.String()]; ok && ans.cachedRV == p.ResourceVersion {
+		return ans.pool, true
+	}
+	return p, false
+}
+
+// poolVerdict is how an admitted pool stands for the step.
+type poolVerdict int
+
+const (
+	poolReady poolVerdict = iota
+	poolWaiting
+	poolFailing
+)
+
+// judgeStepPool says how p stands for the step: failing (not on the config,
+// its switch failing since the step began), waiting (not on the config, a
+// claim pending, or not Available, with why) or ready.
+func judgeStepPool(p *rollout.ClassPool, config string, since time.Time) (poolVerdict, string) {
+	switch {
+	case p.Current != config && p.Failing != "" && !p.FailingSince.Before(since.Truncate(time.Second)):
+		return poolFailing, fmt.Sprintf("the switch of WorkerPool %s to SandboxConfig %q failed: %s", p.Key, config, p.Failing)
+	case p.Current != config || p.Pending != "":
+		return poolWaiting, fmt.Sprintf("WorkerPool %s has not moved to SandboxConfig %q (its status names %q)", p.Key, config, p.Current)
+	case !p.Available:
+		return poolWaiting, fmt.Sprintf("WorkerPool %s is not Available: %s", p.Key, p.AvailableMessage)
+	}
+	return poolReady, ""
+}
+
 // lookAtStep is one look of WaitRolloutStep: an Outcome when the wait is
 // over, else the pools moved so far.
-func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, error) {
+func (a *Activities) lookAtStep(ctx context.Context, in WaitInput, w *stepWatch) (*StepWait, error) {
+	// The config live: its UID binds the wait to the run's incarnation,
+	// and its admission is the one the step wrote or a later one (a
+	// cached copy could show the admission before this step's, and the
+	// wait would judge too few pools).
 	c, err := a.rollingConfig(ctx, in.Config)
 	if err != nil {
 		return nil, err
@@ -337,48 +484,132 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput) (*StepWait, e
 	if c == nil || (in.UID != "" && c.UID != in.UID) {
 		return &StepWait{Outcome: StepLookAgain}, nil
 	}
-	var configs v1alpha1.SandboxConfigList
-	if err := a.Live.List(ctx, &configs); err != nil {
-		return nil, fmt.Errorf("listing SandboxConfigs for the rollout of SandboxConfig %q: %w", in.Config, err)
+	newest, err := a.newestDefault(ctx, w.cache, c)
+	if err != nil {
+		return nil, err
 	}
-	if phase, _ := rollout.Liveness(c, resolve.NewestDefault(c.Class(), resolve.ConfigsFrom(configs.Items))); phase != "" {
+	if phase, _ := rollout.Liveness(c, newest); phase != "" {
 		return &StepWait{Outcome: StepLookAgain}, nil
 	}
-	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+	pools, err := poolwatch.ClassPools(ctx, w.cache, c.Class())
 	if err != nil {
 		return nil, err
 	}
 	adm := rollout.AdmissionOf(c)
 	late := time.Now().After(in.Deadline)
-	res := &StepWait{total: len(pools), uid: c.UID}
-	var waiting *StepWait
-	for _, p := range pools {
-		if p.Current == c.Name {
-			res.Moved++
+	for asked := false; ; asked = true {
+		// The counts, for status, are the cache's; whether the step is
+		// done, or halts, is decided on live answers only.
+		res := &StepWait{total: len(pools), uid: c.UID}
+		var waiting, failing *StepWait
+		var askFailing, askWaiting, askReady []*rollout.ClassPool
+		for i := range pools {
+			p := &pools[i]
+			if p.Current == c.Name {
+				res.Moved++
+			}
+			if adm.Admits(p.Key, p.Current, c.Name) {
+				res.admitted++
+			}
+			v, live := w.view(p)
+			if v == nil || !adm.Admits(v.Key, v.Current, c.Name) {
+				continue
+			}
+			verdict, msg := judgeStepPool(v, c.Name, in.Since)
+			switch {
+			case verdict == poolFailing && live:
+				return &StepWait{Outcome: StepHalted, Pool: v.Key.String(), Moved: res.Moved, Message: msg}, nil
+			case verdict == poolFailing:
+				askFailing = append(askFailing, p)
+				failing = &StepWait{Pool: v.Key.String(), Message: msg}
+			case verdict == poolWaiting:
+				if waiting == nil {
+					waiting = &StepWait{Pool: v.Key.String(), Message: msg}
+				}
+				if !live {
+					askWaiting = append(askWaiting, p)
+				}
+			case !w.confirmed[poolID{v.Key.String(), v.UID}]:
+				askReady = append(askReady, p) // ready in the cache, not yet seen ready live
+			}
 		}
-		if !adm.Admits(p.Key, p.Current, c.Name) {
+		// What to ask the API server before a verdict: about a switch the
+		// cache shows failing; about every pool the cache calls ready, once
+		// no pool waits; at the deadline, about every pool not confirmed.
+		ask := askFailing
+		if waiting == nil || late {
+			ask = append(ask, askReady...)
+		}
+		if late {
+			ask = append(ask, askWaiting...)
+		}
+		if len(ask) > 0 && !asked {
+			if err := a.askPools(ctx, w, c, adm, in.Since, ask); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		res.admitted++
 		switch {
-		case p.Current != c.Name && p.Failing != "" && !p.FailingSince.Before(in.Since.Truncate(time.Second)):
-			return &StepWait{Outcome: StepHalted, Pool: p.Key.String(), Moved: res.Moved,
-				Message: fmt.Sprintf("the switch of WorkerPool %s to SandboxConfig %q failed: %s", p.Key, c.Name, p.Failing)}, nil
-		case waiting != nil:
-		case p.Current != c.Name || p.Pending != "":
-			waiting = &StepWait{Pool: p.Key.String(), Message: fmt.Sprintf("WorkerPool %s has not moved to SandboxConfig %q (its status names %q)", p.Key, c.Name, p.Current)}
-		case !p.Available:
-			waiting = &StepWait{Pool: p.Key.String(), Message: fmt.Sprintf("WorkerPool %s is not Available: %s", p.Key, p.AvailableMessage)}
+		case waiting == nil && failing == nil && len(askReady) == 0:
+			res.Outcome = StepReady
+		case late && waiting != nil && failing == nil && len(askWaiting) == 0:
+			// Every pool that waits was read live since the cache last
+			// showed it changed.
+			res.Outcome, res.Pool = StepHalted, waiting.Pool
+			res.Message = fmt.Sprintf("step %d not done by its deadline: %s", in.Step, waiting.Message)
+		}
+		return res, nil
+	}
+}
+
+// askPools reads pools live, rolloutConfirmConcurrency at once, and
+// records each answer in w: a pool the API server shows admitted, on the
+// config and Available is confirmed for the rest of the attempt.
+func (a *Activities) askPools(ctx context.Context, w *stepWatch, c *v1alpha1.SandboxConfig, adm *rollout.Admission, since time.Time, pools []*rollout.ClassPool) error {
+	answers := make([]liveAnswer, len(pools))
+	errs := make([]error, len(pools))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(rolloutConfirmConcurrency, len(pools)) {
+		wg.Go(func() {
+			for i := range next {
+				answers[i], errs[i] = a.askPool(ctx, c.Class(), pools[i])
+			}
+		})
+	}
+	for i := range pools {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, ans := range answers {
+		w.asked[pools[i].Key.String()] = ans
+		if v := ans.pool; v != nil && adm.Admits(v.Key, v.Current, c.Name) {
+			if verdict, _ := judgeStepPool(v, c.Name, since); verdict == poolReady {
+				w.confirmed[poolID{v.Key.String(), v.UID}] = true
+			}
 		}
 	}
-	switch {
-	case waiting == nil:
-		res.Outcome = StepReady
-	case late:
-		res.Outcome, res.Pool = StepHalted, waiting.Pool
-		res.Message = fmt.Sprintf("step %d not done by its deadline: %s", in.Step, waiting.Message)
+	return nil
+}
+
+// askPool is one pool as the API server has it now.
+func (a *Activities) askPool(ctx context.Context, class v1alpha1.SandboxClass, p *rollout.ClassPool) (liveAnswer, error) {
+	ans := liveAnswer{cachedRV: p.ResourceVersion}
+	var wp v1alpha1.WorkerPool
+	switch err := a.Live.Get(ctx, ctrlclient.ObjectKey{Namespace: p.Key.Namespace, Name: p.Key.Name}, &wp); {
+	case apierrors.IsNotFound(err):
+		return ans, nil
+	case err != nil:
+		return ans, fmt.Errorf("reading WorkerPool %s for the rollout's step: %w", p.Key, err)
 	}
-	return res, nil
+	if live, ok := rollout.ClassPoolOf(&wp, class); ok {
+		ans.pool = &live
+	}
+	return ans, nil
 }
 
 // RolloutStatusInput is a write of status.rollout's phase and message.
@@ -417,12 +648,17 @@ type RolloutStatusInput struct {
 }
 
 // SetRolloutStatus writes a rollout's phase and message, and its counts as
-// the class's pools stand (admittedPools, movedPools, totalPools: true at
-// every phase, 0 included). A config that is gone, or is another
-// incarnation than the run's, has no status of the run's to write: that is
-// no error.
+// the class's pools stand in the worker's cache (admittedPools,
+// movedPools, totalPools: true at every phase, 0 included, as of the
+// cache's last event; every later write of the rollout counts again). A
+// config that is gone, or is another incarnation than the run's, has no
+// status of the run's to write: that is no error.
 func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput) error {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+		return err
+	}
+	cache, err := a.rolloutCache()
+	if err != nil {
 		return err
 	}
 	c, err := a.rollingConfig(ctx, in.Config)
@@ -497,7 +733,7 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	if in.PromotedFull {
 		fields["promotedFull"] = true
 	}
-	pools, err := rollout.ClassPools(ctx, a.Live, c.Class())
+	pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
 	if err != nil {
 		return err
 	}
@@ -565,6 +801,60 @@ func (a *Activities) rolloutStepDeadline() time.Duration {
 		return a.RolloutStepDeadline
 	}
 	return DefaultRolloutStepDeadline
+}
+
+// rolloutCache is the worker's cache the rollout activities read pools and
+// configs from. Activities built without one fail at once and for good:
+// the rollout never falls back to listing the fleet live.
+func (a *Activities) rolloutCache() (ctrlclient.Reader, error) {
+	if a.Cache == nil {
+		return nil, temporal.NewNonRetryableApplicationError("the rollout activities read the class's pools and configs from the worker's "+
+			"informer cache (Activities.Cache, indexed by poolwatch.Index), and these activities were built without one", ErrNoCache, nil)
+	}
+	return a.Cache, nil
+}
+
+// newestDefault is the newest default of c's class: the configs as the
+// worker's cache shows them, c itself as read live. A newer default the
+// cache shows is read live before it is believed, and the look goes on
+// from what the API server says: a cache that lags may still show a
+// config that lost its annotation or was deleted, and a rollout must not
+// end as superseded by it. A newer default the cache does not show yet is
+// found by a later look (the starter's recheck, which it repeats while
+// status says the rollout is under way; the next poll of a wait). The GET
+// is made only when the cache names another config than c: once per
+// rollout that is superseded, never per poll of one that is not.
+func (a *Activities) newestDefault(ctx context.Context, cache ctrlclient.Reader, c *v1alpha1.SandboxConfig) (string, error) {
+	configs, err := poolwatch.ListConfigs(ctx, cache)
+	if err != nil {
+		return "", fmt.Errorf("reading the SandboxConfigs of the rollout of SandboxConfig %q from the cache: %w", c.Name, err)
+	}
+	withLive := func(name string, live *resolve.Config) {
+		configs = slices.DeleteFunc(configs, func(o resolve.Config) bool { return o.Name == name })
+		if live != nil {
+			configs = append(configs, *live)
+		}
+	}
+	self := resolve.ConfigFrom(c)
+	withLive(c.Name, &self)
+	readLive := map[string]bool{c.Name: true}
+	for {
+		newest := resolve.NewestDefault(c.Class(), configs)
+		if newest == "" || readLive[newest] {
+			return newest, nil
+		}
+		readLive[newest] = true
+		var o v1alpha1.SandboxConfig
+		switch err := a.Live.Get(ctx, ctrlclient.ObjectKey{Name: newest}, &o); {
+		case apierrors.IsNotFound(err):
+			withLive(newest, nil)
+		case err != nil:
+			return "", fmt.Errorf("reading SandboxConfig %q, a newer default of sandbox class %q than %q: %w", newest, c.Class(), c.Name, err)
+		default:
+			live := resolve.ConfigFrom(&o)
+			withLive(newest, &live)
+		}
+	}
 }
 
 // rollingConfig reads a config live; nil when it is gone.

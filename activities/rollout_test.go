@@ -13,12 +13,14 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/rollout"
 )
 
 // rolloutFixture is a fake API server with a rolling-out config "new"
 // (steps [1 pool, 100%], the gate given) over four unpinned pools on "old",
-// "c" labelled canary.
+// "c" labelled canary. The activities' cache is the same store, with the
+// worker's indexes: always up to date.
 func rolloutFixture(t *testing.T, gate *v1alpha1.RolloutGate, st *v1alpha1.RolloutStatus) (*Activities, ctrlclient.Client) {
 	t.Helper()
 	cfg := func(name string, created int64) *v1alpha1.SandboxConfig {
@@ -41,9 +43,25 @@ func rolloutFixture(t *testing.T, gate *v1alpha1.RolloutGate, st *v1alpha1.Rollo
 		}
 		objs = append(objs, wp)
 	}
-	store := fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.SandboxConfig{}, &v1alpha1.WorkerPool{}).Build()
-	return &Activities{Live: store}, store
+	store := indexedStore(t, fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.SandboxConfig{}, &v1alpha1.WorkerPool{}))
+	return &Activities{Live: store, Cache: store}, store
+}
+
+// indexedStore builds b with the indexes of poolwatch.Index, as the
+// worker's cache has them.
+func indexedStore(t *testing.T, b *fake.ClientBuilder) ctrlclient.WithWatch {
+	t.Helper()
+	require.NoError(t, poolwatch.Index(context.Background(), builderIndexer{b}))
+	return b.Build()
+}
+
+// builderIndexer registers an index on a fake client's builder.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj ctrlclient.Object, field string, fn ctrlclient.IndexerFunc) error {
+	i.b.WithIndex(obj, field, fn)
+	return nil
 }
 
 func rolloutStatusOf(t *testing.T, c ctrlclient.Client) *v1alpha1.RolloutStatus {
@@ -147,7 +165,7 @@ func TestRolloutActivitiesActOnTheirIncarnation(t *testing.T) {
 	require.True(t, adm.Gone)
 	require.NoError(t, a.SetRolloutStatus(ctx, RolloutStatusInput{Config: "new", UID: "uid-before", Phase: v1alpha1.RolloutHalted, Message: "x"}))
 	require.Equal(t, "as it was", rolloutStatusOf(t, store).Message)
-	wait, err := a.lookAtStep(ctx, WaitInput{Config: "new", UID: "uid-before", Step: 1})
+	wait, err := a.lookAtStep(ctx, WaitInput{Config: "new", UID: "uid-before", Step: 1}, &stepWatch{cache: a.Cache})
 	require.NoError(t, err)
 	require.Equal(t, StepLookAgain, wait.Outcome)
 
