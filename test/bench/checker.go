@@ -25,7 +25,13 @@ type target struct {
 	sizes []int
 	value func(r *result) string
 	met   func(r *result) bool
+	// measured, if set, says whether r holds what the target judges (not:
+	// not judged; the staged rollouts are skipped with -rollout=false).
+	measured func(r *result) bool
 }
+
+// rolloutMeasured: r holds the staged rollouts.
+func rolloutMeasured(r *result) bool { return r.rolloutFigures != nil }
 
 // issue38KBPerPool is the worker's RSS at rest beyond its base per pool
 // that issue 38 allows, judged at N=10,000.
@@ -79,6 +85,30 @@ var targetList = []target{
 	{name: "worker + starter peak RSS under 300 MiB", sizes: []int{1000},
 		value: func(r *result) string { return fmt.Sprintf("%.0f MiB", r.RSSMiB) },
 		met:   func(r *result) bool { return r.RSSMiB < 300 }},
+	// Issue 47's: the staged rollouts (rollout.go).
+	{name: "staged rollouts correct: each pool moved once, after its step's admission; each step ends at its share",
+		value:    func(r *result) string { return fmt.Sprintf("%d problems", rolloutOf(r).RolloutProblems) },
+		met:      func(r *result) bool { return rolloutOf(r).RolloutProblems == 0 },
+		measured: rolloutMeasured},
+	{name: "staged rollout (1%, 10%, 100%, no bake) within 1.2x the unstaged wave",
+		value: func(r *result) string { return fmt.Sprintf("%.2fx", rolloutOf(r).RolloutRatioToWave) },
+		met: func(r *result) bool {
+			f := rolloutOf(r)
+			return f.RolloutRatioToWave > 0 && f.RolloutRatioToWave <= 1.2
+		},
+		measured: rolloutMeasured},
+	{name: "no LIST of pools or of configs during a staged rollout",
+		value: func(r *result) string {
+			return fmt.Sprintf("%g pools, %g configs", rolloutOf(r).RolloutPoolLists, rolloutOf(r).RolloutConfigLists)
+		},
+		met:      func(r *result) bool { f := rolloutOf(r); return f.RolloutPoolLists == 0 && f.RolloutConfigLists == 0 },
+		measured: rolloutMeasured},
+	{name: "at most 1 product API request per second during a rollout's bake",
+		value: func(r *result) string {
+			return fmt.Sprintf("%.2f/s (API CPU %.1f%%)", rolloutOf(r).RolloutBakeRequestsPerSecondTotal, rolloutOf(r).RolloutBakeAPICPUPercent)
+		},
+		met:      func(r *result) bool { return rolloutOf(r).RolloutBakeRequestsPerSecondTotal <= 1 },
+		measured: rolloutMeasured},
 }
 
 func rollOf(r *result) rollRun {
@@ -99,7 +129,7 @@ func judge(r *result) map[string]string {
 
 func verdictOf(t target, r *result) string {
 	switch {
-	case t.met == nil || (len(t.sizes) > 0 && !slices.Contains(t.sizes, r.Pools)):
+	case t.met == nil || (len(t.sizes) > 0 && !slices.Contains(t.sizes, r.Pools)) || (t.measured != nil && !t.measured(r)):
 		return notJudged
 	case t.met(r):
 		return met

@@ -1,7 +1,8 @@
 // Command bench measures how fast pools follow a new class default, on the
 // local real stack (`make bench`). For each size N, on fresh servers, it
 // measures the API and Temporal floors, the product's switch, release,
-// starter restart and create-and-delete flow, and the plain reconciler
+// starter restart, create-and-delete flow and staged rollouts
+// (-rollout), and the plain reconciler
 // (package baseline), with their costs (requests, state transitions,
 // history events, CPU, RSS), and checks every wave for correctness (a
 // failed check fails the run). BENCHMARKS.md ("What it measures, and
@@ -50,6 +51,7 @@ type config struct {
 	pollerBehavior string
 	podReplicas    int
 	eager          bool
+	rollout        bool
 }
 
 // The API floor writes this many pools at once (the API server saturates
@@ -73,6 +75,7 @@ func main() {
 	flag.StringVar(&cfg.pollerBehavior, "poller-behavior", options.DefaultWorkflowTaskPollerBehavior, `the workflow task poller behaviour of the product's worker and the floor's: "autoscaling" (the product's default) or "fixed" (docs/decisions/0006-wave-stall.md)`)
 	flag.IntVar(&cfg.podReplicas, "pod-replicas", 0, "with -cluster: after the release and the restart, scale every pool to this many workers (on enough simulated gVisor nodes) and measure their pods coming up, then a wave with them present (pods.go)")
 	flag.BoolVar(&cfg.eager, "eager", false, "also time the Temporal floor with its switches started by eager workflow start, on the floor worker's own client (as many tries as -floor-tries)")
+	flag.BoolVar(&cfg.rollout, "rollout", true, "after the create-and-delete flow, measure two staged rollouts of the same pools (steps 1%, 10%, 100%; the second with a 60 s bake after step 1: rollout.go); false skips them, for quick runs")
 	flag.StringVar(&profiling.dir, "profile", "", "write CPU profiles of kube-apiserver, the worker and the starter, taken during each wave, to this directory (profile.go)")
 	flag.IntVar(&profiling.seconds, "profile-seconds", 15, "with -profile: how long each wave's profiles run from the new default's creation")
 	flag.IntVar(&cfg.repeat, "repeat", 1, "measure each size this many times, each on fresh servers; every repeat is recorded, and the slowest over the fastest printed")
@@ -334,6 +337,11 @@ func workerBusy(ctx context.Context, wp *process) (float64, error) {
 // has run no workflow task or activity in that time, and returns when the
 // last one was seen.
 func quiesce(ctx context.Context, s *stack, since time.Time, wp *process) (time.Time, error) {
+	return quiesceOn(ctx, s, since, wp, func(res string) bool { return productResources[res] })
+}
+
+// quiesceOn is quiesce over the resources product says are the product's.
+func quiesceOn(ctx context.Context, s *stack, since time.Time, wp *process, product func(resource string) bool) (time.Time, error) {
 	last := [2]float64{-1, -1}
 	lastChange, stable := since, 0
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -344,7 +352,7 @@ func quiesce(ctx context.Context, s *stack, since time.Time, wp *process) (time.
 		own := s.own.snapshot()
 		var cur [2]float64
 		for k, v := range c.sub(own) {
-			if productResources[k.Resource] && k.Verb != "WATCH" {
+			if product(k.Resource) && k.Verb != "WATCH" {
 				cur[0] += v
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,6 +43,40 @@ func printTable(w io.Writer, rs []*result) {
 			r.WritesPerSwitch, r.ReadsPerSwitch, r.EventCreatesPerSwitch, r.PoolListsDuringSwitch, r.HistoryEventsPerSwitch,
 			r.ReleaseSeconds, rollOf(r).Seconds, rollOf(r).ReleaseAfterLastMoveSeconds, rollOf(r).ReleaseSignals,
 			r.RestartSeconds, r.RestartStateTransitionsPerPool, r.WorkerRSSMiB, r.WorkerKBPerPool, r.StarterKBPerPool, r.RSSMiB, r.Load1)
+	}
+	_ = tw.Flush()
+	printRollouts(w, rs)
+}
+
+// printRollouts prints a row per staged rollout of each result (none
+// without them).
+func printRollouts(w io.Writer, rs []*result) {
+	if !slices.ContainsFunc(rs, func(r *result) bool { return len(r.Rollouts) > 0 }) {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pools\tstaged rollout\tsteps\tbake s\tseconds\tx wave\tcompleted s\tstep ends s\tpool LISTs\tconfig LISTs\thist ev/step\ttrans/step\t"+
+		"bake req/s\tbake API CPU %\tproblems\t")
+	for _, r := range rs {
+		for _, ro := range r.Rollouts {
+			var percents, ends []string
+			for _, p := range ro.Percents {
+				percents = append(percents, fmt.Sprintf("%d%%", p))
+			}
+			for _, s := range ro.Steps {
+				ends = append(ends, fmt.Sprintf("%.1f", s.EndSeconds))
+			}
+			ratio, bakeRate, bakeCPU := "-", "-", "-"
+			if ro.RatioToWave > 0 {
+				ratio = fmt.Sprintf("%.2f", ro.RatioToWave)
+			}
+			if b := ro.Bake; b != nil {
+				bakeRate, bakeCPU = fmt.Sprintf("%.2f", b.TotalPerSecond), fmt.Sprintf("%.1f", b.CPUPercent["kube-apiserver"])
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%g\t%.2f\t%s\t%.2f\t%s\t%g\t%g\t%.1f\t%.1f\t%s\t%s\t%d\t\n",
+				r.Pools, ro.Config, strings.Join(percents, ","), ro.Pause, ro.Seconds, ratio, ro.CompletedSeconds, strings.Join(ends, ","),
+				ro.PoolLists, ro.ConfigLists, ro.HistoryEventsPerStep, ro.StateTransitionsPerStep, bakeRate, bakeCPU, len(ro.Problems))
+		}
 	}
 	_ = tw.Flush()
 }
@@ -110,6 +145,11 @@ func rowNote(r *result, note string) string {
 	}
 	if r.TemporalCPUMsPerSwitch > 0 {
 		parts = append(parts, fmt.Sprintf("Temporal CPU %.1f ms/switch", r.TemporalCPUMsPerSwitch))
+	}
+	if f := r.rolloutFigures; f != nil {
+		parts = append(parts, fmt.Sprintf("staged rollout (1%%, 10%%, 100%%) %.1f s (%.2fx the wave), %g pool and %g config LISTs in both rollouts, "+
+			"%.2f requests/s and API CPU %.1f%% during the bake", f.RolloutSeconds, f.RolloutRatioToWave, f.RolloutPoolLists, f.RolloutConfigLists,
+			f.RolloutBakeRequestsPerSecondTotal, f.RolloutBakeAPICPUPercent))
 	}
 	if p := r.Pods; p != nil {
 		parts = append(parts, fmt.Sprintf("%d pods Ready in %.1f s after a scale-up to %d, %.2f status writes and %.1f ms kube CPU per pool; "+

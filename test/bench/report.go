@@ -152,6 +152,11 @@ type result struct {
 	// Roll: the create-and-delete flow (a new default created and the
 	// current one deleted at once), after the restart.
 	Roll *rollRun `json:"create_and_delete,omitempty"`
+	// The staged rollouts after it (rollout.go; none with -rollout=false):
+	// their headline figures inlined (rollout_seconds, ...), and each
+	// rollout in full.
+	*rolloutFigures
+	Rollouts []*rolloutRun `json:"rollouts,omitempty"`
 	// Failures: what the correctness checks found wrong (the run fails).
 	Failures []string `json:"failures,omitempty"`
 

@@ -70,8 +70,8 @@ func measureBase(ctx context.Context, cfg config, s *stack, bins map[string]stri
 // runProduct runs the product's worker and starter over the n pools, all
 // on the old default, and measures into r: the switch to a new default,
 // the release of the old one, a restart of the starter, the
-// create-and-delete flow and, with -pod-replicas, the pods. It stops them
-// before it returns.
+// create-and-delete flow, with -rollout the staged rollouts and, with
+// -pod-replicas, the pods. It stops them before it returns.
 func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[string]string, logDir string, n int, r *result, log *slog.Logger) (err error) {
 	env := productEnv(cfg, s)
 	// With -profile, each process serves pprof on an address of its own.
@@ -240,6 +240,14 @@ func runProduct(ctx context.Context, cfg config, s *stack, w *watcher, bins map[
 
 	if r.Roll, err = measureRoll(ctx, s, w, wp, n, r, log); err != nil {
 		return fmt.Errorf("create-and-delete: %w", err)
+	}
+
+	// The staged rollouts of the same pools, as the wave was measured: no
+	// pods (they come after), the product quiet.
+	if cfg.rollout {
+		if err := measureRollouts(ctx, cfg, s, w, wp, sp, n, r, log); err != nil {
+			return fmt.Errorf("staged rollouts: %w", err)
+		}
 	}
 
 	if cfg.podReplicas > 0 {

@@ -13,6 +13,7 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,6 +52,21 @@ type watcher struct {
 	// readyReplicas[pool]: the pool's status.readyReplicas, once its status
 	// is of its generation (-pod-replicas).
 	readyReplicas map[string]int32
+	// available[pool]: the pool's Available condition is True (a staged
+	// rollout's step waits for it).
+	available map[string]bool
+	// switchedRV[config][pool]: the resourceVersion of the pool's update
+	// recorded in switched (the staged rollouts' check orders it against
+	// the config's status writes).
+	switchedRV map[string]map[string]uint64
+	// named[pool]: the config the pool's status last named, Resolved, no
+	// claim; moves[config][pool]: how many times that became config from
+	// another (one per pool and rollout is right).
+	named map[string]string
+	moves map[string]map[string]int
+	// rollouts[config]: every change of the config's status.rollout that
+	// the watch saw, in order (rollout.go).
+	rollouts map[string][]rolloutMark
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -66,6 +82,11 @@ func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 		goneAt:   map[string]time.Time{},
 
 		readyReplicas: map[string]int32{},
+		available:     map[string]bool{},
+		switchedRV:    map[string]map[string]uint64{},
+		named:         map[string]string{},
+		moves:         map[string]map[string]int{},
+		rollouts:      map[string][]rolloutMark{},
 	}
 	c, err := cache.New(cfg, cache.Options{Scheme: kube.Scheme})
 	if err != nil {
@@ -91,6 +112,8 @@ func startWatcher(ctx context.Context, cfg *rest.Config) (*watcher, error) {
 		return nil, err
 	}
 	if err := add(&v1alpha1.SandboxConfig{}, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { w.config(o) },
+		UpdateFunc: func(_, o any) { w.config(o) },
 		DeleteFunc: func(o any) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = t.Obj
@@ -118,11 +141,13 @@ func (w *watcher) pool(o any) {
 	}
 	now := time.Now()
 	k := key(p.Namespace, p.Name)
+	avail := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAvailable)
+	w.mu.Lock()
 	if p.Status.ObservedGeneration == p.Generation {
-		w.mu.Lock()
 		w.readyReplicas[k] = p.Status.ReadyReplicas
-		w.mu.Unlock()
 	}
+	w.available[k] = avail != nil && avail.Status == metav1.ConditionTrue
+	w.mu.Unlock()
 	st := p.Status.ClassStatus(v1alpha1.SandboxClassGVisor)
 	if st == nil || st.ConfigRef == nil || st.PendingConfigRef != nil {
 		w.mu.Lock()
@@ -137,6 +162,13 @@ func (w *watcher) pool(o any) {
 	name := st.ConfigRef.Name
 	if resolved {
 		w.current[k] = name
+		if w.named[k] != name {
+			w.named[k] = name
+			if w.moves[name] == nil {
+				w.moves[name] = map[string]int{}
+			}
+			w.moves[name][k]++
+		}
 	} else {
 		delete(w.current, k)
 	}
@@ -147,7 +179,21 @@ func (w *watcher) pool(o any) {
 	if !resolved {
 		return
 	}
+	if _, seen := w.switched[name][k]; !seen {
+		if w.switchedRV[name] == nil {
+			w.switchedRV[name] = map[string]uint64{}
+		}
+		w.switchedRV[name][k] = resourceVersion(p.ResourceVersion)
+	}
 	markFirst(w.switched, name, k, now)
+}
+
+// resourceVersion reads a resourceVersion as a number: etcd's revision,
+// one counter over every object of the one etcd the bench runs, so two
+// objects' updates can be put in order (0 if it is not a number).
+func resourceVersion(rv string) uint64 {
+	v, _ := strconv.ParseUint(rv, 10, 64)
+	return v
 }
 
 // markFirst records now as when pool k first reached config, if it had not.
@@ -201,6 +247,19 @@ func (w *watcher) readyCount(want int32) int {
 	n := 0
 	for _, r := range w.readyReplicas {
 		if r == want {
+			n++
+		}
+	}
+	return n
+}
+
+// availableCount is how many pools' Available condition is True.
+func (w *watcher) availableCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, ok := range w.available {
+		if ok {
 			n++
 		}
 	}
