@@ -234,7 +234,11 @@ func printTargets(w io.Writer, rs []*result, run []runVerdict) {
 	for _, t := range targetList {
 		line := t.name
 		for _, r := range rs {
-			line += "\t" + t.value(r) + " " + verdictOf(t, r)
+			value := "-" // not measured in this run
+			if t.measured == nil || t.measured(r) {
+				value = t.value(r)
+			}
+			line += "\t" + value + " " + verdictOf(t, r)
 		}
 		fmt.Fprintln(tw, line+"\t")
 	}

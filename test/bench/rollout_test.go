@@ -145,3 +145,17 @@ func TestRolloutJSON(t *testing.T) {
 		require.Contains(t, string(b), field)
 	}
 }
+
+// TestPrintTargetsUnmeasured: a run with -rollout=false shows the
+// rollout targets with no value, not judged.
+func TestPrintTargetsUnmeasured(t *testing.T) {
+	var b strings.Builder
+	printTargets(&b, []*result{{Pools: 10}}, nil)
+	var line string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "no LIST of pools or of configs during a staged rollout") {
+			line = l
+		}
+	}
+	require.Regexp(t, `rollout +- not judged`, line)
+}
