@@ -562,9 +562,10 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput, w *stepWatch)
 	}
 }
 
-// askPools reads pools live, rolloutConfirmConcurrency at once, and
-// records each answer in w: a pool the API server shows admitted, on the
-// config and Available is confirmed for the rest of the attempt.
+// askPools reads pools live, rolloutConfirmConcurrency at once,
+// heartbeating as it goes, and records each answer in w: a pool the API
+// server shows admitted, on the config and Available is confirmed for the
+// rest of the attempt.
 func (a *Activities) askPools(ctx context.Context, w *stepWatch, c *v1alpha1.SandboxConfig, adm *rollout.Admission, since time.Time, pools []*rollout.ClassPool) error {
 	answers := make([]liveAnswer, len(pools))
 	errs := make([]error, len(pools))
@@ -579,6 +580,11 @@ func (a *Activities) askPools(ctx context.Context, w *stepWatch, c *v1alpha1.San
 	}
 	for i := range pools {
 		next <- i
+		if i%rolloutConfirmConcurrency == 0 && activity.IsActivity(ctx) {
+			// Thousands of GETs may outlast the heartbeat timeout: each
+			// batch handed out is progress (the SDK throttles the sends).
+			activity.RecordHeartbeat(ctx)
+		}
 	}
 	close(next)
 	wg.Wait()
