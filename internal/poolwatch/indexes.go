@@ -1,6 +1,7 @@
 // Package poolwatch finds the WorkerPools a SandboxConfig event may affect,
 // through indexes on a cache of pools. The starter and the worker's pool
-// reconciler watch configs through it alike.
+// reconciler watch configs through it alike. The other way round, it tells
+// waiters which classes' pools a WorkerPool event changed (NotifyClasses).
 package poolwatch
 
 import (
@@ -29,13 +30,7 @@ const (
 func Index(ctx context.Context, indexer client.FieldIndexer) error {
 	indexes := map[string]client.IndexerFunc{
 		UnpinnedClassIndex: func(obj client.Object) []string {
-			var classes []string
-			for _, c := range obj.(*v1alpha1.WorkerPool).Spec.SandboxClasses {
-				if c.ConfigRef == nil {
-					classes = append(classes, string(c.Name))
-				}
-			}
-			return classes
+			return unpinnedClasses(obj.(*v1alpha1.WorkerPool))
 		},
 		SpecConfigIndex: func(obj client.Object) []string {
 			var names []string
@@ -56,4 +51,16 @@ func Index(ctx context.Context, indexer client.FieldIndexer) error {
 		}
 	}
 	return nil
+}
+
+// unpinnedClasses are the classes whose default wp follows (its entries
+// with no configRef): what UnpinnedClassIndex indexes it by.
+func unpinnedClasses(wp *v1alpha1.WorkerPool) []string {
+	var classes []string
+	for _, c := range wp.Spec.SandboxClasses {
+		if c.ConfigRef == nil {
+			classes = append(classes, string(c.Name))
+		}
+	}
+	return classes
 }
