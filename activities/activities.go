@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -42,6 +43,12 @@ type Activities struct {
 	// trust it with, whether a step's pools are there, they confirm with a
 	// GET of each pool (see WaitRolloutStep). They fail without it.
 	Cache ctrlclient.Reader
+	// PoolEvents is told by the worker's WorkerPool informer, under a
+	// class's name, when one of the class's unpinned pools changes in
+	// Cache (poolwatch.NotifyClasses): a rollout step's wait looks when
+	// its class's pools change rather than at its next poll. Without it
+	// the wait polls Cache once a second.
+	PoolEvents *notify.Notifier
 	// Clientset applies Deployments and creates events.
 	Clientset kubernetes.Interface
 	// Temporal wakes release workflows.
@@ -58,6 +65,10 @@ type Activities struct {
 	// its pools to move and be Available before the rollout halts
 	// (DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// rolloutPoll is how often a step's wait looks when no pool event
+	// wakes it (rolloutPollInterval when zero); tests lengthen it to show
+	// the wait woken by events.
+	rolloutPoll time.Duration
 
 	// written is what this worker's last status writes left, for the
 	// next step of the same switch to start from (see writtenPools).

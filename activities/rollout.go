@@ -21,6 +21,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
@@ -55,12 +56,29 @@ import (
 const DefaultRolloutStepDeadline = 30 * time.Minute
 
 // rolloutPollInterval is how often WaitRolloutStep looks at the pools in
-// the worker's cache (memory, no request but the config's GET).
+// the worker's cache (memory, no request but the config's GET) when no
+// event of its class's pools wakes it sooner: what no pool event shows
+// (the config's own changes, the deadline) is seen within it, and it is
+// the whole schedule of activities built without Activities.PoolEvents.
+// It also paces the wait's writes of the status's counts.
 const rolloutPollInterval = time.Second
+
+// rolloutLookGap is the least time from the start of one look of
+// WaitRolloutStep to the next that an event of its class's pools asks for:
+// a step's pools change in bursts (a switch's writes, the keeper's), and
+// the wait looks at most once per gap while they flow, not once an event.
+const rolloutLookGap = 200 * time.Millisecond
 
 // rolloutConfirmConcurrency bounds the live GETs by which WaitRolloutStep
 // confirms the pools its cache calls ready.
 const rolloutConfirmConcurrency = 16
+
+// rolloutAskPerLook bounds the live GETs of one look of WaitRolloutStep. A
+// look that had more to ask leaves the rest to the next look, which comes
+// at once, after a heartbeat: a step of thousands of pools that become
+// ready together is read in parts, none long enough to outlast the
+// heartbeat timeout.
+const rolloutAskPerLook = 256
 
 // ErrNoCache: the activities were built without the worker's cache, which
 // the rollout activities read the class's pools and configs from. A bug
@@ -108,7 +126,7 @@ type LookInput struct {
 // planner what the rollout does next. A cache that lags shows the fleet as
 // it was a moment ago: the verdict is the one a look taken then would
 // have given, and the next look (the starter's recheck, repeated while the
-// rollout is under way; every poll of a step's wait) corrects it. It
+// rollout is under way; every look of a step's wait) corrects it. It
 // cannot end a rollout as superseded by a default the API server no
 // longer has (newestDefault reads that one live).
 func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutLook, error) {
@@ -340,38 +358,48 @@ type StepWait struct {
 	// What a look counted, for the status's counts.
 	admitted, total int
 	uid             types.UID
+	// more: the look left pools to ask about (rolloutAskPerLook).
+	more bool
 }
 
-// WaitRolloutStep polls, heartbeating, until every pool the rollout admits
-// is on the config with its Available condition True (Ready); until one's
-// switch fails (its class shows SwitchStepFailing, or Resolved False: a roll
-// back, since the step was admitted), or the deadline passes with one not
-// there (Halted); or until the config is no longer the rollout's to run
-// (LookAgain). It keeps status.rollout.movedPools current as pools move.
+// WaitRolloutStep waits, heartbeating, until every pool the rollout
+// admits is on the config with its Available condition True (Ready); until
+// one's switch fails (its class shows SwitchStepFailing, or Resolved False:
+// a roll back, since the step was admitted), or the deadline passes with
+// one not there (Halted); or until the config is no longer the rollout's
+// to run (LookAgain). It keeps status.rollout.movedPools current as pools
+// move, writing the counts at most once a second.
 //
-// Each poll reads the config live (one GET) and the class's pools from the
-// worker's cache (memory). The cache decides when to look and which pools
-// to ask about; the API server decides the outcome:
+// Each look reads the config live (one GET) and the class's pools from the
+// worker's cache (memory). It looks when the worker's informer reports a
+// change of the class's pools (Activities.PoolEvents), at most once per
+// rolloutLookGap while changes flow, and at least once a second
+// (rolloutPollInterval) without: a step ends a fraction of a second after
+// its last pool is there, not up to a second. The cache decides when to
+// look and which pools to ask about; the API server decides the outcome:
 //
 //   - A step is not done until each admitted pool was seen, after the
 //     step's admission, on the config (status names it, no pending ref)
 //     and Available. The cache cannot prove that: it may lag and show a
 //     state from before the admission (after an abort and a retry, a pool's
-//     state on the config from before it was sent back). So once the cache
-//     calls every admitted pool ready, each one this attempt has not seen
-//     ready live is read with a GET. This activity runs after the
-//     admission's write completed (the workflow schedules it once
-//     AdmitRolloutStep returned), so every GET it makes is after the
-//     admission: a pool it reads ready was seen ready after the admission.
-//     A pool the GET shows not ready keeps the step waiting; it is asked
-//     again only once the cache shows it at another resourceVersion (the
-//     cache caught up), so a lagging cache costs no GET per second.
+//     state on the config from before it was sent back). So each look
+//     reads with a GET the admitted pools the cache newly calls ready and
+//     this attempt has not seen ready live: the GETs are spread over the
+//     step as its pools get there, not made all at its end. This activity
+//     runs after the admission's write completed (the workflow schedules
+//     it once AdmitRolloutStep returned), so every GET it makes is after
+//     the admission: a pool it reads ready was seen ready after the
+//     admission. The step ends once the cache shows no admitted pool
+//     waiting and every one was so confirmed. A pool the GET shows not
+//     ready is asked again only once the cache shows it at another
+//     resourceVersion (the cache caught up), so a lagging cache costs no
+//     GET per look.
 //   - A halt is read live too: a failing switch or the deadline halts the
 //     step only on the pool's state as a GET returned it.
 //
-// The GETs are bounded (rolloutConfirmConcurrency at once), and a pool seen
-// ready live is remembered for the rest of the attempt: a step costs about
-// one GET per admitted pool, and no LIST.
+// The GETs are bounded (rolloutConfirmConcurrency at once, rolloutAskPerLook
+// a look), and a pool seen ready live is remembered for the rest of the
+// attempt: a step costs about one GET per admitted pool, and no LIST.
 func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWait, error) {
 	if err := checkRolloutCaller(ctx, in.Config); err != nil {
 		return nil, err
@@ -380,9 +408,15 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 	if err != nil {
 		return nil, err
 	}
-	w := &stepWatch{cache: cache, confirmed: map[poolID]bool{}, asked: map[string]liveAnswer{}}
+	w := &stepWatch{cache: cache, events: a.PoolEvents, confirmed: map[poolID]bool{}, asked: map[string]liveAnswer{}}
+	poll := a.rolloutPoll
+	if poll <= 0 {
+		poll = rolloutPollInterval
+	}
 	lastMoved := -1
+	var countsWritten time.Time
 	for {
+		began := time.Now()
 		res, err := a.lookAtStep(ctx, in, w)
 		if err != nil {
 			return nil, err
@@ -390,8 +424,8 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 		if res.Outcome != "" {
 			return res, nil
 		}
-		if res.Moved != lastMoved {
-			lastMoved = res.Moved
+		if res.Moved != lastMoved && time.Since(countsWritten) >= rolloutPollInterval {
+			lastMoved, countsWritten = res.Moved, time.Now()
 			counts := map[string]any{"movedPools": res.Moved, "admittedPools": res.admitted, "totalPools": res.total}
 			if err := a.patchRolloutRaw(ctx, in.Config, res.uid, counts); err != nil {
 				return nil, err
@@ -400,11 +434,39 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, res.Moved)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(rolloutPollInterval):
+		if res.more {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue // pools left to ask: at once
 		}
+		if err := nextLook(ctx, w.changed, began, poll); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// nextLook waits for the wait's next look: a change of the class's pools
+// since the last look began (changed closed), but not sooner than
+// rolloutLookGap after that look began, or poll after now, whichever
+// comes first.
+func nextLook(ctx context.Context, changed <-chan struct{}, began time.Time, poll time.Duration) error {
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	case <-changed:
+	}
+	gap := time.NewTimer(rolloutLookGap - time.Since(began))
+	defer gap.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-gap.C:
+		return nil
 	}
 }
 
@@ -413,6 +475,11 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 // pool it asked about, with the cache's version of the pool then.
 type stepWatch struct {
 	cache ctrlclient.Reader
+	// events wakes the wait when the class's pools change (nil: never);
+	// changed is the wake-up of the last look, asked for before the look
+	// read the cache, so a change the look missed is not missed.
+	events  *notify.Notifier
+	changed <-chan struct{}
 	// confirmed: a GET of this attempt showed the pool (this incarnation)
 	// admitted, on the config and Available. The attempt began after the
 	// admission, so that is the proof the step needs of it.
@@ -491,12 +558,14 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput, w *stepWatch)
 	if phase, _ := rollout.Liveness(c, newest); phase != "" {
 		return &StepWait{Outcome: StepLookAgain}, nil
 	}
+	w.changed = w.events.Changed(string(c.Class()))
 	pools, err := poolwatch.ClassPools(ctx, w.cache, c.Class())
 	if err != nil {
 		return nil, err
 	}
 	adm := rollout.AdmissionOf(c)
 	late := time.Now().After(in.Deadline)
+	more := false
 	for asked := false; ; asked = true {
 		// The counts, for status, are the cache's; whether the step is
 		// done, or halts, is decided on live answers only.
@@ -534,21 +603,23 @@ func (a *Activities) lookAtStep(ctx context.Context, in WaitInput, w *stepWatch)
 			}
 		}
 		// What to ask the API server before a verdict: about a switch the
-		// cache shows failing; about every pool the cache calls ready, once
-		// no pool waits; at the deadline, about every pool not confirmed.
-		ask := askFailing
-		if waiting == nil || late {
-			ask = append(ask, askReady...)
-		}
+		// cache shows failing; about each pool the cache calls ready that
+		// this attempt has not confirmed, as soon as the cache does; at the
+		// deadline, about every pool not confirmed. At most
+		// rolloutAskPerLook of them, the failing first: the next look asks
+		// the rest.
+		ask := append(askFailing, askReady...)
 		if late {
 			ask = append(ask, askWaiting...)
 		}
 		if len(ask) > 0 && !asked {
-			if err := a.askPools(ctx, w, c, adm, in.Since, ask); err != nil {
+			more = len(ask) > rolloutAskPerLook
+			if err := a.askPools(ctx, w, c, adm, in.Since, ask[:min(len(ask), rolloutAskPerLook)]); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		res.more = more
 		switch {
 		case waiting == nil && failing == nil && len(askReady) == 0:
 			res.Outcome = StepReady
@@ -827,9 +898,9 @@ func (a *Activities) rolloutCache() (ctrlclient.Reader, error) {
 // config that lost its annotation or was deleted, and a rollout must not
 // end as superseded by it. A newer default the cache does not show yet is
 // found by a later look (the starter's recheck, which it repeats while
-// status says the rollout is under way; the next poll of a wait). The GET
+// status says the rollout is under way; the next look of a wait). The GET
 // is made only when the cache names another config than c: once per
-// rollout that is superseded, never per poll of one that is not.
+// rollout that is superseded, never per look of one that is not.
 func (a *Activities) newestDefault(ctx context.Context, cache ctrlclient.Reader, c *v1alpha1.SandboxConfig) (string, error) {
 	configs, err := poolwatch.ListConfigs(ctx, cache)
 	if err != nil {

@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/test/testenv"
@@ -31,12 +34,25 @@ import (
 // startCache starts an informer cache of the test server as the worker's.
 func startCache(t *testing.T, env *testenv.Env) cache.Cache {
 	t.Helper()
+	return startCacheNotifying(t, env, nil)
+}
+
+// startCacheNotifying is startCache whose WorkerPool informer feeds n, as
+// the worker's feeds Activities.PoolEvents (none when n is nil).
+func startCacheNotifying(t *testing.T, env *testenv.Env, n *notify.Notifier) cache.Cache {
+	t.Helper()
 	c, err := cache.New(env.RestConfig, cache.Options{Scheme: env.Scheme, DefaultTransform: cached.StripUnread,
 		ByObject: map[ctrlclient.Object]cache.ByObject{&v1alpha1.WorkerPool{}: {Transform: cached.WorkerPool}}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	require.NoError(t, poolwatch.Index(ctx, c))
+	if n != nil {
+		informer, err := c.GetInformer(ctx, &v1alpha1.WorkerPool{})
+		require.NoError(t, err)
+		_, err = informer.AddEventHandler(poolwatch.NotifyClasses(n))
+		require.NoError(t, err)
+	}
 	go func() { _ = c.Start(ctx) }()
 	require.True(t, c.WaitForCacheSync(ctx))
 	return c
@@ -390,9 +406,11 @@ func TestAStepWaitsForTheAPIServerNotTheCache(t *testing.T) {
 }
 
 // TestAStepsWaitListsNothing (issue 47): a wait of several seconds for a
-// step whose pools are not all there makes no LIST and reads no pool live
-// while the cache shows one waiting; once the cache shows them all there,
-// it reads each admitted pool live exactly once, and none other.
+// step whose pools are not all there makes no LIST; it reads each admitted
+// pool live once as the cache shows it ready, not again while the wait goes
+// on, and none while the cache shows it waiting; once the last is there,
+// that one, so that each admitted pool was read live exactly once, and no
+// other pool.
 func TestAStepsWaitListsNothing(t *testing.T) {
 	env := realKube(t)
 	w := newRolloutWorld(t, env, v1alpha1.RolloutStep{Pools: ptr.To[int32](3)}, v1alpha1.RolloutStep{Percent: ptr.To[int32](100)})
@@ -420,10 +438,11 @@ func TestAStepsWaitListsNothing(t *testing.T) {
 		t.Fatalf("the step ended with p2 not Available: %+v", res)
 	case <-time.After(4 * time.Second):
 	}
-	lists, poolGets, configGets, _ := n.snapshot()
+	lists, poolGets, configGets, perPool := n.snapshot()
 	t.Logf("%s of the wait: %d lists, %d pool GETs, %d config GETs", time.Since(start).Round(time.Millisecond), lists-lists0, poolGets, configGets)
 	require.Equal(t, lists0, lists, "no LIST, neither by the admission nor by the wait")
-	require.Zero(t, poolGets, "no pool read live while the cache shows one waiting")
+	require.Equal(t, 2, poolGets, "the two pools the cache shows ready read live once each, p2 not while it waits: %v", perPool)
+	require.Equal(t, map[string]int{w.key("p0"): 1, w.key("p1"): 1}, perPool)
 	require.LessOrEqual(t, configGets, 8, "the rolling config, one GET per poll (and the admission's)")
 
 	w.setPool("p2", w.config.Name, true)
@@ -433,9 +452,154 @@ func TestAStepsWaitListsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the step did not end once every admitted pool is Available")
 	}
-	lists, _, _, perPool := n.snapshot()
+	lists, _, _, perPool = n.snapshot()
 	require.Equal(t, lists0, lists, "no LIST")
 	require.Equal(t, map[string]int{w.key("p0"): 1, w.key("p1"): 1, w.key("p2"): 1}, perPool, "each admitted pool read live once, no other pool")
+}
+
+// looksCounter passes reads to a cache and counts the lists of pools: one
+// per look of a step's wait.
+type looksCounter struct {
+	ctrlclient.Reader
+	looks atomic.Int64
+}
+
+func (r *looksCounter) List(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
+	if _, ok := list.(*v1alpha1.WorkerPoolList); ok {
+		r.looks.Add(1)
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// TestAStepsWaitWakesOnItsPools (issue 47): with the worker's pool events
+// wired (Activities.PoolEvents, fed by the informer as the worker's is), a
+// step's wait looks when its class's pools change. Its poll is an hour
+// here, so every look after its first is woken by an event: one reads the
+// first admitted pool live once the cache shows it ready, while the second
+// still waits, and one ends the step once the second is ready. Each
+// admitted pool is read live once, nothing is listed.
+func TestAStepsWaitWakesOnItsPools(t *testing.T) {
+	env := realKube(t)
+	w := newRolloutWorld(t, env, v1alpha1.RolloutStep{Pools: ptr.To[int32](2)}, v1alpha1.RolloutStep{Percent: ptr.To[int32](100)})
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		w.pool(name)
+	}
+	events := &notify.Notifier{}
+	informer := startCacheNotifying(t, env, events)
+	for _, name := range names {
+		w.seen(informer, name)
+	}
+	live, n := countingLive(t, env)
+	a := &Activities{Live: live, Cache: informer, PoolEvents: events, rolloutPoll: time.Hour}
+	adm := admitStep(t, a, w, 1)
+	require.Equal(t, []string{w.key("a"), w.key("b")}, adm.Pools)
+	lists0, _, _, _ := n.snapshot()
+	counter := &looksCounter{Reader: informer}
+	a.Cache = counter
+
+	done := waitInBackground(t, a, w)
+	require.Eventually(t, func() bool { return counter.looks.Load() == 1 }, 10*time.Second, 10*time.Millisecond, "the wait's first look")
+	_, _, _, perPool := n.snapshot()
+	require.Empty(t, perPool, "no admitted pool ready at the first look")
+
+	// a ready: read live at once, b still waiting.
+	w.setPool("a", w.config.Name, true)
+	w.setPool("b", w.config.Name, false)
+	require.Eventually(t, func() bool {
+		_, _, _, perPool := n.snapshot()
+		return perPool[w.key("a")] == 1
+	}, 10*time.Second, 10*time.Millisecond, "a read live once the cache shows it ready (the wait's poll is an hour: woken by a's event)")
+	require.GreaterOrEqual(t, counter.looks.Load(), int64(2), "a look after the first, woken by an event")
+	_, _, _, perPool = n.snapshot()
+	require.Equal(t, map[string]int{w.key("a"): 1}, perPool, "a read before b is ready; b not while it waits")
+	select {
+	case res := <-done:
+		t.Fatalf("the step ended with b not Available: %+v", res)
+	default:
+	}
+
+	// b ready: the step ends, on b's event.
+	w.setPool("b", w.config.Name, true)
+	select {
+	case res := <-done:
+		require.Equal(t, StepReady, res.Outcome, "%+v", res)
+	case <-time.After(10 * time.Second): // a bound, not synchronisation: the poll is an hour
+		t.Fatal("the step did not end on b's event")
+	}
+	lists, _, _, perPool := n.snapshot()
+	t.Logf("the wait's looks: %d", counter.looks.Load())
+	require.Equal(t, lists0, lists, "no LIST")
+	require.Equal(t, map[string]int{w.key("a"): 1, w.key("b"): 1}, perPool, "each admitted pool read live once, no other pool")
+}
+
+// TestALookAsksAtMostItsShareOfPools: a step whose pools, more than one
+// look may ask about (rolloutAskPerLook), are all ready at once is read in
+// parts: the first look asks rolloutAskPerLook of them and says there is
+// more, the next asks the rest and ends the step; no pool is asked twice.
+// The wait itself looks again at once, not at its next poll.
+func TestALookAsksAtMostItsShareOfPools(t *testing.T) {
+	ctx := context.Background()
+	total := rolloutAskPerLook + rolloutAskPerLook/4
+	fixture := func(t *testing.T) (*Activities, *atomic.Int64) {
+		t.Helper()
+		newCfg := gvisorDefault("new")
+		newCfg.UID, newCfg.CreationTimestamp = "uid-new", metav1.Unix(200, 0)
+		newCfg.Spec.Rollout = &v1alpha1.SandboxConfigRollout{Steps: []v1alpha1.RolloutStep{{Percent: ptr.To[int32](100)}}}
+		oldCfg := gvisorDefault("old")
+		oldCfg.CreationTimestamp = metav1.Unix(100, 0)
+		objs := []ctrlclient.Object{oldCfg, newCfg}
+		for i := range total {
+			wp := poolOn(fmt.Sprintf("p%04d", i), "old")
+			wp.Spec.SandboxClasses = []v1alpha1.WorkerPoolSandboxClass{{Name: gvisor}}
+			objs = append(objs, wp)
+		}
+		store := indexedStore(t, fake.NewClientBuilder().WithScheme(kube.Scheme).WithObjects(objs...).
+			WithStatusSubresource(&v1alpha1.SandboxConfig{}, &v1alpha1.WorkerPool{}))
+		var gets atomic.Int64 // askPools' GETs run rolloutConfirmConcurrency at once
+		live := interceptor.NewClient(store, interceptor.Funcs{Get: func(ctx context.Context, c ctrlclient.WithWatch, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
+			if _, ok := obj.(*v1alpha1.WorkerPool); ok {
+				gets.Add(1)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}})
+		a := &Activities{Live: live, Cache: store}
+		adm, err := a.AdmitRolloutStep(ctx, AdmitInput{Config: "new", Step: 1, WorkflowID: "w", UID: "uid-new"})
+		require.NoError(t, err)
+		require.Equal(t, total, adm.Admitted)
+		for i := range total {
+			name := fmt.Sprintf("p%04d", i)
+			movePool(t, store, name, "new")
+			setAvailable(t, store, name, metav1.ConditionTrue)
+		}
+		return a, &gets
+	}
+	in := WaitInput{Config: "new", UID: "uid-new", Step: 1, Since: time.Now().Add(-time.Minute), Deadline: time.Now().Add(time.Hour)}
+
+	t.Run("two looks", func(t *testing.T) {
+		a, gets := fixture(t)
+		w := &stepWatch{cache: a.Cache, confirmed: map[poolID]bool{}, asked: map[string]liveAnswer{}}
+		res, err := a.lookAtStep(ctx, in, w)
+		require.NoError(t, err)
+		require.Empty(t, res.Outcome, "%+v", res)
+		require.True(t, res.more)
+		require.EqualValues(t, rolloutAskPerLook, gets.Load())
+		res, err = a.lookAtStep(ctx, in, w)
+		require.NoError(t, err)
+		require.Equal(t, StepReady, res.Outcome, "%+v", res)
+		require.False(t, res.more)
+		require.EqualValues(t, total, gets.Load(), "each pool asked once")
+	})
+	t.Run("the wait", func(t *testing.T) {
+		a, gets := fixture(t)
+		a.rolloutPoll = time.Hour
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a bound: the poll is an hour
+		defer cancel()
+		res, err := a.WaitRolloutStep(wctx, in)
+		require.NoError(t, err, "the wait looks again at once while pools are left to ask")
+		require.Equal(t, StepReady, res.Outcome, "%+v", res)
+		require.EqualValues(t, total, gets.Load())
+	})
 }
 
 // TestRolloutActivitiesNeedTheCache: built without the worker's cache, the
