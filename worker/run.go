@@ -33,6 +33,7 @@ import (
 	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/worker/configkeeper"
@@ -270,7 +271,10 @@ func cacheByObject() (map[ctrlclient.Object]cache.ByObject, error) {
 	}, nil
 }
 
-// newActivities builds the activities with their clients.
+// newActivities builds the activities with their clients, and has the
+// manager cache's WorkerPool informer tell them which classes' pools
+// changed (poolwatch.NotifyClasses), which a rollout step's wait looks on.
+// Call it before the manager starts.
 func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error) {
 	live, err := kube.LiveClient(cfg.Rest)
 	if err != nil {
@@ -280,12 +284,21 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes clientset for %s: %w", cfg.Rest.Host, err)
 	}
+	events := &notify.Notifier{}
+	pools, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.WorkerPool{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the worker cache's WorkerPool informer: %w", err)
+	}
+	if _, err := pools.AddEventHandler(poolwatch.NotifyClasses(events)); err != nil {
+		return nil, fmt.Errorf("registering the rollout's pool events on the worker cache's WorkerPool informer: %w", err)
+	}
 	return &activities.Activities{
-		Live:      live,
-		Cache:     mgr.GetCache(),
-		Clientset: clientset,
-		Temporal:  cfg.Temporal,
-		Instance:  cfg.Instance,
+		Live:       live,
+		Cache:      mgr.GetCache(),
+		PoolEvents: events,
+		Clientset:  clientset,
+		Temporal:   cfg.Temporal,
+		Instance:   cfg.Instance,
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 		RolloutStepDeadline:     cfg.RolloutStepDeadline,
