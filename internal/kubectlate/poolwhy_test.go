@@ -51,7 +51,7 @@ func TestPoolWhy(t *testing.T) {
 		{"waiting", []string{ns + "/waiting"}, []string{
 			"class gvisor: follows the class default (no configRef)",
 			"  on:           " + old.Name + "\n",
-			`  resolves to:  ` + old.Name + ` (Resolved, Resolved: resolved to SandboxConfig "` + old.Name + `"; waits for the rollout of SandboxConfig "` + rolling.Name + `" (step 1))`,
+			`  resolves to:  ` + old.Name + ` (Resolved, Resolved: resolved to SandboxConfig "` + old.Name + `")` + "\n",
 			"  waits for:    the rollout of SandboxConfig " + rolling.Name + " to admit it (Progressing, step 1 of 2): kubectl ate rollout status " + rolling.Name + "\n",
 			"  Resolved:     True (Resolved): resolved to " + old.Name + ", since ",
 			"(60m ago)",

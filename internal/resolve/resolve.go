@@ -122,13 +122,18 @@ func classDefault(pool Pool, class v1alpha1.SandboxClass, current string, config
 // rollingOut resolves an unpinned class whose newest default is d. Without
 // a staged rollout, or once d's rollout admits the pool (or the pool is on d
 // already), the class resolves to d. Until then the class stays where it
-// is: honestly Resolved on its current config, with a message saying it
-// waits for d's rollout. That holds for a current config in deletion too,
+// is: honestly Resolved on its current config, with the message it had
+// before d's rollout began, so that a rollout writes nothing to the pools it
+// has not reached: a message naming the rollout's step made every waiting
+// pool's status change at every step, N writes per step, most of them while
+// the step bakes (what the pool waits for is `kubectl ate pool why`'s to
+// say, from the config's status). That holds for a current config in deletion too,
 // as long as it still carries the protection finalizer (keepable): the
 // finalizer exists to let its pools stay, deleting the old default must not
 // move every pool at once past the rollout, and the class never moves back
 // to an older default meanwhile; its message says the config is being
-// deleted, and the config is released once the rollout admitted its last
+// deleted and names the rollout it waits for (one write per pool, when the
+// deletion begins), and the config is released once the rollout admitted its last
 // pool and that pool moved off. A class with no config to stay on (a new
 // pool, or one whose config is gone, of another class, or in deletion
 // without the finalizer) resolves as if d were not a default (the previous
@@ -143,9 +148,8 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 	// were not a default, as a pool it never admitted does.
 	if c, ok := byName[current]; ok && keepable(class, c) && !(current == d.Name && d.Rollout.Aborted) {
 		r := resolved(class, current)
-		r.Message = WaitingMessage(current, d.Name, d.Rollout.Step)
 		if c.Deleting {
-			r.Message = WaitingDeletingMessage(current, d.Name, d.Rollout.Step)
+			r.Message = WaitingDeletingMessage(current, d.Name)
 		}
 		return r
 	}
@@ -160,7 +164,6 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 		restByName[rest[i].Name] = &rest[i]
 	}
 	if r := classDefault(pool, class, current, rest, restByName); r.Resolved {
-		r.Message = WaitingMessage(r.Target, d.Name, d.Rollout.Step)
 		if d.Rollout.Aborted {
 			r.Message = AbortedMessage(r.Target, d.Name, d.Rollout.Step)
 		}
@@ -169,11 +172,11 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 	return resolved(class, d.Name)
 }
 
-// WaitingMessage is the message of the Resolved condition of a class that
-// stays on config current until the staged rollout of config rolling
-// admits it; step is the step that rollout is at (0: not started).
-func WaitingMessage(current, rolling string, step int32) string {
-	return fmt.Sprintf("%s; waits for the rollout of SandboxConfig %q (step %d)", ResolvedMessage(current), rolling, step)
+// WaitingMessage says that a class stays on config current until the
+// staged rollout of config rolling admits it. It names no step: the
+// message must not change while the rollout goes on (see rollingOut).
+func WaitingMessage(current, rolling string) string {
+	return fmt.Sprintf("%s; waits for the rollout of SandboxConfig %q", ResolvedMessage(current), rolling)
 }
 
 // AbortedMessage is the message of the Resolved condition of a class on
@@ -183,11 +186,12 @@ func AbortedMessage(current, rolling string, step int32) string {
 	return fmt.Sprintf("%s; the rollout of SandboxConfig %q was aborted at step %d", ResolvedMessage(current), rolling, step)
 }
 
-// WaitingDeletingMessage is WaitingMessage for a class whose config
-// current is in deletion: it stays on it, protected, until the rollout of
-// rolling admits it, and the config is released once it moved off.
-func WaitingDeletingMessage(current, rolling string, step int32) string {
-	return fmt.Sprintf("%s; SandboxConfig %q is being deleted", WaitingMessage(current, rolling, step), current)
+// WaitingDeletingMessage is the message of the Resolved condition of a
+// class whose config current is in deletion: it stays on it, protected,
+// until the rollout of rolling admits it, and the config is released once
+// it moved off.
+func WaitingDeletingMessage(current, rolling string) string {
+	return fmt.Sprintf("%s; SandboxConfig %q is being deleted", WaitingMessage(current, rolling), current)
 }
 
 // NewestDefault returns the newest class default that is not being deleted;

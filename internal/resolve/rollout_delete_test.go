@@ -33,11 +33,13 @@ func TestClassRollingOutKeepsAConfigInDeletion(t *testing.T) {
 	superseded := Config{Name: "mid", Class: gvisor, ClassDefault: true, Protected: true, CreatedUnix: 170,
 		Rollout: &rollout.Admission{Step: 2, Through: &rollout.PoolKey{Namespace: "zz", Name: "zz"}}}
 	p := func(name string) Pool { return Pool{Namespace: "ns", Name: name} }
-	stays := func(cur string, step int32) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingDeletingMessage(cur, "new", step)}
+	stays := func(cur string) Result {
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingDeletingMessage(cur, "new")}
 	}
-	waiting := func(cur string, step int32) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingMessage(cur, "new", step)}
+	// A pool the rollout has not reached keeps the message it had: the
+	// rollout writes nothing to it, step after step.
+	waiting := func(cur string) Result {
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: ResolvedMessage(cur)}
 	}
 	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "new"`}
 	tests := []struct {
@@ -47,19 +49,19 @@ func TestClassRollingOutKeepsAConfigInDeletion(t *testing.T) {
 		configs []Config
 		want    Result
 	}{
-		{"not admitted: stays on its config in deletion", p("z"), "old", []Config{old, staged(through, 1)}, stays("old", 1)},
-		{"not admitted: never back to an older default", p("z"), "old", []Config{oldest, old, staged(through, 1)}, stays("old", 1)},
-		{"not started: stays", p("a"), "old", []Config{oldest, old, staged(nil, 0)}, stays("old", 0)},
+		{"not admitted: stays on its config in deletion", p("z"), "old", []Config{old, staged(through, 1)}, stays("old")},
+		{"not admitted: never back to an older default", p("z"), "old", []Config{oldest, old, staged(through, 1)}, stays("old")},
+		{"not started: stays", p("a"), "old", []Config{oldest, old, staged(nil, 0)}, stays("old")},
 		{"admitted: moves to the rolling default", p("a"), "old", []Config{oldest, old, staged(through, 1)}, moving},
-		{"a former pin in deletion is kept too", p("z"), "pin", []Config{oldest, formerPin, staged(through, 1)}, stays("pin", 1)},
-		{"not back to a superseded default either", p("z"), "old", []Config{oldest, old, superseded, staged(through, 1)}, stays("old", 1)},
+		{"a former pin in deletion is kept too", p("z"), "pin", []Config{oldest, formerPin, staged(through, 1)}, stays("pin")},
+		{"not back to a superseded default either", p("z"), "old", []Config{oldest, old, superseded, staged(through, 1)}, stays("old")},
 		{"without a rollout: moves at once", p("z"), "old",
 			[]Config{oldest, old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200}}, moving},
-		{"unprotected: takes the previous default", p("z"), "old", []Config{oldest, unprotected, staged(through, 1)}, waiting("oldest", 1)},
+		{"unprotected: takes the previous default", p("z"), "old", []Config{oldest, unprotected, staged(through, 1)}, waiting("oldest")},
 		{"unprotected with no other default: takes the rolling one", p("z"), "old", []Config{unprotected, staged(through, 1)}, moving},
-		{"of another class: takes the previous default", p("z"), "old", []Config{oldest, otherClass, staged(through, 1)}, waiting("oldest", 1)},
-		{"config gone: takes the previous default", p("z"), "old", []Config{oldest, staged(through, 1)}, waiting("oldest", 1)},
-		{"a new pool takes the previous default", p("z"), "", []Config{oldest, old, staged(through, 1)}, waiting("oldest", 1)},
+		{"of another class: takes the previous default", p("z"), "old", []Config{oldest, otherClass, staged(through, 1)}, waiting("oldest")},
+		{"config gone: takes the previous default", p("z"), "old", []Config{oldest, staged(through, 1)}, waiting("oldest")},
+		{"a new pool takes the previous default", p("z"), "", []Config{oldest, old, staged(through, 1)}, waiting("oldest")},
 		{"a new pool with no other default takes the rolling one", p("z"), "", []Config{old, staged(through, 1)}, moving},
 	}
 	for _, tt := range tests {

@@ -20,8 +20,10 @@ func TestClassRollingOut(t *testing.T) {
 	pinnedCfg := Config{Name: "pinned", Class: gvisor, Protected: true, CreatedUnix: 50}
 	p := func(name string) Pool { return Pool{Namespace: "ns", Name: name} }
 	through := &rollout.PoolKey{Namespace: "ns", Name: "b"}
-	waiting := func(cur string, step int32) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingMessage(cur, "new", step)}
+	// A pool the rollout has not reached keeps the message it had: the
+	// rollout writes nothing to it, step after step.
+	waiting := func(cur string) Result {
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: ResolvedMessage(cur)}
 	}
 	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "new"`}
 	tests := []struct {
@@ -32,19 +34,19 @@ func TestClassRollingOut(t *testing.T) {
 		configs []Config
 		want    Result
 	}{
-		{"not started: stays", p("a"), "old", false, []Config{old, staged(nil, 0)}, waiting("old", 0)},
+		{"not started: stays", p("a"), "old", false, []Config{old, staged(nil, 0)}, waiting("old")},
 		{"admitted: moves", p("a"), "old", false, []Config{old, staged(through, 1)}, moving},
 		{"the last admitted pool moves", p("b"), "old", false, []Config{old, staged(through, 1)}, moving},
-		{"beyond the admitted: stays", p("c"), "old", false, []Config{old, staged(through, 2)}, waiting("old", 2)},
+		{"beyond the admitted: stays", p("c"), "old", false, []Config{old, staged(through, 2)}, waiting("old")},
 		{"an admitted canary is before every other", Pool{Namespace: "zz", Name: "z", Canary: true}, "old", false,
 			[]Config{old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200,
 				Rollout: &rollout.Admission{Step: 1, Canaries: []string{"zz/z"}, Through: through}}}, moving},
 		{"on the rolling config: stays on it", p("z"), "new", false, []Config{old, staged(nil, 1)}, moving},
-		{"a new pool takes the previous default", p("z"), "", false, []Config{old, staged(through, 1)}, waiting("old", 1)},
+		{"a new pool takes the previous default", p("z"), "", false, []Config{old, staged(through, 1)}, waiting("old")},
 		{"a new pool with no other default takes the rolling one", p("z"), "", false, []Config{staged(nil, 0)}, moving},
-		{"an unpinned pool stays on its former pin", p("z"), "pinned", false, []Config{pinnedCfg, old, staged(through, 1)}, waiting("pinned", 1)},
+		{"an unpinned pool stays on its former pin", p("z"), "pinned", false, []Config{pinnedCfg, old, staged(through, 1)}, waiting("pinned")},
 		{"a pool on a config in deletion without the finalizer takes the previous default", p("z"), "gone", false,
-			[]Config{{Name: "gone", Class: gvisor, Deleting: true}, old, staged(through, 1)}, waiting("old", 1)},
+			[]Config{{Name: "gone", Class: gvisor, Deleting: true}, old, staged(through, 1)}, waiting("old")},
 		{"a pinned pool is not affected", p("z"), "old", true, []Config{pinnedCfg, old, staged(nil, 0)},
 			Result{Class: gvisor, Target: "pinned", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "pinned"`}},
 		{"aborted: an admitted pool on the rolling config goes back to the previous default", p("a"), "new", false,
@@ -52,7 +54,7 @@ func TestClassRollingOut(t *testing.T) {
 			Result{Class: gvisor, Target: "old", Resolved: true, Reason: "Resolved", Message: AbortedMessage("old", "new", 2)}},
 		{"aborted: a pool not moved yet stays", p("c"), "old", false,
 			[]Config{old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200, Rollout: &rollout.Admission{Step: 2, Aborted: true}}},
-			waiting("old", 2)},
+			waiting("old")},
 		{"aborted with no other default: the pool stays on the rolling config", p("a"), "new", false,
 			[]Config{{Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200, Rollout: &rollout.Admission{Step: 2, Aborted: true}}}, moving},
 		{"a completed rollout is an ordinary default", p("z"), "old", false,

@@ -61,7 +61,7 @@ func TestDeletingTheOldDefaultDuringARolloutKeepsItsPools(t *testing.T) {
 		return old.DeletionTimestamp != nil, fmt.Sprintf("deletionTimestamp %v", old.DeletionTimestamp)
 	})
 	// Every pool the rollout has not admitted says why it stays.
-	want := resolve.WaitingDeletingMessage("old", "new", 1)
+	want := resolve.WaitingDeletingMessage("old", "new")
 	for _, name := range names {
 		if ns+"/"+name == canary[0] {
 			continue

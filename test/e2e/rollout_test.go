@@ -99,8 +99,8 @@ func TestStagedRollout(t *testing.T) {
 		return len(on) == 0, fmt.Sprint(on)
 	})
 	wp := p.WaitForConfig(t, ns, "p00", "old", metav1.ConditionTrue)
-	require.Equal(t, resolve.WaitingMessage("old", "new", 0), producttest.ResolvedCondition(wp).Message,
-		"a pool the rollout has not admitted is honestly Resolved on its config")
+	require.Equal(t, resolve.ResolvedMessage("old"), producttest.ResolvedCondition(wp).Message,
+		"a pool the rollout has not admitted is honestly Resolved on its config, its status untouched by the rollout")
 
 	// Watch the rollout: a pool moves only once admitted (pools read
 	// before the status they must be admitted by), and a step is admitted
@@ -298,7 +298,7 @@ func TestStagedRolloutHalts(t *testing.T) {
 	require.Contains(t, st.Message, `superseded by SandboxConfig "newest"`)
 	p.WaitForRollout(t, "newest", "paused", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutPaused })
 	wp := p.WaitForConfig(t, ns, "p00", "new", metav1.ConditionTrue)
-	require.Equal(t, resolve.WaitingMessage("new", "newest", 0), producttest.ResolvedCondition(wp).Message)
+	require.Equal(t, resolve.ResolvedMessage("new"), producttest.ResolvedCondition(wp).Message)
 	wp = p.Get(t, ns, "p03")
 	require.Equal(t, "newer", wp.Status.ClassStatus(v1alpha1.SandboxClassGVisor).ConfigRef.NameOf(),
 		"the pool the superseded rollout moved stays until the newer one admits it")
