@@ -281,7 +281,7 @@ bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,10
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)
 
 .PHONY: bench-large
-bench-large: tools ## Benchmark N=1000 then N=10000 in one run (about 45 minutes on 2 cores): how the cost per switch and the memory per pool grow with the fleet.
+bench-large: tools ## Benchmark N=1000 then N=10000 in one run (about 60 minutes on 2 cores, staged rollouts included): how the cost per switch and the memory per pool grow with the fleet.
 	@mkdir -p $(OUT)
 	go build -o $(OUT)/bench ./test/bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) -sizes 1000,10000 -floor-tries 1 -out test/bench/results/large.json $(BENCH_FLAGS)
