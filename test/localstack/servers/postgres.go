@@ -1,7 +1,9 @@
 package servers
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -118,9 +120,13 @@ func StartPostgres(ctx context.Context, logFile string) (_ *Postgres, err error)
 	return p, nil
 }
 
-// probePostgres sends an SSLRequest and expects PostgreSQL's one-byte
-// answer: the postmaster answers it only once it accepts connections (no
-// libpq client needed).
+// probePostgres opens a session as postgresUser on the database
+// "postgres" (trust authentication, so no password) and expects
+// AuthenticationOk: the postmaster answers a startup message with "the
+// database system is starting up" until it accepts sessions, which the
+// SSL request it used to send did not tell (it is answered before that,
+// and temporal-sql-tool's first connection then failed). No libpq client
+// needed.
 func probePostgres(ctx context.Context, addr string) error {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -129,18 +135,40 @@ func probePostgres(ctx context.Context, addr string) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	// Length 8, request code 80877103.
-	if _, err := c.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
+	params := "user\x00" + postgresUser + "\x00database\x00postgres\x00\x00"
+	msg := binary.BigEndian.AppendUint32(nil, uint32(8+len(params)))
+	msg = binary.BigEndian.AppendUint32(msg, 3<<16) // protocol 3.0
+	msg = append(msg, params...)
+	if _, err := c.Write(msg); err != nil {
 		return err
 	}
-	b := make([]byte, 1)
-	if _, err := io.ReadFull(c, b); err != nil {
-		return fmt.Errorf("no answer to the SSL request: %w", err)
+	head := make([]byte, 5) // type, then length including itself
+	if _, err := io.ReadFull(c, head); err != nil {
+		return fmt.Errorf("no answer to the startup message: %w", err)
 	}
-	if b[0] != 'N' && b[0] != 'S' {
-		return fmt.Errorf("unexpected answer %q to the SSL request", b[0])
+	body := make([]byte, max(0, min(int(binary.BigEndian.Uint32(head[1:]))-4, 4096)))
+	if _, err := io.ReadFull(c, body); err != nil {
+		return fmt.Errorf("a short answer to the startup message: %w", err)
 	}
-	return nil
+	switch {
+	case head[0] == 'R' && len(body) >= 4 && binary.BigEndian.Uint32(body) == 0:
+		_, _ = c.Write([]byte{'X', 0, 0, 0, 4}) // Terminate
+		return nil
+	case head[0] == 'E':
+		return fmt.Errorf("not accepting sessions yet: %s", errorMessage(body))
+	default:
+		return fmt.Errorf("unexpected answer %q to the startup message", head[0])
+	}
+}
+
+// errorMessage is the message field ('M') of an ErrorResponse's body.
+func errorMessage(body []byte) string {
+	for f := range bytes.SplitSeq(body, []byte{0}) {
+		if len(f) > 1 && f[0] == 'M' {
+			return string(f[1:])
+		}
+	}
+	return fmt.Sprintf("%q", body)
 }
 
 // Address is the server's host:port.
