@@ -56,10 +56,10 @@ var targetList = []target{
 	// 10,000 (plainReconcilerLimit).
 	{name: "within 2.2x the plain reconciler", sizes: []int{1000},
 		value: func(r *result) string { return fmt.Sprintf("%.2fx", r.RatioPlainReconciler) },
-		met:   func(r *result) bool { return r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 2.2 }},
+		met:   withinPlainReconcilerLimit},
 	{name: "within 2.5x the plain reconciler", sizes: []int{10000},
 		value: func(r *result) string { return fmt.Sprintf("%.2fx", r.RatioPlainReconciler) },
-		met:   func(r *result) bool { return r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= 2.5 }},
+		met:   withinPlainReconcilerLimit},
 	// Issue 17's, kept.
 	{name: "at most 3 state transitions per switch",
 		value: func(r *result) string { return fmt.Sprintf("%.2f", r.StateTransitionsPerSwitch) },
@@ -174,6 +174,14 @@ func plainReconcilerLimit(n int) (float64, bool) {
 		return 2.5, true
 	}
 	return 2.5, false
+}
+
+// withinPlainReconcilerLimit: r's wave within plainReconcilerLimit of
+// the plain reconciler at r's size (the targets that use it are judged only
+// at the sizes it sets a limit for).
+func withinPlainReconcilerLimit(r *result) bool {
+	limit, _ := plainReconcilerLimit(r.Pools)
+	return r.RatioPlainReconciler > 0 && r.RatioPlainReconciler <= limit
 }
 
 // judgeRun judges what spans results: per size measured at N=1000 or more,

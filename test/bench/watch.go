@@ -254,24 +254,17 @@ func (w *watcher) readyCount(want int32) int {
 }
 
 // availableCount is how many pools' Available condition is True.
-func (w *watcher) availableCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, ok := range w.available {
-		if ok {
-			n++
-		}
-	}
-	return n
-}
+func (w *watcher) availableCount() int { return w.countTrue(w.available) }
 
 // warmCount is the number of pools on the old default, resolved and served.
-func (w *watcher) warmCount() int {
+func (w *watcher) warmCount() int { return w.countTrue(w.warm) }
+
+// countTrue counts the pools m holds true, under the watcher's lock.
+func (w *watcher) countTrue(m map[string]bool) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
-	for _, ok := range w.warm {
+	for _, ok := range m {
 		if ok {
 			n++
 		}
