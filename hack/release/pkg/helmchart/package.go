@@ -120,7 +120,14 @@ func ChartVersion(version string) string {
 	if _, err := semver.StrictNewVersion(v); err == nil {
 		return v
 	}
-	return "0.0.0-" + strings.Trim(nonSemverChars.ReplaceAllString(version, "-"), "-")
+	pre := strings.Trim(nonSemverChars.ReplaceAllString(version, "-"), "-")
+	// SemVer forbids a numeric pre-release identifier with a leading zero,
+	// and an abbreviated hash can be all digits (0160220): it takes git's
+	// own "g" prefix, as in git describe's v0.1.0-3-g0160220.
+	if _, err := semver.StrictNewVersion("0.0.0-" + pre); err != nil {
+		pre = "g" + pre
+	}
+	return "0.0.0-" + pre
 }
 
 var nonSemverChars = regexp.MustCompile(`[^0-9A-Za-z-]+`)

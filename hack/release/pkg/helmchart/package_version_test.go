@@ -3,6 +3,7 @@ package helmchart
 import (
 	"testing"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,9 +16,15 @@ func TestChartVersion(t *testing.T) {
 		{"dev", "0.0.0-dev"},
 		{"v0.1.0-3-g4c38746.dirty+x", "0.1.0-3-g4c38746.dirty+x"},
 		{"v1.2_rc", "0.0.0-v1-2-rc"},
+		{"0160220", "0.0.0-g0160220"},
+		{"1160220", "0.0.0-1160220"},
+		{"0160220-dirty", "0.0.0-0160220-dirty"},
 	} {
 		t.Run(tt.version, func(t *testing.T) {
-			require.Equal(t, tt.want, ChartVersion(tt.version))
+			got := ChartVersion(tt.version)
+			require.Equal(t, tt.want, got)
+			_, err := semver.StrictNewVersion(got)
+			require.NoError(t, err, "Helm refuses a chart version that is not SemVer 2")
 		})
 	}
 }
