@@ -4,8 +4,17 @@
 # golangci-lint, govulncheck and its vulnerability database, and
 # the local cluster's kube-controller-manager, kube-scheduler and kwok) are
 # built once per machine by hack/tools/install.sh into a version-keyed cache
-# and linked into bin/; every target that needs one depends on `tools`, which
-# builds only what is missing, so warm runs build nothing.
+# and linked into bin/; every target builds the ones it needs (TEST_TOOLS,
+# VERIFY_TOOLS, DEV_TOOLS) when missing, so warm runs build nothing and a
+# cold `make test` builds no linter.
+#
+# The repository holds four Go modules (docs/decisions/0026-modules.md): the
+# product at the root, which requires only what the binaries and the
+# product's own tests link, and the workshop's: hack (the release, the local
+# stack's command, the tools' checks), deploy (the manifests' generators and
+# checks) and test (end-to-end, crash, fleet, bench...). Each is vetted,
+# linted, tidied and scanned on its own; `make test` runs them all in one
+# `go test` through the workspace hack/workspace/go.work.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -26,6 +35,25 @@ export GOTOOLCHAIN := $(GO_TOOLCHAIN)
 # The orchestrator's binaries.
 PROGRAMS := worker starter teardown
 
+# The Go modules, the product's first, and the workspace that joins them
+# for one `go test` (test/arch keeps every module the product links at the
+# product's own version in the others, so the workspace builds the product
+# as its module does).
+MODULES := . hack deploy test
+WORKSPACE := $(ROOT)/hack/workspace/go.work
+
+# The tools each command needs, so a cold machine builds only those:
+#   etcd, kube-apiserver: every test on a real API server (internal/testenv);
+#   temporal: every test on a Temporal dev server (internal/testenv);
+#   temporal-server (with temporal-sql-tool): test-postgres, on PostgreSQL;
+#   kube-controller-manager, kube-scheduler, kwok: the local cluster
+#     (internal/localstack/cluster: test/install, test/fleet, test/e2e/cluster,
+#     test/rbac's controller manager);
+#   kubectl: deploy's kube-setup check and `kubectl ate` as a plugin.
+# `make verify` adds the generators and checkers; `make dev` runs a subset.
+TEST_TOOLS := etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl
+VERIFY_TOOLS := controller-gen workflowcheck golangci-lint govulncheck vulndb
+
 # The version every binary prints with --version, and the image tag: the
 # nearest tag, commits since and the commit, "-dirty" with local changes
 # (e.g. v0.1.0-3-g848c611-dirty); just the commit where there is no tag.
@@ -39,7 +67,7 @@ LDFLAGS := -X ate.dev/orchestrator/internal/version.Version=$(VERSION)
 
 # Flags of `make dev`, e.g. DEVSTACK_FLAGS="-apiserver-port 6443", or
 # TEMPORAL=postgres for temporal-server on PostgreSQL instead of the dev server; see
-# `go run ./hack/devstack -h`.
+# `go -C hack run ./devstack -h`.
 DEVSTACK_FLAGS ?=
 
 # Files `make generate` writes; `verify` fails when they are stale.
@@ -73,19 +101,19 @@ generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, and Ar
 	cp deploy/rbac/users/roles.yaml deploy/chart/files/rbac/users.yaml
 	cp deploy/policy/workerpool-policy.yaml deploy/chart/files/policy/workerpool-policy.yaml
 	@# Argo CD's argocd-cm keys for SandboxConfigs, from their Lua (deploy/gitops/argocd's TestConfigMapIsGenerated checks it).
-	go run ./deploy/gitops/argocd/gen -out deploy/gitops/argocd/argocd-cm.yaml
+	go -C deploy run ./gitops/argocd/gen -out $(ROOT)/deploy/gitops/argocd/argocd-cm.yaml
 	$(MAKE) --no-print-directory monitoring
 
 .PHONY: monitoring
 monitoring: ## Regenerate the dashboard and alerting rules (deploy/monitoring, the chart's copies) from their .tmpl sources.
-	go run ./deploy/monitoring/gen
+	go -C deploy run ./monitoring/gen
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated files, workflow determinism, the linter and known vulnerabilities.
 	@unformatted=$$(gofmt -l .); \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt -l lists files to format (run gofmt -w):"; echo "$$unformatted"; exit 1; fi
-	go vet ./...
-	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result"; exit 1; }
+	@for m in $(MODULES); do echo "go -C $$m vet ./..."; go -C $$m vet ./...; done
+	@for m in $(MODULES); do go -C $$m mod tidy -diff || { echo "$$m/go.mod or go.sum is not tidy: run 'make tidy' and commit the result"; exit 1; }; done
 	go vet -tags record,crashtest ./replay/... ./internal/crashhook/...
 	$(MAKE) --no-print-directory generate
 	@if ! git diff --exit-code -- $(GENERATED) || [[ -n "$$(git ls-files --others --exclude-standard -- $(GENERATED))" ]]; then \
@@ -96,11 +124,24 @@ verify: ## Check formatting, vet, go.mod tidiness, generated files, workflow det
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory vulncheck
 
+.PHONY: test-tools
+test-tools: ## Build the missing tools the tests run (TEST_TOOLS) into the cache and link them into bin/.
+	hack/tools/install.sh $(TEST_TOOLS)
+
+# `make print-MODULES` prints the module directories, the product's first
+# (.ci/run downloads each one's requirements); any variable prints so.
+print-%:
+	@echo $($*)
+
+.PHONY: tidy
+tidy: ## Run go mod tidy in every module.
+	@for m in $(MODULES); do echo "go -C $$m mod tidy"; go -C $$m mod tidy; done
+
 .PHONY: lint
 # .golangci.yml says which linters run and why, and with which build tags.
-lint: ## Run golangci-lint (.golangci.yml) on every package.
+lint: ## Run golangci-lint (.golangci.yml) on every package of every module.
 	hack/tools/install.sh golangci-lint
-	$(BIN)/golangci-lint run ./...
+	@for m in $(MODULES); do echo "(cd $$m && golangci-lint run ./...)"; (cd $(ROOT)/$$m && $(BIN)/golangci-lint run ./...); done
 
 .PHONY: vulncheck
 # Offline: the database is the snapshot of golang.org/x/vulndb pinned in
@@ -110,10 +151,15 @@ lint: ## Run golangci-lint (.golangci.yml) on every package.
 # reads govulncheck's findings), the standard library's included: a fixed
 # one means moving go.mod's toolchain line (VULNCHECK_FLAGS=-stdlib=warn only
 # warns about those while you do). `govulncheck -show traces` shows the calls.
+# The product module is scanned from its binaries (./cmd/...): what ships;
+# each workshop module from all its packages.
 VULNCHECK_FLAGS ?=
-vulncheck: ## Fail on a known vulnerability the code can reach: its modules' and the Go standard library's (a pinned snapshot of the Go vulnerability database, offline).
+vulncheck: ## Fail on a known vulnerability the code can reach: the binaries' and each workshop module's, the Go standard library's included (a pinned snapshot of the Go vulnerability database, offline).
 	hack/tools/install.sh govulncheck vulndb
-	$(BIN)/govulncheck -db file://$(BIN)/vulndb -format json ./... | go run ./hack/vulncheck $(VULNCHECK_FLAGS)
+	@go -C hack build -o $(OUT)/vulncheck ./vulncheck
+	@for m in $(MODULES); do pkgs=./...; [[ $$m != . ]] || pkgs=./cmd/...; \
+		echo "govulncheck -C $$m $$pkgs"; \
+		$(BIN)/govulncheck -C $(ROOT)/$$m -db file://$(BIN)/vulndb -format json $$pkgs | $(OUT)/vulncheck $(VULNCHECK_FLAGS); done
 
 .PHONY: test
 # Every package, the crash tests (test/crashtest: kills after every
@@ -128,14 +174,15 @@ vulncheck: ## Fail on a known vulnerability the code can reach: its modules' and
 # test cuts the release first: test/image runs that image (ATE_RELEASE_IMAGE).
 TEST_PARALLEL ?= $(shell echo $$(( 2 * $$(nproc) )))
 TEST_FIRST := ./test/e2e ./test/crashtest ./test/install ./test/fleet
-test: tools postgresql chromium podman release ## Run every test against real servers (the README's test command), crash tests and the short soak included.
+ALL_PACKAGES := $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
+test: test-tools postgresql chromium podman release ## Run every test of every module against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt $(ROOT)/_out/test-postgres.log
 	@echo "make test-postgres > _out/test-postgres.log (beside the packages; printed after them)"
 	@$(MAKE) --no-print-directory test-postgres >$(ROOT)/_out/test-postgres.log 2>&1 & postgres_pid=$$!; \
-	echo "go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m"; \
+	echo "GOWORK=hack/workspace/go.work go test -p $(TEST_PARALLEL) $(TEST_FIRST) $(ALL_PACKAGES) -count=1 -timeout 30m"; \
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
-		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar \
-		go test -p $(TEST_PARALLEL) $(TEST_FIRST) ./... -count=1 -timeout 30m; packages_rc=$$?; \
+		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar GOWORK=$(WORKSPACE) \
+		go test -p $(TEST_PARALLEL) $(TEST_FIRST) $(ALL_PACKAGES) -count=1 -timeout 30m; packages_rc=$$?; \
 	wait $$postgres_pid; postgres_rc=$$?; \
 	cat $(ROOT)/_out/soak-summary.txt || packages_rc=1; \
 	echo "=== make test-postgres"; cat $(ROOT)/_out/test-postgres.log; \
@@ -172,7 +219,7 @@ chromium: ## Install Debian's Chromium when missing (the Web UI browser test nee
 # through ATE_DOCS_IMAGES; the test keeps each under 200 KB.
 screenshots: tools chromium ## Retake the README's rollout pictures (docs/images) with the browser test.
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_DOCS_IMAGES=$(ROOT)/docs/images \
-		go test ./test/ops -run '^TestWebUIShowsARollout$$' -count=1 -v
+		go -C test test ./ops -run '^TestWebUIShowsARollout$$' -count=1 -v
 
 .PHONY: podman
 # Debian's podman with runc, which test/image runs the release image with
@@ -185,22 +232,25 @@ podman: ## Install Debian's podman and runc when missing (test/image runs the re
 		$$sudo apt-get update -q </dev/null && $$sudo apt-get install -y -q --no-install-recommends podman runc </dev/null; }
 
 .PHONY: test-postgres
-test-postgres: tools postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/e2e -run '$(POSTGRES_E2E)' -count=1 -timeout 20m
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go test ./test/crashtest -run '$(POSTGRES_CRASH)' -count=1 -timeout 20m
+test-postgres: postgresql ## Run the end-to-end subset on temporal-server + PostgreSQL.
+	hack/tools/install.sh etcd kube-apiserver temporal temporal-server
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go -C test test ./e2e -run '$(POSTGRES_E2E)' -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_TEMPORAL_STACK=postgres go -C test test ./crashtest -run '$(POSTGRES_CRASH)' -count=1 -timeout 20m
 
 .PHONY: test-crash
 # SOAK=10m runs a longer soak; SEED=n replays one.
-test-crash: tools ## Run only the crash tests, verbosely (SOAK=10m for a longer soak, SEED=n to replay one).
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test ./test/crashtest -count=1 -timeout 60m -v $(if $(SOAK),-soak=$(SOAK)) $(if $(SEED),-seed=$(SEED))
+test-crash: ## Run only the crash tests, verbosely (SOAK=10m for a longer soak, SEED=n to replay one).
+	hack/tools/install.sh etcd kube-apiserver temporal
+	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go -C test test ./crashtest -count=1 -timeout 60m -v $(if $(SOAK),-soak=$(SOAK)) $(if $(SEED),-seed=$(SEED))
 
 .PHONY: record-histories
-record-histories: tools ## Record the missing replay fixtures of replay.Version (SCENARIO=walk: one); never overwrites.
+record-histories: ## Record the missing replay fixtures of replay.Version (SCENARIO=walk: one); never overwrites.
+	hack/tools/install.sh etcd kube-apiserver temporal
 	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal go test -tags record ./replay -run 'TestRecord/$(SCENARIO)' -count=1 -v -timeout 20m
 
 .PHONY: build
-build: plugin ## Compile everything and build the worker, starter, teardown and the kubectl plugin, versioned from git describe, into _out/bin/.
-	go build ./...
+build: plugin ## Compile every module and build the worker, starter, teardown and the kubectl plugin, versioned from git describe, into _out/bin/.
+	@for m in $(MODULES); do echo "go -C $$m build ./..."; go -C $$m build ./...; done
 	@mkdir -p $(OUT)
 	@for p in $(PROGRAMS); do echo "go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p"; go build -ldflags '$(LDFLAGS)' -o $(OUT)/$$p ./cmd/$$p; done
 
@@ -245,7 +295,7 @@ RELEASE_OUT := $(ROOT)/_out/release
 .PHONY: release
 release: ## Cut release VERSION (default: `make version`) offline into _out/release/: the OCI archive of the image (linux/amd64+arm64), its SBOM, install.yaml (IMAGE@digest; IMAGE defaults to ghcr.io/ate-dev/ate-orchestrator), monitoring.yaml, the kubectl plugin's archives (linux and darwin, amd64 and arm64) and krew manifest, SHA256SUMS.
 	@rm -rf $(RELEASE_OUT)
-	go run ./hack/release -version '$(VERSION)' -image '$(RELEASE_IMAGE)' -out $(RELEASE_OUT) -root $(ROOT)
+	go -C hack run ./release -version '$(VERSION)' -image '$(RELEASE_IMAGE)' -out $(RELEASE_OUT) -root $(ROOT)
 
 # The tools `make dev` runs; on a cold machine it builds only these.
 DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal
@@ -254,7 +304,7 @@ DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok tem
 dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller manager, scheduler, kwok's nodes, CRDs, samples, worker, starter.
 	hack/tools/install.sh $(DEV_TOOLS)
 	@mkdir -p $(OUT)
-	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
+	go -C hack build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./devstack
 	$(OUT)/devstack $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(DEVSTACK_FLAGS)
 
 # Flags of `make dev-cluster-2`, e.g. DEV2_FLAGS=-cluster=false for the bare
@@ -265,29 +315,32 @@ DEV2_FLAGS ?=
 dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal.
 	hack/tools/install.sh $(filter-out temporal,$(DEV_TOOLS))
 	@mkdir -p $(OUT)
-	go build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./hack/devstack
+	go -C hack build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./devstack
 	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
-# `go run ./test/bench -h`. By default the runs are added to BENCHMARKS.md.
+# `go -C test run ./bench -h`. By default the runs are added to BENCHMARKS.md.
 # TEMPORAL=postgres runs them on temporal-server + PostgreSQL instead of the
 # dev server (rows noted as such).
 BENCH_FLAGS ?= -record BENCHMARKS.md
 
 .PHONY: bench
-bench: tools ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in test/bench/results/latest.json.
+bench: ## Benchmark how fast pools follow a new class default (N=10,100,1000) against the API server's and Temporal's floors; results in test/bench/results/latest.json.
+	$(MAKE) --no-print-directory test-tools
 	@mkdir -p $(OUT)
-	go build -o $(OUT)/bench ./test/bench
+	go -C test build -o $(OUT)/bench ./bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) $(BENCH_FLAGS)
 
 .PHONY: bench-large
-bench-large: tools ## Benchmark N=1000 then N=10000 in one run (about 60 minutes on 2 cores, staged rollouts included): how the cost per switch and the memory per pool grow with the fleet.
+bench-large: ## Benchmark N=1000 then N=10000 in one run (about 60 minutes on 2 cores, staged rollouts included): how the cost per switch and the memory per pool grow with the fleet.
+	$(MAKE) --no-print-directory test-tools
 	@mkdir -p $(OUT)
-	go build -o $(OUT)/bench ./test/bench
+	go -C test build -o $(OUT)/bench ./bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) -sizes 1000,10000 -floor-tries 1 -out test/bench/results/large.json $(BENCH_FLAGS)
 
 .PHONY: bench-pods
-bench-pods: tools ## Benchmark N=1000 on the local cluster with two workers per pool: pods coming up, then a wave with them present.
+bench-pods: ## Benchmark N=1000 on the local cluster with two workers per pool: pods coming up, then a wave with them present.
+	$(MAKE) --no-print-directory test-tools
 	@mkdir -p $(OUT)
-	go build -o $(OUT)/bench ./test/bench
+	go -C test build -o $(OUT)/bench ./bench
 	$(OUT)/bench $(if $(TEMPORAL),-temporal $(TEMPORAL)) -sizes 1000 -cluster -pod-replicas 2 -floor-tries 1 -out test/bench/results/pods.json $(BENCH_FLAGS)

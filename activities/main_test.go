@@ -11,12 +11,12 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // The package's tests run on fakes, but for those that need a real
 // kube-apiserver (the worker's informer cache, field indexes and selectors
-// as the server has them): realKube starts one (test/testenv, no Temporal)
+// as the server has them): realKube starts one (internal/testenv, no Temporal)
 // on the first call, for the whole package, and TestMain stops it. The
 // tests that never call it need no server binaries.
 var apiServer struct {

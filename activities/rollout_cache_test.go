@@ -25,7 +25,7 @@ import (
 	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/rollout"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // The rollout's reads on a real kube-apiserver and a real informer cache

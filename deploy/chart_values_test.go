@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ate.dev/orchestrator/hack/release/pkg/helmchart"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

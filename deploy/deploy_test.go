@@ -21,7 +21,7 @@ import (
 	"testing"
 
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // The API server serves the kustomize tests; Temporal is not needed.

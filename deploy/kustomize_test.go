@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/worker"
 )
 

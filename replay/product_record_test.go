@@ -3,7 +3,7 @@
 package replay
 
 // The product, run in this process against the recorder's servers (see
-// test/producttest), and the helpers that export its histories.
+// internal/producttest), and the helpers that export its histories.
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"k8s.io/client-go/kubernetes"
 
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // product is the product under recording.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 
 	atev1alpha1 "ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // serverResources is the server's discovery of every group, as

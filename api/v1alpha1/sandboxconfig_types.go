@@ -142,7 +142,7 @@ type SandboxConfigList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&SandboxConfig{}, &SandboxConfigList{})
+	knownTypes = append(knownTypes, &SandboxConfig{}, &SandboxConfigList{})
 }
 
 // Class is the config's sandbox class: spec.sandboxClass, gvisor when unset

@@ -269,7 +269,7 @@ type WorkerPoolList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&WorkerPool{}, &WorkerPoolList{})
+	knownTypes = append(knownTypes, &WorkerPool{}, &WorkerPoolList{})
 }
 
 // ClassStatus returns the status entry of a class, or nil.

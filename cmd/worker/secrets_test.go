@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"ate.dev/orchestrator/test/secrettest"
+	"ate.dev/orchestrator/internal/secrettest"
 )
 
 func TestMain(m *testing.M) {

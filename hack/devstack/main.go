@@ -21,7 +21,7 @@
 // (docs/local-cluster.md).
 //
 // Every process dies with devstack even if it is killed (see
-// test/localstack/procs). Logs are in .state/logs/.
+// internal/localstack/procs). Logs are in .state/logs/.
 package main
 
 import (
@@ -43,10 +43,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/version"
-	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 type config struct {

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"ate.dev/orchestrator/internal/localstack/procs"
 	"ate.dev/orchestrator/internal/version"
-	"ate.dev/orchestrator/test/localstack/procs"
 )
 
 // program is one of the orchestrator's own binaries (worker, starter).

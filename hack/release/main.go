@@ -2,7 +2,7 @@
 // offline (`make release VERSION=v0.1.0`; hack/release/pkg/release says what it
 // writes):
 //
-//	go run ./hack/release -version v0.1.0 -image ghcr.io/ate-dev/ate-orchestrator -out _out/release
+//	go -C hack run ./release -version v0.1.0 -image ghcr.io/ate-dev/ate-orchestrator
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 
 	"ate.dev/orchestrator/hack/release/pkg/helmchart"
 	"ate.dev/orchestrator/hack/release/pkg/release"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 func main() {
@@ -29,8 +30,8 @@ func run() error {
 		version = flag.String("version", "", "the release's version: what the binaries print with --version and the image's tag (required)")
 		image   = flag.String("image", "ghcr.io/ate-dev/ate-orchestrator", "the image repository, without a tag; install.yaml pins IMAGE@sha256:<index digest>")
 		source  = flag.String("source", "https://github.com/ate-dev/ate-orchestrator", "the source repository's URL, for the image's org.opencontainers.image.source")
-		out     = flag.String("out", "_out/release", "the directory the artifacts go into")
-		root    = flag.String("root", ".", "the repository's root")
+		out     = flag.String("out", "", "the directory the artifacts go into (default ROOT/_out/release)")
+		root    = flag.String("root", "", "the repository's root (default: the directory of the product's go.mod at or above the working directory)")
 	)
 	flag.Parse()
 	if *version == "" {
@@ -39,9 +40,21 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
+	// The program runs in the hack module (`go -C hack run ./release`), so
+	// the repository's root is found, not assumed to be the working directory.
+	if *root == "" {
+		found, err := servers.RepoRoot()
+		if err != nil {
+			return fmt.Errorf("repository root: %w (or give -root)", err)
+		}
+		*root = found
+	}
 	rootDir, err := filepath.Abs(*root)
 	if err != nil {
 		return fmt.Errorf("repository root: %w", err)
+	}
+	if *out == "" {
+		*out = filepath.Join(rootDir, "_out", "release")
 	}
 	git, err := release.ReadGit(ctx, rootDir)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,4 +219,61 @@ func TestMakeDevBuildsOnlyItsTools(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"hack/tools/install.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal"}, installs, "make -n dev:\n%s", out)
+}
+
+// makeVar is a variable of the Makefile, as make expands it.
+func makeVar(t *testing.T, name string) []string {
+	t.Helper()
+	cmd := exec.Command("make", "--no-print-directory", "-s", "print-"+name)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make print-%s: %s", name, out)
+	return strings.Fields(string(out))
+}
+
+// A cold `make test` builds the servers and clients the tests run (the
+// Makefile's TEST_TOOLS says which test needs which), not the generators,
+// the linter or the vulnerability scanner only `make verify` needs: on a
+// fresh 2-core machine those are about a third of the tools' build time.
+// (`make -n test` itself would run its recursive make of test-postgres.)
+func TestMakeTestBuildsOnlyItsTools(t *testing.T) {
+	cmd := exec.Command("make", "-n", "test-tools")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make -n test-tools: %s", out)
+	require.Equal(t, "hack/tools/install.sh etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl", strings.TrimSpace(string(out)))
+	require.Equal(t, strings.Fields("etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl"), makeVar(t, "TEST_TOOLS"))
+
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^test: test-tools `, string(makefile), "make test builds its tools first")
+}
+
+// Every tool install.sh builds by default is installed by some target of
+// the Makefile, and every tool a target installs is one install.sh builds.
+func TestEveryToolHasItsCommand(t *testing.T) {
+	script, err := os.ReadFile("install.sh")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`set -- ((?:[^\n]*\\\n)*[^\n]*)`).FindSubmatch(script)
+	require.NotNil(t, m, "install.sh's default tool list")
+	all := strings.Fields(strings.ReplaceAll(string(m[1]), "\\", ""))
+	require.Len(t, all, 13)
+
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	var needed []string
+	for _, l := range regexp.MustCompile(`(?m)^\thack/tools/install\.sh ([^\n]+)$`).FindAllStringSubmatch(string(makefile), -1) {
+		for _, f := range strings.Fields(l[1]) {
+			switch v := regexp.MustCompile(`^\$\(([A-Z_]+)\)$`).FindStringSubmatch(f); {
+			case v != nil:
+				needed = append(needed, makeVar(t, v[1])...)
+			case strings.ContainsAny(f, "$()"):
+				// $(filter-out temporal,$(DEV_TOOLS)): a subset of a list above
+			default:
+				needed = append(needed, f)
+			}
+		}
+	}
+	slices.Sort(needed)
+	require.ElementsMatch(t, all, slices.Compact(needed))
 }

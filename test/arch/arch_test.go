@@ -1,14 +1,17 @@
-// Package arch pins the direction of the module's imports: every import
-// points down the layers of the design, from the commands to the API
-// types, so the folders show the architecture:
+// Package arch pins the direction of the repository's imports: every
+// import points down the layers of the design, from the commands to the
+// API types, so the folders show the architecture:
 //
-//	cmd (and the harnesses: replay, test, hack, bench, deploy)
+//	cmd (and the harnesses: replay, test, hack, deploy, and the test
+//	harness of internal/: testenv, localstack, producttest, secrettest)
 //	→ worker, starter (each process's wiring; neither imports the other)
 //	→ workflows → activities → internal → api
 //
-// and that internal/ is the product: every package under it is linked into
-// one of the binaries (commands), so tooling (the local stack, the release)
-// lives in test/ and hack/, which no product package imports.
+// that internal/ is the product: every package under it but the test
+// harness is linked into one of the binaries (commands), and no binary
+// links the harness or tooling (test/, hack/, deploy/); and, in
+// modules_test.go, where the Go modules draw the line between the product
+// and the workshop.
 package arch
 
 import (
@@ -17,12 +20,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 const module = "ate.dev/orchestrator"
@@ -40,7 +47,7 @@ type layer struct {
 
 // layers, top first.
 var layers = []layer{
-	{name: "commands and harnesses", roots: []string{"cmd", "replay", "test", "hack", "bench", "deploy"}},
+	{name: "commands and harnesses", roots: append([]string{"cmd", "replay", "test", "hack", "deploy"}, harness...)},
 	{name: "processes", roots: []string{"worker", "starter"}, exclusive: true},
 	{name: "workflows", roots: []string{"workflows"}},
 	{name: "activities", roots: []string{"activities"}},
@@ -49,13 +56,22 @@ var layers = []layer{
 }
 
 // product are the roots of the product's packages, what the binaries are
-// built from; tooling are the roots of the repository's tools and rigs
-// (the local stack, the release). No product package imports tooling, not
-// even a command, though the commands share its layer.
+// built from; harness are the product module's test harness (real servers
+// for the product's own integration tests, and the local stack `make dev`
+// runs), under internal/ but linked by no binary; tooling are the roots of
+// the workshop's modules (the tests, the release, the manifests' checks).
+// No product package imports tooling or the harness, not even a command,
+// though the commands share their layer; a product package's tests may
+// use the harness.
 var (
 	product = []string{"cmd", "worker", "starter", "workflows", "activities", "internal", "api"}
-	tooling = []string{"test", "hack"}
+	harness = []string{"internal/testenv", "internal/localstack", "internal/producttest", "internal/secrettest"}
+	tooling = []string{"test", "hack", "deploy"}
 )
+
+// isProduct reports whether a module-relative package path is the product's
+// own code: under a product root and not the harness.
+func isProduct(rel string) bool { return under(rel, product) && !under(rel, harness) }
 
 // under reports whether the module-relative package path rel is one of
 // roots or below one.
@@ -98,8 +114,10 @@ func violations(graph map[string][]string) []string {
 			}
 			to, toRoot := place(irel)
 			switch {
-			case under(rel, product) && under(irel, tooling):
-				out = append(out, fmt.Sprintf("%s imports %s: the product imports no tooling (test/, hack/)", rel, irel))
+			case isProduct(rel) && under(irel, tooling):
+				out = append(out, fmt.Sprintf("%s imports %s: the product imports no tooling (test/, hack/, deploy/)", rel, irel))
+			case isProduct(rel) && under(irel, harness):
+				out = append(out, fmt.Sprintf("%s imports %s: only tests use the test harness", rel, irel))
 			case to < 0:
 				out = append(out, fmt.Sprintf("%s imports %s, which is in no layer", rel, irel))
 			case to < from:
@@ -135,10 +153,14 @@ func TestViolations(t *testing.T) {
 		{"the worker up to a command", map[string][]string{pkg("worker/poolkeeper"): {pkg("cmd/worker")}}, 1},
 		{"the starter across to the worker", map[string][]string{pkg("starter"): {pkg("worker/poolkeeper")}}, 1},
 		{"a package in no layer", map[string][]string{pkg("misc"): {pkg("api/v1alpha1")}}, 1},
-		{"internal imports the local stack", map[string][]string{pkg("internal/kube"): {pkg("test/localstack/servers")}}, 1},
+		{"internal imports the local stack", map[string][]string{pkg("internal/kube"): {pkg("internal/localstack/servers")}}, 1},
 		{"the worker imports the release", map[string][]string{pkg("worker"): {pkg("hack/release/pkg/release")}}, 1},
-		{"a command imports a test harness", map[string][]string{pkg("cmd/starter"): {pkg("test/testenv")}}, 1},
-		{"tooling imports the product", map[string][]string{pkg("hack/devstack"): {pkg("test/localstack"), pkg("internal/version")}, pkg("test/localstack"): {pkg("internal/searchattr")}}, 0},
+		{"a command imports a test harness", map[string][]string{pkg("cmd/starter"): {pkg("internal/testenv")}}, 1},
+		{"tooling imports the product", map[string][]string{pkg("hack/devstack"): {pkg("internal/localstack"), pkg("internal/version")}, pkg("internal/localstack"): {pkg("internal/searchattr")}}, 0},
+		{"the harness imports the processes", map[string][]string{pkg("internal/producttest"): {pkg("worker"), pkg("starter")}}, 0},
+		{"a deploy check imports the harness", map[string][]string{pkg("deploy"): {pkg("internal/testenv"), pkg("hack/release/pkg/helmchart")}}, 0},
+		{"the worker imports a deploy generator", map[string][]string{pkg("worker"): {pkg("deploy/monitoring")}}, 1},
+		{"activities import the product harness", map[string][]string{pkg("activities"): {pkg("internal/producttest")}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Len(t, violations(tc.graph), tc.want, "%v", violations(tc.graph))
@@ -146,8 +168,8 @@ func TestViolations(t *testing.T) {
 	}
 }
 
-// TestImportsPointDown checks the module's own imports, with and without
-// the build tags of its test and bench builds, test files included.
+// TestImportsPointDown checks the imports of every module's packages, with
+// and without the build tags of the test builds, test files included.
 func TestImportsPointDown(t *testing.T) {
 	for _, tags := range []string{"", "crashtest,record"} {
 		t.Run("tags="+tags, func(t *testing.T) {
@@ -159,25 +181,36 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
-// imports runs go list over the module and returns each package's imports,
-// its tests' included. A test may also use the shared test harnesses
-// (test/testenv, test/secrettest: real servers, the secrets check), as the
-// API types' and the teardown's integration tests do, so its imports of
-// test/ are left out.
+// imports runs go list over every module and returns each package's
+// imports, its tests' included. A test may also use the shared test harness
+// (internal/testenv, internal/secrettest: real servers, the secrets check),
+// as the API types' and the activities' integration tests do, so its
+// imports of the harness are left out.
 func imports(tags string) (map[string][]string, error) {
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	root, err := servers.RepoRoot()
 	if err != nil {
-		return nil, fmt.Errorf("finding the module's root: %w", err)
+		return nil, fmt.Errorf("finding the repository's root: %w", err)
 	}
+	graph := map[string][]string{}
+	for _, m := range modules {
+		if err := addImports(graph, filepath.Join(root, m.dir), tags); err != nil {
+			return nil, fmt.Errorf("module %s: %w", m.path, err)
+		}
+	}
+	return graph, nil
+}
+
+// addImports adds the imports of the packages of the module in dir.
+func addImports(graph map[string][]string, dir, tags string) error {
 	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "-tags="+tags, "./...")
-	cmd.Dir = strings.TrimSpace(string(root))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list: %w\n%s", err, stderr.String())
+		return fmt.Errorf("go list: %w\n%s", err, stderr.String())
 	}
-	graph := map[string][]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p struct {
@@ -185,13 +218,13 @@ func imports(tags string) (map[string][]string, error) {
 			Imports, TestImports, XTestImports []string
 		}
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			return graph, nil
+			return nil
 		} else if err != nil {
-			return nil, fmt.Errorf("reading go list's output: %w", err)
+			return fmt.Errorf("reading go list's output: %w", err)
 		}
 		graph[p.ImportPath] = p.Imports
 		for _, imp := range append(p.TestImports, p.XTestImports...) {
-			if !strings.HasPrefix(imp, module+"/test/") {
+			if rel, ok := strings.CutPrefix(imp, module+"/"); !ok || !under(rel, harness) {
 				graph[p.ImportPath] = append(graph[p.ImportPath], imp)
 			}
 		}
@@ -205,7 +238,7 @@ func unlinked(internal []string, linked map[string]bool) []string {
 	var out []string
 	for _, rel := range internal {
 		if !linked[module+"/"+rel] {
-			out = append(out, fmt.Sprintf("%s is linked by no binary (%s): internal/ holds the product; move tooling to hack/ or test/", rel, strings.Join(binaries, ", ")))
+			out = append(out, fmt.Sprintf("%s is linked by no binary (%s): internal/ holds the product and its test harness; move tooling to hack/ or test/", rel, strings.Join(binaries, ", ")))
 		}
 	}
 	return out
@@ -227,7 +260,7 @@ func TestUnlinked(t *testing.T) {
 		want     int
 	}{
 		{"every package linked", []string{"internal/kube", "internal/kube/sub"}, 0},
-		{"the local stack in internal/", []string{"internal/kube", "internal/localstack", "internal/localstack/servers"}, 2},
+		{"a tool in internal/", []string{"internal/kube", "internal/releasetool", "internal/releasetool/chart"}, 2},
 		{"a parent linked, its child not", []string{"internal/kube", "internal/kube/tool"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,9 +269,9 @@ func TestUnlinked(t *testing.T) {
 	}
 }
 
-// TestInternalIsLinked checks that every package under internal/ is in the
-// dependency closure of at least one binary (go list -deps), and that the
-// closure holds no tooling: internal/ is the product.
+// TestInternalIsLinked checks that every package under internal/ but the
+// test harness is in the dependency closure of at least one binary (go list
+// -deps), and that the closure holds no harness: internal/ is the product.
 func TestInternalIsLinked(t *testing.T) {
 	root := moduleRoot(t)
 	internal := goList(t, root, "./internal/...")
@@ -247,14 +280,16 @@ func TestInternalIsLinked(t *testing.T) {
 	for _, p := range internal {
 		rel, ok := strings.CutPrefix(p, module+"/")
 		require.True(t, ok, "%s is outside the module", p)
-		rels = append(rels, rel)
+		if !under(rel, harness) {
+			rels = append(rels, rel)
+		}
 	}
 	deps := goList(t, root, append([]string{"-deps"}, prefixed("./", binaries)...)...)
 	linked := map[string]bool{}
 	for _, d := range deps {
 		linked[d] = true
-		if rel, ok := strings.CutPrefix(d, module+"/"); ok && under(rel, tooling) {
-			t.Errorf("a binary links %s: the product links no tooling (test/, hack/)", rel)
+		if rel, ok := strings.CutPrefix(d, module+"/"); ok && !isProduct(rel) {
+			t.Errorf("a binary links %s: the product links no harness or tooling", rel)
 		}
 	}
 	require.True(t, linked[module+"/internal/version"], "go list -deps of the binaries misses internal/version")
@@ -269,19 +304,22 @@ func prefixed(prefix string, ss []string) []string {
 	return out
 }
 
-// moduleRoot is the directory of the module's go.mod.
+// moduleRoot is the directory of the product module's go.mod, the
+// repository's root.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	require.NoError(t, err, "finding the module's root")
-	return strings.TrimSpace(string(out))
+	root, err := servers.RepoRoot()
+	require.NoError(t, err, "finding the repository's root")
+	return root
 }
 
-// goList runs go list in dir and returns the import paths it prints.
+// goList runs go list in dir, as its own module, and returns the import
+// paths it prints.
 func goList(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
 	cmd := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}}"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -32,9 +32,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
-	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 type config struct {

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/localstack/cluster"
+	"ate.dev/orchestrator/internal/localstack/cluster"
 )
 
 // podsDefault is the class default the wave with pods present moves to.

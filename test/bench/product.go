@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"ate.dev/orchestrator/test/localstack/procs"
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // buildProduct builds the product's worker and starter from ./cmd/worker

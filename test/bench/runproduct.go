@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // benchCluster is the name the bench gives its one cluster.

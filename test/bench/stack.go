@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/test/localstack"
+	"ate.dev/orchestrator/internal/localstack"
 )
 
 // stack is one run's servers, started by localstack as `make dev` starts

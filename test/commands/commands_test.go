@@ -23,12 +23,14 @@ import (
 // stamped is the version the test links in; nothing else sets it.
 const stamped = "v0.0.0-commands-test"
 
-// commands maps each binary's name to its package.
+// commands maps each binary's name to its package. They are built by
+// import path from this module, which requires the product's and the
+// hack module's (devstack is in the latter).
 var commands = map[string]string{
-	"worker":   "./cmd/worker",
-	"starter":  "./cmd/starter",
-	"teardown": "./cmd/teardown",
-	"devstack": "./hack/devstack",
+	"worker":   "ate.dev/orchestrator/cmd/worker",
+	"starter":  "ate.dev/orchestrator/cmd/starter",
+	"teardown": "ate.dev/orchestrator/cmd/teardown",
+	"devstack": "ate.dev/orchestrator/hack/devstack",
 }
 
 var bin string
@@ -46,7 +48,6 @@ func TestMain(m *testing.M) {
 			args = append(args, pkg)
 		}
 		cmd := exec.Command("go", args...)
-		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			os.Stderr.Write(out)
 			os.Stderr.WriteString("go build of the commands: " + err.Error() + "\n")

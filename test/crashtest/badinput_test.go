@@ -14,8 +14,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // closedBound bounds how long a workflow fed bad input may take to end.

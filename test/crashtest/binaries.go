@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // Binaries are the worker (built with -tags crashtest, so that

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 var (

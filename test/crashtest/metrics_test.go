@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // metered prepares a worker or a starter that serves /metrics as a

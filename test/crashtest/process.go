@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"ate.dev/orchestrator/internal/crashhook"
-	"ate.dev/orchestrator/test/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // Process is a worker or a starter run as a real subprocess, as in

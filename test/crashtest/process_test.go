@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // process is a worker or a starter of the crash tests (Process).

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
-	"ate.dev/orchestrator/test/testenv"
 	"ate.dev/orchestrator/worker"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // TestWorkerRestartedDuringTemporalOutage: a worker (re)started while the

@@ -16,7 +16,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/rollout"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // TestKillDuringAStepsWait (issue 47): a kill during a step's wait under the

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // Shape of the soak.
@@ -80,7 +80,7 @@ func TestChaosSoak(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	t.Logf("soak: seed %d, %s; replay with: go test ./test/crashtest -run 'TestChaosSoak$' -v -seed %d -soak %s",
+	t.Logf("soak: seed %d, %s; replay with: go -C test test ./crashtest -run 'TestChaosSoak$' -v -seed %d -soak %s",
 		seed, *soakFor, seed, *soakFor)
 	s := &soak{t: t, ctx: context.Background(), rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
 		prefix: "soak" + shortID(), ops: map[string]int{}}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // switchedFrom parses a "switched from X to Y" event.

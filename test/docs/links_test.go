@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // maxReadmeLines bounds README.md: it introduces, runs, installs and operates
@@ -21,19 +23,13 @@ import (
 // 400 lines).
 const maxReadmeLines = 420
 
-// repoRoot is the directory holding go.mod, above this package.
+// repoRoot is the repository's root: the directory of the product's
+// go.mod, above this package and the test module's own go.mod.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := servers.RepoRoot()
 	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's directory")
-		dir = parent
-	}
+	return root
 }
 
 // checkedFiles are the documents whose links are checked: the README, every

@@ -19,7 +19,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestAFailingStepShowsOnThePool: an admission policy refuses the protection

@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // temporalCLI runs the temporal binary as an operator types it.

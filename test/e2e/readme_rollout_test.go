@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // readmeRolloutHeading is the README section whose lines TestReadmeRollout

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // TestARollBackOffThePlanWritesNothing: a switch planned from a state the

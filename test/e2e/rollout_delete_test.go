@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/resolve"
-	"ate.dev/orchestrator/test/producttest"
 )
 
 // TestDeletingTheOldDefaultDuringARolloutKeepsItsPools: the pools are on

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestDrivingARollout (issue 46) drives a rollout by its request

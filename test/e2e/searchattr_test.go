@@ -20,9 +20,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/searchattr"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // TestMissingSearchAttributesKeepAProcessNotReady: in a Temporal namespace

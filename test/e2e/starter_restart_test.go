@@ -14,8 +14,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/starter"
-	"ate.dev/orchestrator/test/producttest"
 )
 
 // TestAStarterRestartedMidWaveLeavesItsSwitchesAlone: a starter starts a

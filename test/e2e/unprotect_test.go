@@ -17,9 +17,9 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/producttest"
 )
 
 // hostileUnprotect is a workflow of a type the product does not know, run

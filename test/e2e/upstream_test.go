@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestNoDefaultThenOneThenANewerOne (upstream's default cases): a pool of a

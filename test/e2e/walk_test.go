@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // TestWalk is spec 001's events example: an unpinned pool follows the class

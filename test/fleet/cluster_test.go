@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // cluster is one Kubernetes cluster of the fleet: an API server of its own

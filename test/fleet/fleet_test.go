@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/producttest"
 )
 
 // TestTwoClustersOnOneTemporal is issue 35's scenario: two clusters, the

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // TestMain runs cluster A's API server and the one Temporal server of the

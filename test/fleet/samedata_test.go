@@ -19,9 +19,9 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/producttest"
 )
 
 // TestSameEtcdDataUnderTwoNames: two clusters made from one etcd's data (a

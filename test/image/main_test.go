@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -1,5 +1,5 @@
 // Package install tests the orchestrator's install, re-apply, upgrade and
-// uninstall on the local cluster (test/localstack/cluster: a real
+// uninstall on the local cluster (internal/localstack/cluster: a real
 // kube-apiserver and etcd, kube-controller-manager, kube-scheduler and kwok's
 // nodes) with a real Temporal dev server, as a platform team runs them:
 //

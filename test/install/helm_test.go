@@ -25,8 +25,8 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/hack/release/pkg/helmchart"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // TestHelmUninstallKeepsPools installs the chart with its defaults as

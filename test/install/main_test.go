@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"ate.dev/orchestrator/test/localstack/servers"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // One stack for the package: the local cluster with no CRD installed (the

@@ -17,7 +17,7 @@ import (
 
 	"ate.dev/orchestrator/hack/release/pkg/helmchart"
 	"ate.dev/orchestrator/hack/release/pkg/release"
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // sources are the forms the orchestrator is installed from, each rendered

@@ -9,8 +9,8 @@ import (
 	"os"
 	"testing"
 
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/testenv"
 )
 
 // bins are the worker and the starter programs, built while the servers

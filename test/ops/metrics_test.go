@@ -24,11 +24,11 @@ import (
 	"ate.dev/orchestrator/deploy/monitoring"
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
 	"ate.dev/orchestrator/test/crashtest"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
 	"ate.dev/orchestrator/worker"
 )
 

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/localstack/servers"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // pageBound bounds each wait for a page to show what it should.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	atev1alpha1 "ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // The policy's parameters: the ConfigMap and its key of node keys.

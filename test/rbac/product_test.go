@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // TestProductRunsUnderItsRoles runs the product's end-to-end path with the

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/test/localstack/servers"
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/localstack/servers"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // The user-facing roles of deploy/rbac/users, by the built-in role they are

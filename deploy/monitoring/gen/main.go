@@ -1,8 +1,9 @@
 // Command gen writes deploy/monitoring's dashboard.json and alerts.yaml from
 // their sources (dashboard.json.tmpl, alerts.yaml.tmpl) for the default
 // cluster label, and the Helm chart's copies with the placeholder its
-// templates replace (deploy/chart/files/monitoring). `make monitoring` runs
-// it from the repository's root; deploy/monitoring's tests fail while a
+// templates replace (deploy/chart/files/monitoring), under the repository's
+// root (the product's go.mod above the working directory: `make monitoring`
+// runs it in the deploy module); deploy/monitoring's tests fail while a
 // written file differs from what it would write.
 package main
 
@@ -12,10 +13,15 @@ import (
 	"path/filepath"
 
 	"ate.dev/orchestrator/deploy/monitoring"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 func main() {
-	if err := run("."); err != nil {
+	root, err := servers.RepoRoot()
+	if err == nil {
+		err = run(root)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}

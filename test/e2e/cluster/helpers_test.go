@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/test/producttest"
+	"ate.dev/orchestrator/internal/producttest"
 )
 
 // classNodes are the fleet's nodes labelled for class.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"ate.dev/orchestrator/test/testenv"
+	"ate.dev/orchestrator/internal/testenv"
 )
 
 // One stack for the package, with the real cluster around the API server:

@@ -38,9 +38,12 @@ func LDFlags(version string) string {
 // BuildEnv is the environment of a release build for p: static binaries
 // (no cgo, so no libc in the image), and the baseline instruction sets, so
 // that a variable of the caller's environment cannot make the binaries need
-// a newer CPU than the platform promises.
+// a newer CPU than the platform promises. GOWORK=off builds the product as
+// its own module, with its own go.sum, whatever workspace the caller is in
+// (`make test` runs in one joining the workshop's modules).
 func BuildEnv(p Platform) []string {
 	return []string{
+		"GOWORK=off",
 		"CGO_ENABLED=0",
 		"GOOS=" + p.OS,
 		"GOARCH=" + p.Arch,

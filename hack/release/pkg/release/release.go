@@ -133,7 +133,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Artifacts = append(res.Artifacts, archive)
 
-	ca, err := ListModule(ctx, cfg.Root, CABundleModule)
+	// The bundle is linked into this program, which the hack module builds:
+	// its version and sum are that module's, not the product's.
+	ca, err := ListModule(ctx, filepath.Join(cfg.Root, "hack"), CABundleModule)
 	if err != nil {
 		return nil, fmt.Errorf("the CA roots' module: %w", err)
 	}

@@ -130,6 +130,7 @@ func TestLDFlagsAndBuildArgs(t *testing.T) {
 		"-ldflags=-s -w -X ate.dev/orchestrator/internal/version.Version=v0.1.0", "-o", "/out/",
 		"./cmd/worker", "./cmd/starter", "./cmd/teardown"}, args)
 	require.Contains(t, BuildEnv(Platform{"linux", "arm64"}), "CGO_ENABLED=0")
+	require.Contains(t, BuildEnv(Platform{"linux", "arm64"}), "GOWORK=off", "the product ships built as its own module")
 	require.Contains(t, BuildEnv(Platform{"linux", "arm64"}), "GOARCH=arm64")
 }
 

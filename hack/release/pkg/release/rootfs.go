@@ -111,6 +111,7 @@ func CABundle() []byte {
 func ListModule(ctx context.Context, root, path string) (debug.Module, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-json", path)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK=off") // root's own module, not a workspace's
 	out, err := cmd.Output()
 	if err != nil {
 		return debug.Module{}, fmt.Errorf("go list -m %s: %w", path, err)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"ate.dev/orchestrator/test/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // KubeConfig configures a Kubernetes control plane.

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/cluster"
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/wfapi"
-	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/cluster"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // The Temporal stacks a test package can run on (Options.TemporalStack,

@@ -1,5 +1,5 @@
 // Package producttest runs the product (the worker and the starter, in this
-// process) against the real servers of test/testenv, and offers what
+// process) against the real servers of internal/testenv, and offers what
 // tests need to drive it as a user does: fixtures, polls with deadlines for
 // the states a pool goes through, its events and its release workflows, and
 // a Gate that holds an activity at an exact point of a workflow. The e2e
@@ -36,10 +36,10 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/tracing"
 	"ate.dev/orchestrator/internal/wfapi"
 	"ate.dev/orchestrator/starter"
-	"ate.dev/orchestrator/test/testenv"
 	ateworker "ate.dev/orchestrator/worker"
 )
 

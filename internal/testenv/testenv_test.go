@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	atev1alpha1 "ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/searchattr"
-	"ate.dev/orchestrator/test/localstack/servers"
 )
 
 // The self-test persists Temporal's state so it can test restarts.

@@ -52,7 +52,7 @@ func WriteLauncher(dir, name, target string) (string, error) {
 		return "", fmt.Errorf("finding this executable to re-execute as launcher of %s: %w", name, err)
 	}
 	script := fmt.Sprintf(`#!/bin/sh
-# Written by ate.dev/orchestrator/test/localstack/procs for process %d:
+# Written by ate.dev/orchestrator/internal/localstack/procs for process %d:
 # re-executes that program, which sets the parent-death signal and then
 # execs the target, so %s dies with process %d.
 echo $$ > %s

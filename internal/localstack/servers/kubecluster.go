@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"ate.dev/orchestrator/test/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // ServiceAccountSigningKeyFile is the private key the API server signs

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"ate.dev/orchestrator/test/localstack"
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // Crash and restart controls. Each server comes back on the same address

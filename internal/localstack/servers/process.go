@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"ate.dev/orchestrator/test/localstack/procs"
+	"ate.dev/orchestrator/internal/localstack/procs"
 )
 
 // process is a server's process, its output appended to logFile (empty:

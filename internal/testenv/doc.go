@@ -15,7 +15,7 @@
 //		_, _ = env.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: tq}, wf)
 //	}
 //
-// The servers are the local stack of package test/localstack, built as
+// The servers are the local stack of package internal/localstack, built as
 // the bench and `make dev` build it.
 //
 // Binaries come from the repository's bin/ (built by `make tools`): etcd and

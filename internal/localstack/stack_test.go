@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // fake is a component that logs what the stack asks of it.

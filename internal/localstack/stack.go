@@ -1,7 +1,7 @@
 // Package localstack assembles the local stack the orchestrator runs on:
 // etcd and kube-apiserver with the CRDs installed, and a Temporal server
 // (the temporal CLI's dev server, or temporal-server on PostgreSQL). It is
-// the one builder of that stack: the tests (test/testenv), the bench
+// the one builder of that stack: the tests (internal/testenv), the bench
 // (test/bench) and `make dev` (hack/devstack) each say what they want of it
 // in Options and get the same servers, started the same way.
 //
@@ -19,8 +19,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"ate.dev/orchestrator/test/localstack/cluster"
-	"ate.dev/orchestrator/test/localstack/servers"
+	"ate.dev/orchestrator/internal/localstack/cluster"
+	"ate.dev/orchestrator/internal/localstack/servers"
 )
 
 // Flavour is the Temporal server a stack runs.
