@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 )
 
 // ReportingController names this product in the events it records.
@@ -22,7 +22,7 @@ const ReportingController = "ate.dev/orchestrator"
 // RecordEvent creates an events.k8s.io/v1 Event regarding a pool. Its name is
 // derived from the pool's UID and the key, so a retry after a crash finds it
 // already there.
-func (a *Activities) RecordEvent(ctx context.Context, in poolevents.Event) error {
+func (a *Activities) RecordEvent(ctx context.Context, in events.PoolEvent) error {
 	if err := validatePool(in.Pool); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (a *Activities) RecordEvent(ctx context.Context, in poolevents.Event) error
 	}
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      poolevents.Name(in.Pool, in.Key),
+			Name:      events.Name(in.Pool, in.Key),
 			Namespace: in.Pool.Namespace,
 		},
 		EventTime:           metav1.NowMicro(),

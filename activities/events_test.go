@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -22,8 +22,8 @@ import (
 // ever; any other refusal is an error, retried. (test/e2e's
 // TestASwitchWhoseEventHasNoNamespaceEnds runs it against an API server.)
 func TestRecordEventWithNoNamespace(t *testing.T) {
-	events := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
-	terminating := apierrors.NewForbidden(events, "e", nil)
+	resource := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	terminating := apierrors.NewForbidden(resource, "e", nil)
 	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated"}}
 	tests := []struct {
 		name    string
@@ -31,10 +31,10 @@ func TestRecordEventWithNoNamespace(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "recorded"},
-		{name: "recorded already", err: apierrors.NewAlreadyExists(events, "e")},
+		{name: "recorded already", err: apierrors.NewAlreadyExists(resource, "e")},
 		{name: "namespace being deleted", err: terminating},
 		{name: "namespace gone", err: apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")},
-		{name: "forbidden by RBAC: retried", err: apierrors.NewForbidden(events, "e", nil), wantErr: true},
+		{name: "forbidden by RBAC: retried", err: apierrors.NewForbidden(resource, "e", nil), wantErr: true},
 		{name: "API server unavailable: retried", err: apierrors.NewServiceUnavailable("down"), wantErr: true},
 	}
 	for _, tt := range tests {
@@ -44,7 +44,7 @@ func TestRecordEventWithNoNamespace(t *testing.T) {
 				return tt.err != nil, nil, tt.err
 			})
 			a := &Activities{Clientset: cs}
-			err := a.RecordEvent(context.Background(), poolevents.Event{
+			err := a.RecordEvent(context.Background(), events.PoolEvent{
 				Pool: wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Type: corev1.EventTypeNormal,
 				Reason: "SandboxConfigSwitched", Key: "switch/run-1", Note: "n",
 			})

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -110,8 +110,8 @@ func StepFailureMessage(step string, err error) string {
 
 // StepFailureWarning is the Warning of one distinct error of a step of one
 // switch run: a retry, even after a worker crash, names the same event.
-func StepFailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, step, message, runID string) poolevents.Event {
-	return poolevents.Event{
+func StepFailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, step, message, runID string) events.PoolEvent {
+	return events.PoolEvent{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonSwitchStepFailing, Action: step,
 		Note: fmt.Sprintf("sandbox class %q: %s", class, message),
 		Key:  fmt.Sprintf("step-failure/%s/%s/%s/%s", runID, class, step, message),

@@ -14,7 +14,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -722,7 +722,7 @@ func checkStepInputs(t testing.TB, exec Execution, h *historypb.History, in wfap
 				moved = true
 			}
 		case "RecordEvent":
-			ev := stepInput[poolevents.Event](t, c, r)
+			ev := stepInput[events.PoolEvent](t, c, r)
 			require.Equal(t, in.Pool, ev.Pool, "the event regards the pool")
 			if moved {
 				require.Equal(t, corev1.EventTypeNormal, ev.Type, "the event of a confirm")

@@ -13,7 +13,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -96,8 +96,8 @@ func TestSwitchRollsBackARefusedConfirm(t *testing.T) {
 		return in.Claimed && in.Reason == v1alpha1.ReasonSandboxConfigNotProtected &&
 			in.Message == `SandboxConfig "new" does not carry the finalizer; keeping "old"`
 	})).Return(rolledBackNow(), nil)
-	var event poolevents.Event
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
+	var event events.PoolEvent
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in events.PoolEvent) error {
 		event = in
 		return nil
 	})

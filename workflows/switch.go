@@ -11,7 +11,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/searchattr"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -351,7 +351,7 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 	// The Warning of this appearance of the failure: the pool keeper
 	// reports the same one under the same name, so it is recorded once.
 	if w.FailingSince != nil {
-		ev := poolevents.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
+		ev := events.FailureWarning(in.Pool, in.Class, check.Reason, message, *w.FailingSince)
 		if err := step(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 			return nil, err
 		}
@@ -364,7 +364,7 @@ func rollBack(ctx workflow.Context, in wfapi.SwitchInput, check activities.Targe
 // appearance of the failure, so recorded once; no write.
 func rolledBackEarlier(ctx workflow.Context, in wfapi.SwitchInput, earlier *activities.EarlierRollBack) (*wfapi.SwitchResult, error) {
 	if earlier.Reason != "" && earlier.FailingSince != nil {
-		ev := poolevents.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
+		ev := events.FailureWarning(in.Pool, in.Class, earlier.Reason, earlier.Message, *earlier.FailingSince)
 		if err := step(ctx, act.RecordEvent, ev).Get(ctx, nil); err != nil {
 			return nil, err
 		}
@@ -412,7 +412,7 @@ func switched(ctx workflow.Context, in wfapi.SwitchInput, w *activities.PoolWrit
 	}
 	// The key is this switch's run: a retried event activity, even after a
 	// worker crash, creates the same event name and so records it once.
-	err := step(ctx, act.RecordEvent, poolevents.Event{
+	err := step(ctx, act.RecordEvent, events.PoolEvent{
 		Pool: in.Pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 		Action: "Switch", Note: note, Key: "switch/" + workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}).Get(ctx, nil)

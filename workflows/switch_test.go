@@ -18,7 +18,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -192,8 +192,8 @@ func TestSwitchRunsItsActivitiesInOrder(t *testing.T) {
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Message == tt.note && in.Config == "new"
 			})).Return(rolledBackNow(), nil)
-			var event poolevents.Event
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
+			var event events.PoolEvent
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in events.PoolEvent) error {
 				event = in
 				return nil
 			})
@@ -218,7 +218,7 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
-	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
+	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in events.PoolEvent) bool {
 		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
 	executeSwitch(env, in)
@@ -319,7 +319,7 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 			env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: true}, nil)
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: tt.outcome}, nil)
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in poolevents.Event) bool {
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in events.PoolEvent) bool {
 				return in.Reason == "SandboxConfigSwitched"
 			})).Return(nil).Maybe()
 			executeSwitch(env, switchIn)
@@ -404,8 +404,8 @@ func TestSwitch(t *testing.T) {
 			env.OnActivity(act.RollBack, mock.Anything, mock.MatchedBy(func(in activities.SettleInput) bool {
 				return in.Claimed
 			})).Return(&tt.rolled, nil)
-			var event poolevents.Event
-			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in poolevents.Event) error {
+			var event events.PoolEvent
+			env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in events.PoolEvent) error {
 				event = in
 				return nil
 			})

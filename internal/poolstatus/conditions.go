@@ -139,7 +139,7 @@ func SetPoolCondition(status *v1alpha1.WorkerPoolStatus, c metav1.Condition) boo
 // A transition's lastTransitionTime is always a later second than the one
 // before it, even when the condition flaps within a second: the time names
 // the appearance of a failure, which its Warning is keyed by (see
-// poolevents.FailureWarning and the pool keeper's Deployment warnings), and
+// events.FailureWarning and the pool keeper's Deployment warnings), and
 // the API server keeps whole seconds.
 //
 // For a condition whose failures are reported by a Warning (see

@@ -140,7 +140,7 @@ func TestViolations(t *testing.T) {
 		{"down the layers", map[string][]string{
 			pkg("cmd/worker"):        {pkg("worker"), pkg("internal/options")},
 			pkg("worker"):            {pkg("worker/poolkeeper"), pkg("workflows"), pkg("activities"), pkg("internal/kube")},
-			pkg("worker/poolkeeper"): {pkg("internal/poolevents"), "k8s.io/api/core/v1"},
+			pkg("worker/poolkeeper"): {pkg("internal/events"), "k8s.io/api/core/v1"},
 			pkg("workflows"):         {pkg("activities"), pkg("internal/wfapi")},
 			pkg("internal/wfapi"):    {pkg("internal/resolve"), pkg("api/v1alpha1")},
 			pkg("replay"):            {pkg("worker"), pkg("workflows")},

@@ -9,7 +9,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
 )
 
@@ -47,7 +47,7 @@ func (a *noopActivities) Confirm(context.Context, activities.SettleInput) (*acti
 	return &activities.PoolWrite{Outcome: activities.Written, ResourceVersion: a.resourceVersion()}, nil
 }
 
-func (a *noopActivities) RecordEvent(_ context.Context, in poolevents.Event) error {
+func (a *noopActivities) RecordEvent(_ context.Context, in events.PoolEvent) error {
 	if t := a.events.Load(); t != nil {
 		t.mark(in.Pool.Namespace + "/" + in.Pool.Name)
 	}

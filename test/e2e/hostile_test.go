@@ -21,7 +21,7 @@ import (
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -34,7 +34,7 @@ type attackInput struct {
 	TaskQueue string
 	Claim     activities.ClaimInput
 	Confirm   activities.SettleInput
-	Event     poolevents.Event
+	Event     events.PoolEvent
 }
 
 // attack is a workflow of another type than the product's, run by a worker
@@ -98,7 +98,7 @@ func TestActivitiesHoldTheirOwnInvariants(t *testing.T) {
 		TaskQueue: p.TaskQueue,
 		Claim:     activities.ClaimInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare"},
 		Confirm:   activities.SettleInput{Pool: ref, Class: v1alpha1.SandboxClassGVisor, Config: "bare", Generation: wp.Generation},
-		Event: poolevents.Event{Pool: wfapi.PoolRef{Namespace: ns, Name: "other", UID: string(other.UID)},
+		Event: events.PoolEvent{Pool: wfapi.PoolRef{Namespace: ns, Name: "other", UID: string(other.UID)},
 			Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched, Action: "Switch",
 			Note: `sandbox class "gvisor" switched from SandboxConfig "first" to "bare"`, Key: "attack"},
 	})

@@ -22,8 +22,8 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/deploy/monitoring"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/metrics"
-	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
@@ -140,7 +140,7 @@ func TestMonitoringMatchesWhatTheProcessesExport(t *testing.T) {
 	require.NoError(t, mw.Start())
 	t.Cleanup(mw.Stop)
 	misdirected, err := p.TemporalClient().ExecuteWorkflow(ctx, tclient.StartWorkflowOptions{ID: p.Cluster().SwitchWorkflowID(ns, "misdirected"), TaskQueue: queue},
-		"MisdirectedEvent", p.TaskQueue, poolevents.Event{Pool: ref, Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+		"MisdirectedEvent", p.TaskQueue, events.PoolEvent{Pool: ref, Type: "Normal", Reason: v1alpha1.EventReasonSandboxConfigSwitched,
 			Action: "Switch", Note: "not from a switch", Key: "misdirected"})
 	require.NoError(t, err)
 	require.Error(t, misdirected.Get(ctx, nil), "RecordEvent for a pool the caller's ID does not name")
@@ -397,7 +397,7 @@ func labelValue(m *dto.Metric, name string) string {
 
 // misdirectedEvent schedules the product's RecordEvent activity once, on the
 // product's task queue, from a workflow whose ID names no switch.
-func misdirectedEvent(ctx workflow.Context, productQueue string, ev poolevents.Event) error {
+func misdirectedEvent(ctx workflow.Context, productQueue string, ev events.PoolEvent) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: productQueue, StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},

@@ -14,7 +14,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -131,21 +131,21 @@ func invalidAtGeneration(pool *v1alpha1.WorkerPool) *metav1.Condition {
 
 // deploymentWarning is the Warning of one appearance of a Deployment
 // failure: the DeploymentApplied condition False with this reason and
-// message since its lastTransitionTime. Like poolevents.FailureWarning, a
+// message since its lastTransitionTime. Like events.FailureWarning, a
 // failure that clears and comes back is a new appearance and is reported
 // again, and a changed reason or message (a new transition time too, so
 // also when it changes back) is a new event; the same one,
 // seen again by any pass or after a crash, is recorded once.
-func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) poolevents.Event {
-	return poolevents.Event{
+func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) events.PoolEvent {
+	return events.PoolEvent{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: c.Reason, Action: "Apply", Note: c.Message,
 		Key: fmt.Sprintf("deployment/%s/%s/%s", c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339)),
 	}
 }
 
 // record records ev unless this process already did.
-func (r *Reconciler) record(ctx context.Context, ev poolevents.Event) error {
-	name := poolevents.Name(ev.Pool, ev.Key)
+func (r *Reconciler) record(ctx context.Context, ev events.PoolEvent) error {
+	name := events.Name(ev.Pool, ev.Key)
 	if r.reported.has(name) {
 		return nil
 	}

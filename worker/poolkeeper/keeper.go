@@ -42,7 +42,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/deployment"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/poolstatus"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
@@ -57,7 +57,7 @@ import (
 
 // EventRecorder records an event regarding a pool, once per key.
 type EventRecorder interface {
-	RecordEvent(ctx context.Context, in poolevents.Event) error
+	RecordEvent(ctx context.Context, in events.PoolEvent) error
 }
 
 // Reconciler keeps pools' Deployments and plain status.
@@ -160,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reportFailures records the Warning of every failure the pool's status
-// shows, once per appearance (poolevents.FailureWarning): derived from the
+// shows, once per appearance (events.FailureWarning): derived from the
 // status, not from what this pass changed, so a worker killed between a
 // status write and its event records the event on its next look, and a
 // failure a switch's roll back wrote is the same event as the one it
@@ -173,7 +173,7 @@ func (r *Reconciler) reportFailures(ctx context.Context, pool *v1alpha1.WorkerPo
 		if c == nil || c.Status != metav1.ConditionFalse {
 			continue
 		}
-		if err := r.record(ctx, poolevents.FailureWarning(ref, st.Name, c.Reason, c.Message, c.LastTransitionTime)); err != nil {
+		if err := r.record(ctx, events.FailureWarning(ref, st.Name, c.Reason, c.Message, c.LastTransitionTime)); err != nil {
 			return err
 		}
 	}

@@ -22,15 +22,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/internal/poolevents"
 )
 
 const gvisor = v1alpha1.SandboxClassGVisor
 
 type recorder struct{ keys []string }
 
-func (r *recorder) RecordEvent(_ context.Context, in poolevents.Event) error {
+func (r *recorder) RecordEvent(_ context.Context, in events.PoolEvent) error {
 	r.keys = append(r.keys, in.Reason+": "+in.Note)
 	return nil
 }

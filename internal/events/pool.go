@@ -1,10 +1,11 @@
-// Package poolevents is what the Events the product records about a
-// WorkerPool are made of, shared by the activities (the RecordEvent
-// activity, whose input this is) and the worker's pool keeper, which records
-// the Warnings of failures a pool's status shows: both must give the same
-// occurrence the same name, so that it is recorded once whoever sees it
-// first. It sits below both so the keeper need not import the activities.
-package poolevents
+// Package events is the one home of the events.k8s.io/v1 Events the
+// product records. Its pool events are shared by the activities (the
+// RecordEvent activity, whose input PoolEvent is) and the worker's pool
+// keeper, which records the Warnings of failures a pool's status shows:
+// both must give the same occurrence the same name, so that it is recorded
+// once whoever sees it first. It sits below both so the keeper need not
+// import the activities.
+package events
 
 import (
 	"crypto/sha256"
@@ -19,8 +20,9 @@ import (
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
-// Event is one event about a WorkerPool.
-type Event struct {
+// PoolEvent is one event about a WorkerPool: the input of the RecordEvent
+// activity, so its JSON shape is part of the workflows' history.
+type PoolEvent struct {
 	Pool wfapi.PoolRef `json:"pool"`
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type   string `json:"type"`
@@ -41,8 +43,8 @@ type Event struct {
 // new transition time) and is reported again; the same appearance, reported
 // by a switch's roll back, by the pool reconciler, or by either after a
 // crash, is the same event, recorded once.
-func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) Event {
-	return Event{
+func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, message string, since metav1.Time) PoolEvent {
+	return PoolEvent{
 		Pool: pool, Type: corev1.EventTypeWarning, Reason: reason, Action: "Resolve", Note: message,
 		Key: fmt.Sprintf("failure/%s/%s/%s/%s", class, reason, message, since.UTC().Format(time.RFC3339)),
 	}

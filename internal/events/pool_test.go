@@ -1,4 +1,4 @@
-package poolevents
+package events
 
 import (
 	"strings"
