@@ -37,7 +37,7 @@ func (a *Activities) RecordEvent(ctx context.Context, in events.PoolEvent) error
 	}
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      events.Name(in.Pool, in.Key),
+			Name:      in.Event().Name(),
 			Namespace: in.Pool.Namespace,
 		},
 		EventTime:           metav1.NowMicro(),

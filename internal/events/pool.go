@@ -1,15 +1,6 @@
-// Package events is the one home of the events.k8s.io/v1 Events the
-// product records. Its pool events are shared by the activities (the
-// RecordEvent activity, whose input PoolEvent is) and the worker's pool
-// keeper, which records the Warnings of failures a pool's status shows:
-// both must give the same occurrence the same name, so that it is recorded
-// once whoever sees it first. It sits below both so the keeper need not
-// import the activities.
 package events
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -50,12 +41,8 @@ func FailureWarning(pool wfapi.PoolRef, class v1alpha1.SandboxClass, reason, mes
 	}
 }
 
-// Name is the deterministic name of the event with this key.
-func Name(pool wfapi.PoolRef, key string) string {
-	sum := sha256.Sum256([]byte(pool.UID + "\x00" + key))
-	prefix := pool.Name
-	if len(prefix) > 200 {
-		prefix = prefix[:200]
-	}
-	return prefix + "." + hex.EncodeToString(sum[:8])
+// Event is the event p records: about the pool's incarnation, named by
+// its key.
+func (p PoolEvent) Event() Event {
+	return Event{Regarding: Pool(p.Pool), Key: p.Key, Type: p.Type, Reason: p.Reason, Action: p.Action, Note: p.Note}
 }

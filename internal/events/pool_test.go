@@ -1,11 +1,11 @@
 package events
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -19,8 +19,7 @@ func TestFailureWarningIsPerAppearance(t *testing.T) {
 	pool := wfapi.PoolRef{Namespace: "ns", Name: "p", UID: "uid-1"}
 	since := metav1.NewTime(time.Unix(100, 0))
 	name := func(pool wfapi.PoolRef, since metav1.Time, message string) string {
-		ev := FailureWarning(pool, v1alpha1.SandboxClassGVisor, "SandboxConfigNotFound", message, since)
-		return Name(ev.Pool, ev.Key)
+		return FailureWarning(pool, v1alpha1.SandboxClassGVisor, v1alpha1.ReasonSandboxConfigNotFound, message, since).Event().Name()
 	}
 	first := name(pool, since, "gone")
 	for _, tc := range []struct {
@@ -39,11 +38,14 @@ func TestFailureWarningIsPerAppearance(t *testing.T) {
 	}
 }
 
-// TestNameFitsAnObjectName: the pool's name is cut so the event's name
-// stays a valid object name.
-func TestNameFitsAnObjectName(t *testing.T) {
-	long := strings.Repeat("p", 253)
-	n := Name(wfapi.PoolRef{Name: long, UID: "u"}, "k")
-	require.LessOrEqual(t, len(n), 253)
-	require.True(t, strings.HasPrefix(n, strings.Repeat("p", 200)+"."))
+// TestPoolEventIsAboutThePool: a pool event is recorded about the pool's
+// incarnation, in its namespace, with its words as they are.
+func TestPoolEventIsAboutThePool(t *testing.T) {
+	pool := wfapi.PoolRef{Namespace: "ns", Name: "p", UID: "uid-1"}
+	ev := PoolEvent{Pool: pool, Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched,
+		Action: "Switch", Note: "n", Key: "switch/run-1"}.Event()
+	require.Equal(t, Event{Regarding: corev1.ObjectReference{APIVersion: "ate.dev/v1alpha1", Kind: "WorkerPool", Namespace: "ns", Name: "p", UID: "uid-1"},
+		Key: "switch/run-1", Type: corev1.EventTypeNormal, Reason: v1alpha1.EventReasonSandboxConfigSwitched, Action: "Switch", Note: "n"}, ev)
+	require.Equal(t, "ns", ev.Namespace())
+	require.Equal(t, "p.321d2615b896b4bc", ev.Name())
 }

@@ -145,7 +145,7 @@ func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) events.PoolEvent
 
 // record records ev unless this process already did.
 func (r *Reconciler) record(ctx context.Context, ev events.PoolEvent) error {
-	name := events.Name(ev.Pool, ev.Key)
+	name := ev.Event().Name()
 	if r.reported.has(name) {
 		return nil
 	}

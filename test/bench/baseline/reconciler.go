@@ -191,7 +191,7 @@ func (r *Reconciler) settle(ctx context.Context, pool *v1alpha1.WorkerPool, clas
 func SwitchEvent(pool *v1alpha1.WorkerPool, key, controller, reason, note string) *eventsv1.Event {
 	ref := wfapi.PoolRef{Namespace: pool.Namespace, Name: pool.Name, UID: string(pool.UID)}
 	return &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: events.Name(ref, key), Namespace: pool.Namespace},
+		ObjectMeta:          metav1.ObjectMeta{Name: events.Name(events.Pool(ref), key), Namespace: pool.Namespace},
 		EventTime:           metav1.NowMicro(),
 		ReportingController: controller,
 		ReportingInstance:   "bench",
