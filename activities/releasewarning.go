@@ -2,18 +2,15 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
 	"ate.dev/orchestrator/internal/rollout"
@@ -49,9 +46,12 @@ func DeletingWarningNote(config string, class v1alpha1.SandboxClass, w RolloutWa
 // creates the same event, which exists already; the next step, or another
 // rollout, is a new Warning.
 func DeletingWarningName(config, uid string, w RolloutWait) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s/deleting/rollout/%s/%d", uid, w.Rolling, w.Step))
-	return config + "." + hex.EncodeToString(sum[:8])
+	return events.Name(events.Config(config, types.UID(uid)), w.key())
 }
+
+// key is the occurrence of the Warning: this step of this rollout (the
+// config's incarnation is the event's object).
+func (w RolloutWait) key() string { return fmt.Sprintf("deleting/rollout/%s/%d", w.Rolling, w.Step) }
 
 // rolloutWait tells, from the worker's cache, whether the users of a
 // config in deletion (pools, the cache's own objects) are held by a
@@ -119,21 +119,13 @@ func (a *Activities) warnDeletingWaits(ctx context.Context, config string, pools
 	if w == nil || a.Clientset == nil {
 		return
 	}
-	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: DeletingWarningName(config, string(c.UID), *w), Namespace: metav1.NamespaceDefault},
-		EventTime:           metav1.NowMicro(),
-		ReportingController: ReportingController,
-		ReportingInstance:   a.Instance,
-		Action:              "Release",
-		Reason:              v1alpha1.ReasonSandboxConfigDeleting,
-		Note:                truncate(DeletingWarningNote(config, c.Class(), *w), 1024),
-		Type:                corev1.EventTypeWarning,
-		Regarding: corev1.ObjectReference{
-			APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxConfig", Name: config, UID: c.UID,
-		},
+	ev := events.Event{
+		Regarding: events.Config(config, c.UID), Key: w.key(),
+		Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonSandboxConfigDeleting, Action: "Release",
+		Note: DeletingWarningNote(config, c.Class(), *w),
 	}
-	if _, err := a.Clientset.EventsV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := a.recorder().Record(ctx, ev); err != nil {
 		a.logger(ctx).Warn("could not record the Warning of a SandboxConfig in deletion that waits for a rollout; the next look records it",
-			"config", config, "rolling", w.Rolling, "step", w.Step, "event", ev.Name, "error", err.Error())
+			"config", config, "rolling", w.Rolling, "step", w.Step, "event", ev.Name(), "error", err.Error())
 	}
 }

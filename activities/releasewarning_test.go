@@ -135,4 +135,6 @@ func TestDeletingWarningNoteAndName(t *testing.T) {
 		"the count is not part of the name: one Warning per step")
 	require.NotEqual(t, DeletingWarningName("v1", "u", one), DeletingWarningName("v1", "u", RolloutWait{Rolling: "v2", Step: 2, Pools: 1}))
 	require.NotEqual(t, DeletingWarningName("v1", "u", one), DeletingWarningName("v1", "u2", one), "another incarnation")
+	require.Equal(t, "old.516e0c9c582e70d4", DeletingWarningName("old", "uid-c", RolloutWait{Rolling: "new", Step: 2}),
+		"the released name (internal/events pins the spelling)")
 }

@@ -2,8 +2,6 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,14 +11,13 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/internal/resolve"
@@ -830,10 +827,6 @@ type RolloutEventInput struct {
 	Note   string `json:"note"`
 }
 
-// EventReasonRolloutHalted is v1alpha1.EventReasonRolloutHalted; the
-// rollout's event reasons live beside the API's other names.
-const EventReasonRolloutHalted = v1alpha1.EventReasonRolloutHalted
-
 // RecordRolloutEvent records an events.k8s.io/v1 Event regarding a
 // SandboxConfig, in the default namespace (a cluster-scoped object's
 // events live there, where `kubectl describe sandboxconfig` finds them).
@@ -852,25 +845,10 @@ func (a *Activities) RecordRolloutEvent(ctx context.Context, in RolloutEventInpu
 		}
 		uid = string(c.UID)
 	}
-	sum := sha256.Sum256([]byte(uid + "/" + in.Key))
-	ev := &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: in.Config + "." + hex.EncodeToString(sum[:8]), Namespace: metav1.NamespaceDefault},
-		EventTime:           metav1.NowMicro(),
-		ReportingController: ReportingController,
-		ReportingInstance:   a.Instance,
-		Action:              "Rollout",
-		Reason:              in.Reason,
-		Note:                truncate(in.Note, 1024),
-		Type:                in.Type,
-		Regarding: corev1.ObjectReference{
-			APIVersion: v1alpha1.GroupVersion.String(), Kind: "SandboxConfig", Name: in.Config, UID: types.UID(uid),
-		},
-	}
-	_, err := a.Clientset.EventsV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("recording %s event on SandboxConfig %q: %w", in.Reason, in.Config, err)
-	}
-	return nil
+	return a.recorder().Record(ctx, events.Event{
+		Regarding: events.Config(in.Config, types.UID(uid)), Key: in.Key,
+		Type: in.Type, Reason: in.Reason, Action: "Rollout", Note: in.Note,
+	})
 }
 
 func (a *Activities) rolloutStepDeadline() time.Duration {

@@ -159,7 +159,7 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			var ev activities.RolloutEventInput
 			decode(t, c.Input, &ev)
 			require.Equal(t, in.Config, ev.Config)
-			if ev.Reason != activities.EventReasonRolloutHalted {
+			if ev.Reason != v1alpha1.EventReasonRolloutHalted {
 				// A driven rollout (v3) tells of every change; only a halt
 				// needs a failure before it.
 				require.True(t, drivenRollout(h), "an event other than a halt (%s) from a rollout before driveChange", ev.Reason)

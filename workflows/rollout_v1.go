@@ -344,7 +344,7 @@ func (r *rolloutRun) halt(ctx workflow.Context, n int32, pool, why string) error
 		Counter("ate_rollout_halts").Inc(1) // its phase gauge is the starter's (ate_rollout_phase)
 	if err := workflow.ExecuteActivity(ctx, act.RecordRolloutEvent, activities.RolloutEventInput{
 		Config: r.config, Key: fmt.Sprintf("%s/halt/%d", workflow.GetInfo(ctx).WorkflowExecution.RunID, r.halts),
-		Type: corev1.EventTypeWarning, Reason: activities.EventReasonRolloutHalted,
+		Type: corev1.EventTypeWarning, Reason: v1alpha1.EventReasonRolloutHalted,
 		Note: fmt.Sprintf("rollout of SandboxConfig %s halted at step %d: %s; resume it by setting spec.rollout.paused to true, then false (or signal %s)", r.config, n, why, wfapi.SignalResume),
 	}).Get(ctx, nil); err != nil {
 		return err
