@@ -32,6 +32,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/deployment"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/options"
@@ -115,7 +116,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Deployments: acts.Clientset.AppsV1(), Events: acts}
+	keeper := &poolkeeper.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Deployments: acts.Clientset.AppsV1(),
+		Events: events.Recorder{Client: acts.Clientset.EventsV1(), Instance: cfg.Instance}}
 	if err := keeper.SetupWithManager(mgr, reconcileConcurrency); err != nil {
 		return fmt.Errorf("setting up the pool reconciler: %w", err)
 	}
@@ -284,18 +286,18 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 	if err != nil {
 		return nil, fmt.Errorf("creating a Kubernetes clientset for %s: %w", cfg.Rest.Host, err)
 	}
-	events := &notify.Notifier{}
+	changed := &notify.Notifier{}
 	pools, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.WorkerPool{})
 	if err != nil {
 		return nil, fmt.Errorf("getting the worker cache's WorkerPool informer: %w", err)
 	}
-	if _, err := pools.AddEventHandler(poolwatch.NotifyClasses(events)); err != nil {
+	if _, err := pools.AddEventHandler(poolwatch.NotifyClasses(changed)); err != nil {
 		return nil, fmt.Errorf("registering the rollout's pool events on the worker cache's WorkerPool informer: %w", err)
 	}
 	return &activities.Activities{
 		Live:       live,
 		Cache:      mgr.GetCache(),
-		PoolEvents: events,
+		PoolEvents: changed,
 		Clientset:  clientset,
 		Temporal:   cfg.Temporal,
 		Instance:   cfg.Instance,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -143,14 +144,22 @@ func deploymentWarning(pool wfapi.PoolRef, c *metav1.Condition) events.PoolEvent
 	}
 }
 
-// record records ev unless this process already did.
-func (r *Reconciler) record(ctx context.Context, ev events.PoolEvent) error {
-	name := ev.Event().Name()
+// record records ev unless this process already did. An event whose pool's
+// namespace is being deleted or is gone cannot be recorded by any retry
+// (and the pool goes with its namespace): it is said, and counted as
+// recorded, as the RecordEvent activity does.
+func (r *Reconciler) record(ctx context.Context, pe events.PoolEvent) error {
+	ev := pe.Event()
+	name := ev.Name()
 	if r.reported.has(name) {
 		return nil
 	}
-	if err := r.Events.RecordEvent(ctx, ev); err != nil {
-		return err
+	if err := r.Events.Record(ctx, ev); err != nil {
+		if !events.NoNamespace(err) {
+			return err
+		}
+		slog.Default().Warn("the event cannot be recorded: the pool's namespace is being deleted or is gone",
+			"pool", pe.Pool.String(), "uid", pe.Pool.UID, "reason", pe.Reason, "event", name, "error", err.Error())
 	}
 	r.reported.add(name)
 	return nil

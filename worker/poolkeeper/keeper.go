@@ -55,9 +55,11 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 
-// EventRecorder records an event regarding a pool, once per key.
+// EventRecorder records an event once per name: events.Recorder, the
+// product's one recorder, which the switches' activities record through
+// too, so that a failure both report is one event.
 type EventRecorder interface {
-	RecordEvent(ctx context.Context, in events.PoolEvent) error
+	Record(ctx context.Context, ev events.Event) error
 }
 
 // Reconciler keeps pools' Deployments and plain status.

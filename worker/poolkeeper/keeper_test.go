@@ -30,8 +30,8 @@ const gvisor = v1alpha1.SandboxClassGVisor
 
 type recorder struct{ keys []string }
 
-func (r *recorder) RecordEvent(_ context.Context, in events.PoolEvent) error {
-	r.keys = append(r.keys, in.Reason+": "+in.Note)
+func (r *recorder) Record(_ context.Context, ev events.Event) error {
+	r.keys = append(r.keys, ev.Reason+": "+ev.Note)
 	return nil
 }
 
