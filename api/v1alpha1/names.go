@@ -102,7 +102,12 @@ const (
 	ReasonDeploymentInvalid = "DeploymentInvalid"
 )
 
-// Condition and event reasons.
+// Condition and event reasons: the reasons of a class's Resolved condition.
+// A False one is also the reason of the Warning recorded on the pool once
+// per appearance of the failure; SandboxConfigDeleting is also the reason
+// of the Warning on a SandboxConfig in deletion whose pools wait for a
+// rollout. Every reason of an event the product records is a constant of
+// this file.
 const (
 	ReasonResolved              = "Resolved"
 	ReasonSandboxConfigNotFound = "SandboxConfigNotFound"
@@ -155,8 +160,8 @@ const (
 	// ReasonSandboxConfigNotProtected is the reason of a class's Resolved
 	// condition False after a Confirm found its target without the
 	// protection finalizer (taken off by hand, or a Confirm scheduled
-	// without the switch's Protect): the class keeps its config, and the
-	// next switch protects the target first.
+	// without the switch's Protect), and of its Warning: the class keeps its
+	// config, and the next switch protects the target first.
 	ReasonSandboxConfigNotProtected = "SandboxConfigNotProtected"
 )
 
