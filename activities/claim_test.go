@@ -57,7 +57,7 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 
 	for _, claimed := range []bool{true, false} { // false: the re-run's Protect was refused
 		res, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-			Reason: "SandboxConfigDeleting", Message: `SandboxConfig "new" is being deleted; keeping "old"`, Claimed: claimed})
+			Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: `SandboxConfig "new" is being deleted; keeping "old"`, Claimed: claimed})
 		require.NoError(t, err)
 		require.Equal(t, Landed, res.Outcome)
 		require.False(t, res.Wrote)
@@ -69,7 +69,7 @@ func TestRollBackAfterAnEarlierConfirm(t *testing.T) {
 	// Another run never takes the class's config for its own confirm.
 	other := withSwitchRun(context.Background(), &v1alpha1.SwitchRunReference{WorkflowID: run.WorkflowID, RunID: "run-2"})
 	res, err := f.acts.RollBack(other, SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-		Reason: "SandboxConfigDeleting", Message: "m", Claimed: true})
+		Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "m", Claimed: true})
 	require.NoError(t, err)
 	require.Equal(t, Superseded, res.Outcome)
 }

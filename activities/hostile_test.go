@@ -132,7 +132,7 @@ func TestStatusWritesRefuseAClassTheSpecLacks(t *testing.T) {
 			return err
 		}},
 		{"RollBack", func(f *statusFixture) error {
-			_, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: micro, Config: "new", Generation: 2, Reason: "SandboxConfigNotFound", Message: "m"})
+			_, err := f.acts.RollBack(ctx, SettleInput{Pool: f.ref, Class: micro, Config: "new", Generation: 2, Reason: v1alpha1.ReasonSandboxConfigNotFound, Message: "m"})
 			return err
 		}},
 		{"AbandonClaim", func(f *statusFixture) error {

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"ate.dev/orchestrator/api/v1alpha1"
 )
 
 // TestAStatusWriteKeepsWhatItWasNotGiven: the switch's status writes change
@@ -36,7 +38,7 @@ func TestAStatusWriteKeepsWhatItWasNotGiven(t *testing.T) {
 		}},
 		{name: "RollBack", wantRef: "old", write: func(f *statusFixture) error {
 			_, err := f.acts.RollBack(context.Background(), SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2,
-				Reason: "SandboxConfigNotFound", Message: "gone", From: "old"})
+				Reason: v1alpha1.ReasonSandboxConfigNotFound, Message: "gone", From: "old"})
 			return err
 		}},
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -22,7 +23,7 @@ func TestSwitchEndsSupersededWhenItsClaimWasTaken(t *testing.T) {
 	}{
 		{name: "confirm", confirm: activities.PoolWrite{Outcome: activities.Superseded},
 			want: []string{local("Protect"), local("Claim"), local("Confirm")}},
-		{name: "roll back", confirm: activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: "SandboxConfigDeleting", Message: "deleting"}},
+		{name: "roll back", confirm: activities.PoolWrite{Outcome: activities.Refused, Refusal: &activities.TargetCheck{Reason: v1alpha1.ReasonSandboxConfigDeleting, Message: "deleting"}},
 			want: []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack")}},
 	}
 	for _, tt := range tests {

@@ -219,7 +219,7 @@ func TestSwitchFirstResolutionEventNamesOneConfig(t *testing.T) {
 	env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 	env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in events.PoolEvent) bool {
-		return in.Reason == "SandboxConfigSwitched" && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
+		return in.Reason == v1alpha1.EventReasonSandboxConfigSwitched && in.Note == `sandbox class "gvisor" uses SandboxConfig "new"`
 	})).Return(nil).Once()
 	executeSwitch(env, in)
 	require.NoError(t, env.GetWorkflowError())
@@ -320,7 +320,7 @@ func TestSwitchRecordsAMoveWhoseConfirmWasLost(t *testing.T) {
 			env.OnActivity(act.Claim, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: activities.Written}, nil)
 			env.OnActivity(act.Confirm, mock.Anything, mock.Anything).Return(&activities.PoolWrite{Outcome: tt.outcome}, nil)
 			env.OnActivity(act.RecordEvent, mock.Anything, mock.MatchedBy(func(in events.PoolEvent) bool {
-				return in.Reason == "SandboxConfigSwitched"
+				return in.Reason == v1alpha1.EventReasonSandboxConfigSwitched
 			})).Return(nil).Maybe()
 			executeSwitch(env, switchIn)
 			require.NoError(t, env.GetWorkflowError())
@@ -347,7 +347,7 @@ func TestSwitch(t *testing.T) {
 			claim:   activities.PoolWrite{Outcome: activities.Written, ResourceVersion: "8"},
 			live:    liveConfig("new", false),
 			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RecordEvent")},
-			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+			outcome: wfapi.OutcomeConfirmed, event: v1alpha1.EventReasonSandboxConfigSwitched,
 		},
 		{
 			name:    "deleted between claim and confirm: rolled back",
@@ -363,13 +363,13 @@ func TestSwitch(t *testing.T) {
 			live:    liveConfig("new", true),
 			rolled:  activities.PoolWrite{Outcome: activities.Landed},
 			want:    []string{local("Protect"), local("Claim"), local("Confirm"), local("RollBack"), local("RecordEvent")},
-			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+			outcome: wfapi.OutcomeConfirmed, event: v1alpha1.EventReasonSandboxConfigSwitched,
 		},
 		{
 			name:    "a re-run's claim finds the run's own confirm: the event, nothing written",
 			claim:   activities.PoolWrite{Outcome: activities.Landed, ResourceVersion: "9"},
 			want:    []string{local("Protect"), local("Claim"), local("RecordEvent")},
-			outcome: wfapi.OutcomeConfirmed, event: "SandboxConfigSwitched",
+			outcome: wfapi.OutcomeConfirmed, event: v1alpha1.EventReasonSandboxConfigSwitched,
 		},
 		{
 			name: "a re-run's claim finds the run's own roll back: its Warning, nothing written",

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -50,7 +51,7 @@ func TestASwitchYieldsBeforeItsClaim(t *testing.T) {
 	})
 	t.Run("no signal: the step is waited for", func(t *testing.T) {
 		env, _ := newSwitchEnv(t)
-		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: false, Reason: "SandboxConfigNotFound"}, nil)
+		env.OnActivity(act.Protect, mock.Anything, mock.Anything).Return(&activities.TargetCheck{OK: false, Reason: v1alpha1.ReasonSandboxConfigNotFound}, nil)
 		env.OnActivity(act.RollBack, mock.Anything, mock.Anything).Return(rolledBackNow(), nil)
 		env.OnActivity(act.RecordEvent, mock.Anything, mock.Anything).Return(nil)
 		res, err := runSwitch(t, env, switchIn)

@@ -34,14 +34,14 @@ func TestClassRollingOutKeepsAConfigInDeletion(t *testing.T) {
 		Rollout: &rollout.Admission{Step: 2, Through: &rollout.PoolKey{Namespace: "zz", Name: "zz"}}}
 	p := func(name string) Pool { return Pool{Namespace: "ns", Name: name} }
 	stays := func(cur string) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: WaitingDeletingMessage(cur, "new")}
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: v1alpha1.ReasonResolved, Message: WaitingDeletingMessage(cur, "new")}
 	}
 	// A pool the rollout has not reached keeps the message it had: the
 	// rollout writes nothing to it, step after step.
 	waiting := func(cur string) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: ResolvedMessage(cur)}
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: v1alpha1.ReasonResolved, Message: ResolvedMessage(cur)}
 	}
-	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "new"`}
+	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: v1alpha1.ReasonResolved, Message: `resolved to SandboxConfig "new"`}
 	tests := []struct {
 		name    string
 		pool    Pool

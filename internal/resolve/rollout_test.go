@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/rollout"
 )
 
@@ -23,9 +24,9 @@ func TestClassRollingOut(t *testing.T) {
 	// A pool the rollout has not reached keeps the message it had: the
 	// rollout writes nothing to it, step after step.
 	waiting := func(cur string) Result {
-		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: "Resolved", Message: ResolvedMessage(cur)}
+		return Result{Class: gvisor, Target: cur, Resolved: true, Reason: v1alpha1.ReasonResolved, Message: ResolvedMessage(cur)}
 	}
-	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "new"`}
+	moving := Result{Class: gvisor, Target: "new", Resolved: true, Reason: v1alpha1.ReasonResolved, Message: `resolved to SandboxConfig "new"`}
 	tests := []struct {
 		name    string
 		pool    Pool
@@ -48,10 +49,10 @@ func TestClassRollingOut(t *testing.T) {
 		{"a pool on a config in deletion without the finalizer takes the previous default", p("z"), "gone", false,
 			[]Config{{Name: "gone", Class: gvisor, Deleting: true}, old, staged(through, 1)}, waiting("old")},
 		{"a pinned pool is not affected", p("z"), "old", true, []Config{pinnedCfg, old, staged(nil, 0)},
-			Result{Class: gvisor, Target: "pinned", Resolved: true, Reason: "Resolved", Message: `resolved to SandboxConfig "pinned"`}},
+			Result{Class: gvisor, Target: "pinned", Resolved: true, Reason: v1alpha1.ReasonResolved, Message: `resolved to SandboxConfig "pinned"`}},
 		{"aborted: an admitted pool on the rolling config goes back to the previous default", p("a"), "new", false,
 			[]Config{old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200, Rollout: &rollout.Admission{Step: 2, Aborted: true}}},
-			Result{Class: gvisor, Target: "old", Resolved: true, Reason: "Resolved", Message: AbortedMessage("old", "new", 2)}},
+			Result{Class: gvisor, Target: "old", Resolved: true, Reason: v1alpha1.ReasonResolved, Message: AbortedMessage("old", "new", 2)}},
 		{"aborted: a pool not moved yet stays", p("c"), "old", false,
 			[]Config{old, {Name: "new", Class: gvisor, ClassDefault: true, CreatedUnix: 200, Rollout: &rollout.Admission{Step: 2, Aborted: true}}},
 			waiting("old")},

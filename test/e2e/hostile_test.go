@@ -121,7 +121,7 @@ func TestActivitiesHoldTheirOwnInvariants(t *testing.T) {
 	require.NoError(t, chk.Err())
 
 	require.Len(t, steps, 3)
-	require.Contains(t, steps[0], "SandboxConfigNotProtected", "the claim is refused")
+	require.Contains(t, steps[0], v1alpha1.ReasonSandboxConfigNotProtected, "the claim is refused")
 	require.NotContains(t, steps[1], `"wrote":true`, "the confirm writes nothing")
 	require.Contains(t, steps[2], "may not write WorkerPool "+ns+"/other", "the event is refused")
 	got := p.Get(t, ns, "pool").Status.ClassStatus(v1alpha1.SandboxClassGVisor)
