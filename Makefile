@@ -141,7 +141,7 @@ tidy: ## Run go mod tidy in every module.
 # .golangci.yml says which linters run and why, and with which build tags.
 lint: ## Run golangci-lint (.golangci.yml) on every package of every module.
 	hack/tools/install.sh golangci-lint
-	@for m in $(MODULES); do echo "(cd $$m && golangci-lint run ./...)"; (cd $(ROOT)/$$m && $(BIN)/golangci-lint run ./...); done
+	@for m in $(MODULES); do echo "(cd $$m && golangci-lint run ./...)"; (cd $(ROOT)/$$m && $(BIN)/golangci-lint run --allow-serial-runners ./...); done
 
 .PHONY: vulncheck
 # Offline: the database is the snapshot of golang.org/x/vulndb pinned in
