@@ -6,6 +6,7 @@ import (
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/temporalconn"
 )
 
 // Main is the starter process, as cmd/starter's flags configure it, until
@@ -30,7 +31,7 @@ func Main(ctx context.Context, opts options.Options, sopts options.StarterOption
 	if err := probes.ServePprof(ctx, opts.PprofBindAddress, log); err != nil {
 		return fmt.Errorf("serving pprof on %s: %w", opts.PprofBindAddress, err)
 	}
-	c, err := options.DialTemporal(ctx, proc.Temporal, log)
+	c, err := temporalconn.Dial(ctx, proc.Temporal, log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/temporalconn"
 )
 
 // Main is the worker process, as cmd/worker's flags configure it, until ctx
@@ -44,6 +45,6 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
-		Dial:                func(ctx context.Context) (client.Client, error) { return options.DialTemporal(ctx, proc.Temporal, log) },
+		Dial:                func(ctx context.Context) (client.Client, error) { return temporalconn.Dial(ctx, proc.Temporal, log) },
 		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

@@ -51,7 +51,7 @@ type Config struct {
 	// Deployments scaled and statuses mirrored.
 	Temporal client.Client
 	// Dial connects to Temporal, retrying until ctx is done (see
-	// options.DialTemporal); used when Temporal is nil. Run closes the
+	// temporalconn.Dial); used when Temporal is nil. Run closes the
 	// client it returns.
 	Dial func(ctx context.Context) (client.Client, error)
 	// OnConnected, if set, learns the client once Dial has made it (the

@@ -1,4 +1,4 @@
-package options
+package temporalconn
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-func TestDialTemporalUnreachable(t *testing.T) {
+func TestDialUnreachable(t *testing.T) {
 	// A port nobody listens on: bind one, then close it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func TestDialTemporalUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()
-	c, err := DialTemporal(ctx, client.Options{HostPort: addr, Namespace: "ns"}, log)
+	c, err := Dial(ctx, client.Options{HostPort: addr, Namespace: "ns"}, log)
 
 	require.Nil(t, c)
 	require.Error(t, err)
@@ -40,10 +40,10 @@ func TestDialTemporalUnreachable(t *testing.T) {
 	require.GreaterOrEqual(t, strings.Count(logs, "cannot connect to Temporal; retrying"), 2, "must retry: %s", logs)
 }
 
-func TestDialTemporalNilLoggerAndDoneContext(t *testing.T) {
+func TestDialNilLoggerAndDoneContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c, err := DialTemporal(ctx, client.Options{HostPort: "127.0.0.1:1"}, nil)
+	c, err := Dial(ctx, client.Options{HostPort: "127.0.0.1:1"}, nil)
 	require.Nil(t, c)
 	require.ErrorIs(t, err, context.Canceled)
 }

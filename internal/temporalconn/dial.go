@@ -1,4 +1,4 @@
-package options
+package temporalconn
 
 import (
 	"context"
@@ -18,13 +18,13 @@ const (
 	dialMaxDelay   = 30 * time.Second
 )
 
-// DialTemporal connects to Temporal, retrying with capped exponential
+// Dial connects to Temporal, retrying with capped exponential
 // backoff until it succeeds or ctx is done, and logs each failure with the
 // address. A server that is not up yet (it starts with the pod, or is
 // being upgraded) is thus waited for rather than crash-looped on. When
 // opts has no Logger, the SDK logs through log. log may be nil
 // (slog.Default()).
-func DialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (client.Client, error) {
+func Dial(ctx context.Context, opts client.Options, log *slog.Logger) (client.Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
