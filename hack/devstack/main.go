@@ -46,6 +46,7 @@ import (
 	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/temporalconn"
 	"ate.dev/orchestrator/internal/version"
 )
 
@@ -85,7 +86,7 @@ func main() {
 	fs.IntVar(&cfg.temporalPort, "temporal-port", 7233, "Temporal gRPC port on 127.0.0.1")
 	fs.IntVar(&cfg.uiPort, "ui-port", 8233, "Temporal Web UI port on 127.0.0.1")
 	fs.IntVar(&cfg.apiServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (0: a free port; .state/kubeconfig has it)")
-	fs.StringVar(&cfg.namespace, "temporal-namespace", options.DefaultTemporalNamespace, "Temporal namespace of the worker and starter")
+	fs.StringVar(&cfg.namespace, "temporal-namespace", temporalconn.DefaultNamespace, "Temporal namespace of the worker and starter")
 	fs.StringVar(&cfg.clusterName, "cluster-name", "local", "name of the local cluster in workflow IDs, the task queue and the Web UI (the worker's and starter's --cluster-name); empty: its kube-system namespace's UID, as in a cluster where none is set")
 	fs.StringVar(&cfg.taskQueue, "task-queue", "", "Temporal task queue of the worker and starter; empty: the cluster's own, ate-orchestrator-<cluster>")
 	fs.StringVar(&cfg.temporalStack, "temporal", "dev", `Temporal server: "dev" (the CLI's dev server with the Web UI) or "postgres" (temporal-server on PostgreSQL, as production runs it)`)

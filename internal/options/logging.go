@@ -1,6 +1,7 @@
 package options
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +13,7 @@ import (
 
 // logLevel parses --log-level (LOG_LEVEL); empty is the default, info.
 func (o *Options) logLevel() (slog.Level, error) {
-	switch strings.ToLower(or(o.LogLevel, DefaultLogLevel)) {
+	switch strings.ToLower(cmp.Or(o.LogLevel, DefaultLogLevel)) {
 	case "debug":
 		return slog.LevelDebug, nil
 	case "info":
@@ -27,7 +28,7 @@ func (o *Options) logLevel() (slog.Level, error) {
 
 // logFormat parses --log-format (LOG_FORMAT); empty is the default, json.
 func (o *Options) logFormat() (string, error) {
-	switch f := strings.ToLower(or(o.LogFormat, DefaultLogFormat)); f {
+	switch f := strings.ToLower(cmp.Or(o.LogFormat, DefaultLogFormat)); f {
 	case "json", "text":
 		return f, nil
 	}

@@ -6,10 +6,12 @@
 // flags; an explicit flag wins over the environment, which wins over the
 // built-in default.
 //
-// The Temporal connection (address, namespace, API key, TLS) is read as the
-// Temporal SDK's contrib/envconfig and the temporal CLI read it: a TOML
-// profile (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE), the standard TEMPORAL_*
-// environment variables over it, then the flags over both (temporal.go).
+// The Temporal connection's flags (address, namespace, API key, TLS) hold
+// only what was given on the command line: internal/temporalconn resolves
+// the connection as the Temporal SDK's contrib/envconfig and the temporal
+// CLI do, a TOML profile (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE), the
+// standard TEMPORAL_* environment variables over it, then the flags over
+// both.
 package options
 
 import (
@@ -21,6 +23,7 @@ import (
 	"strings"
 
 	"ate.dev/orchestrator/internal/metrics"
+	"ate.dev/orchestrator/internal/temporalconn"
 	"ate.dev/orchestrator/internal/tracing"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -28,19 +31,13 @@ import (
 // Options holds the settings. The zero value is not useful: bind it with
 // BindFlags (which also applies the environment and defaults) and parse.
 //
-// The Temporal connection fields hold only what a flag (or the code) set:
-// empty leaves the setting to the environment, the profile file, then the
-// default (TemporalConnection resolves them).
+// Temporal holds only what a flag (or the code) set: empty leaves a setting
+// to the environment, the profile file, then the default
+// (temporalconn.Settings.Resolve).
 type Options struct {
 	Kubeconfig string
 
-	// TemporalConfigFile and TemporalProfile choose the TOML profile
-	// (empty: TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, then the SDK's
-	// defaults).
-	TemporalConfigFile string
-	TemporalProfile    string
-	TemporalAddress    string
-	TemporalNamespace  string
+	Temporal temporalconn.Settings
 	// ClusterName names the Kubernetes cluster in every workflow ID, task
 	// queue and search attribute; empty: the kube-system namespace's UID
 	// (kube.ClusterIdentity).
@@ -48,16 +45,6 @@ type Options struct {
 	// TaskQueue is the task queue of the cluster's workflows; empty: the
 	// cluster's own, ate-orchestrator-<cluster> (wfapi.ScopeOf).
 	TaskQueue string
-
-	TLSCAFile     string
-	TLSCertFile   string
-	TLSKeyFile    string
-	TLSServerName string
-	APIKey        string
-	// TemporalGRPCCompression is "none" (also when empty) or "gzip": how
-	// the processes' requests to Temporal, and so its answers, are
-	// compressed (docs/decisions/0016-temporal-transport.md).
-	TemporalGRPCCompression string
 
 	MetricsBindAddress string
 	// MetricsSecure serves /metrics over HTTPS, each request authenticated
@@ -90,18 +77,15 @@ type Options struct {
 	envErr error
 }
 
-// Defaults of the settings that have one.
+// Defaults of the settings that have one and no home of their own (the
+// Temporal connection's are temporalconn's).
 const (
-	DefaultTemporalAddress   = "127.0.0.1:7233"
-	DefaultTemporalNamespace = "default"
 	// DefaultMetricsBindAddress serves HTTPS (DefaultMetricsSecure).
 	DefaultMetricsBindAddress     = ":8443"
 	DefaultMetricsSecure          = true
 	DefaultHealthProbeBindAddress = ":8081"
 	DefaultLogLevel               = "info"
 	DefaultLogFormat              = "json"
-	// DefaultTemporalGRPCCompression: see TemporalGRPCCompression.
-	DefaultTemporalGRPCCompression = "none"
 )
 
 // setting is one flag, the environment variable it defaults from, and its
@@ -111,7 +95,8 @@ type setting struct {
 	dst                   func(*Options) *string
 	// temporal settings are not defaulted from env at bind time: their
 	// flag holds only an explicit value, and the environment and the
-	// profile file are read as the SDK reads them (TemporalConnection).
+	// profile file are read as the SDK reads them
+	// (temporalconn.Settings.Resolve).
 	temporal bool
 }
 
@@ -125,16 +110,16 @@ var settings = []setting{
 		dst: func(o *Options) *string { return &o.Kubeconfig }},
 	{flag: "temporal-config-file", env: "TEMPORAL_CONFIG_FILE", temporal: true,
 		usage: "TOML file of Temporal client profiles, the temporal CLI's; default: $XDG_CONFIG_HOME or ~/.config, then temporalio/temporal.toml, if it exists",
-		dst:   func(o *Options) *string { return &o.TemporalConfigFile }},
+		dst:   func(o *Options) *string { return &o.Temporal.ConfigFile }},
 	{flag: "temporal-profile", env: "TEMPORAL_PROFILE", temporal: true,
 		usage: `profile of the Temporal config file to use; default "default" (which may be absent)`,
-		dst:   func(o *Options) *string { return &o.TemporalProfile }},
+		dst:   func(o *Options) *string { return &o.Temporal.Profile }},
 	{flag: "temporal-address", env: "TEMPORAL_ADDRESS", temporal: true,
-		usage: "Temporal frontend host:port; default: the profile's, then " + DefaultTemporalAddress,
-		dst:   func(o *Options) *string { return &o.TemporalAddress }},
+		usage: "Temporal frontend host:port; default: the profile's, then " + temporalconn.DefaultAddress,
+		dst:   func(o *Options) *string { return &o.Temporal.Address }},
 	{flag: "temporal-namespace", env: "TEMPORAL_NAMESPACE", temporal: true,
-		usage: "Temporal namespace; default: the profile's, then " + DefaultTemporalNamespace,
-		dst:   func(o *Options) *string { return &o.TemporalNamespace }},
+		usage: "Temporal namespace; default: the profile's, then " + temporalconn.DefaultNamespace,
+		dst:   func(o *Options) *string { return &o.Temporal.Namespace }},
 	{flag: "cluster-name", env: "ATE_CLUSTER_NAME",
 		usage: "name of this Kubernetes cluster (a DNS label) in every workflow ID, task queue and search attribute, unique among the clusters that share the Temporal namespace; default: the UID of the kube-system namespace",
 		dst:   func(o *Options) *string { return &o.ClusterName }},
@@ -143,22 +128,22 @@ var settings = []setting{
 		dst:   func(o *Options) *string { return &o.TaskQueue }},
 	{flag: "temporal-tls-server-ca-cert-path", env: "TEMPORAL_TLS_SERVER_CA_CERT_PATH", temporal: true,
 		usage: "PEM file of the CA that signed the Temporal server's certificate; enables TLS",
-		dst:   func(o *Options) *string { return &o.TLSCAFile }},
+		dst:   func(o *Options) *string { return &o.Temporal.TLSCAFile }},
 	{flag: "temporal-tls-client-cert-path", env: "TEMPORAL_TLS_CLIENT_CERT_PATH", temporal: true,
 		usage: "PEM client certificate for mTLS to Temporal (with --temporal-tls-client-key-path); enables TLS",
-		dst:   func(o *Options) *string { return &o.TLSCertFile }},
+		dst:   func(o *Options) *string { return &o.Temporal.TLSCertFile }},
 	{flag: "temporal-tls-client-key-path", env: "TEMPORAL_TLS_CLIENT_KEY_PATH", temporal: true,
 		usage: "PEM private key of --temporal-tls-client-cert-path",
-		dst:   func(o *Options) *string { return &o.TLSKeyFile }},
+		dst:   func(o *Options) *string { return &o.Temporal.TLSKeyFile }},
 	{flag: "temporal-tls-server-name", env: "TEMPORAL_TLS_SERVER_NAME", temporal: true,
 		usage: "server name to verify the Temporal server's certificate against; enables TLS",
-		dst:   func(o *Options) *string { return &o.TLSServerName }},
+		dst:   func(o *Options) *string { return &o.Temporal.TLSServerName }},
 	{flag: "temporal-api-key", env: "TEMPORAL_API_KEY", temporal: true,
 		usage: "API key for Temporal (e.g. Temporal Cloud); implies TLS; its value is never shown",
-		dst:   func(o *Options) *string { return &o.APIKey }},
-	{flag: "temporal-grpc-compression", env: "ATE_TEMPORAL_GRPC_COMPRESSION", def: DefaultTemporalGRPCCompression,
+		dst:   func(o *Options) *string { return &o.Temporal.APIKey }},
+	{flag: "temporal-grpc-compression", env: "ATE_TEMPORAL_GRPC_COMPRESSION", def: temporalconn.DefaultGRPCCompression,
 		usage: `compression of the gRPC requests to Temporal and of its answers: "none" (CPU saved on both ends, measured on the bench) or "gzip" (the SDK's default: fewer bytes, for a slow or metered link)`,
-		dst:   func(o *Options) *string { return &o.TemporalGRPCCompression }},
+		dst:   func(o *Options) *string { return &o.Temporal.GRPCCompression }},
 	{flag: "metrics-bind-address", env: "METRICS_BIND_ADDRESS", def: DefaultMetricsBindAddress, usage: `address of the Prometheus metrics endpoint; "0" disables it`,
 		dst: func(o *Options) *string { return &o.MetricsBindAddress }},
 	{flag: "metrics-cert-dir", env: "METRICS_CERT_DIR", usage: "directory of tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change; empty: a self-signed certificate",
@@ -202,7 +187,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		} else {
 			fs.StringVar(dst, s.flag, def, usage)
 		}
-		if secretFlags[s.flag] || LooksLikeKeyMaterial(def) {
+		if secretFlags[s.flag] || temporalconn.LooksLikeKeyMaterial(def) {
 			// An empty DefValue is the zero value: the usage prints no
 			// default at all, so it does not even tell that one is set.
 			fs.Lookup(s.flag).DefValue = ""
@@ -232,39 +217,19 @@ func parseBool(v string) (bool, error) {
 	return false, errors.New("want true or false")
 }
 
-// LooksLikeKeyMaterial reports whether a setting that should hold a path
-// holds PEM or other multi-line content instead (TEMPORAL_TLS_CLIENT_KEY_PATH
-// set to the key itself, a common slip): such a value is never printed.
-func LooksLikeKeyMaterial(v string) bool {
-	return strings.Contains(v, "-----BEGIN") || strings.ContainsAny(v, "\n\r")
-}
-
 // String keeps secrets out of anything that prints Options with %v or %+v.
+// It prints the Temporal settings among the others, as before they had a
+// package of their own.
 func (o Options) String() string {
+	t := o.Temporal.Redacted()
 	return fmt.Sprintf("{Kubeconfig:%s TemporalConfigFile:%s TemporalProfile:%s TemporalAddress:%s TemporalNamespace:%s ClusterName:%s TaskQueue:%s TLSCAFile:%s TLSCertFile:%s TLSKeyFile:%s TLSServerName:%s APIKey:%s MetricsBindAddress:%s MetricsSecure:%t MetricsCertDir:%s MetricsClusterLabel:%s HealthProbeBindAddress:%s PprofBindAddress:%s LogLevel:%s LogFormat:%s TracesExporter:%s}",
-		o.Kubeconfig, o.TemporalConfigFile, o.TemporalProfile, o.TemporalAddress, o.TemporalNamespace, o.ClusterName, o.TaskQueue, redactPath(o.TLSCAFile), redactPath(o.TLSCertFile),
-		redactPath(o.TLSKeyFile), o.TLSServerName, redacted(o.APIKey), o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.MetricsClusterLabel, o.HealthProbeBindAddress, o.PprofBindAddress,
+		o.Kubeconfig, t.ConfigFile, t.Profile, t.Address, t.Namespace, o.ClusterName, o.TaskQueue, t.TLSCAFile, t.TLSCertFile,
+		t.TLSKeyFile, t.TLSServerName, t.APIKey, o.MetricsBindAddress, o.MetricsSecure, o.MetricsCertDir, o.MetricsClusterLabel, o.HealthProbeBindAddress, o.PprofBindAddress,
 		o.LogLevel, o.LogFormat, o.TracesExporter)
 }
 
 // LogValue keeps secrets out of slog lines that log Options.
 func (o Options) LogValue() slog.Value { return slog.StringValue(o.String()) }
-
-// redacted says whether a secret is set, never what it is.
-func redacted(v string) string {
-	if v == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// redactPath prints a path, unless it is key material itself.
-func redactPath(v string) string {
-	if LooksLikeKeyMaterial(v) {
-		return redacted(v)
-	}
-	return v
-}
 
 // teeValue sets a flag's original value and one of ours.
 type teeValue struct {
@@ -282,7 +247,8 @@ func (t teeValue) Set(s string) error {
 
 // Validate checks the settings every process needs that the command line
 // and the environment give; the Temporal connection, which a profile file
-// may complete, is checked when it is resolved (TemporalConnection).
+// may complete, is checked when it is resolved
+// (temporalconn.Settings.Resolve).
 func (o *Options) Validate() error {
 	errs := []error{o.envErr}
 	if o.ClusterName != "" {
@@ -295,14 +261,14 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--metrics-cluster-label (METRICS_CLUSTER_LABEL): %w", err))
 		}
 	}
-	if LooksLikeKeyMaterial(o.TLSKeyFile) {
+	if temporalconn.LooksLikeKeyMaterial(o.Temporal.TLSKeyFile) {
 		errs = append(errs, errors.New("--temporal-tls-client-key-path holds key material, not a path: mount the key as a file and give its path"))
 	}
-	if LooksLikeKeyMaterial(o.TLSCertFile) || LooksLikeKeyMaterial(o.TLSCAFile) {
+	if temporalconn.LooksLikeKeyMaterial(o.Temporal.TLSCertFile) || temporalconn.LooksLikeKeyMaterial(o.Temporal.TLSCAFile) {
 		errs = append(errs, errors.New("--temporal-tls-client-cert-path and --temporal-tls-server-ca-cert-path take paths, not PEM content"))
 	}
-	if _, err := o.grpcCompression(); err != nil {
-		errs = append(errs, err)
+	if _, err := temporalconn.ParseCompression(o.Temporal.GRPCCompression); err != nil {
+		errs = append(errs, fmt.Errorf("--temporal-grpc-compression (ATE_TEMPORAL_GRPC_COMPRESSION) %w", err))
 	}
 	if _, err := o.logLevel(); err != nil {
 		errs = append(errs, err)

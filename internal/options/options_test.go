@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"ate.dev/orchestrator/internal/temporalconn"
 )
 
 func TestBindFlagsPrecedence(t *testing.T) {
@@ -20,20 +22,20 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			name: "built-in defaults",
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
-					TaskQueue:               "", // the cluster's own, ate-orchestrator-<cluster>
-					TemporalGRPCCompression: "none",
-					MetricsBindAddress:      ":8443",
-					MetricsSecure:           true,
-					MetricsClusterLabel:     "cluster",
-					HealthProbeBindAddress:  ":8081",
-					LogLevel:                "info",
-					LogFormat:               "json",
+					TaskQueue:              "", // the cluster's own, ate-orchestrator-<cluster>
+					Temporal:               temporalconn.Settings{GRPCCompression: "none"},
+					MetricsBindAddress:     ":8443",
+					MetricsSecure:          true,
+					MetricsClusterLabel:    "cluster",
+					HealthProbeBindAddress: ":8081",
+					LogLevel:               "info",
+					LogFormat:              "json",
 				}, o)
 			},
 		},
 		{
 			// The Temporal connection's variables are read when it is
-			// resolved (temporal_config_test.go), not into the flags.
+			// resolved (temporalconn), not into the flags.
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"KUBECONFIG":                    "/env/kubeconfig",
@@ -51,15 +53,15 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			},
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
-					Kubeconfig:              "/env/kubeconfig",
-					TaskQueue:               "env-tq",
-					TemporalGRPCCompression: "gzip",
-					MetricsBindAddress:      ":9090",
-					MetricsCertDir:          "/env/certs",
-					MetricsClusterLabel:     "k8s_cluster",
-					HealthProbeBindAddress:  ":9091",
-					LogLevel:                "debug",
-					LogFormat:               "text",
+					Kubeconfig:             "/env/kubeconfig",
+					TaskQueue:              "env-tq",
+					Temporal:               temporalconn.Settings{GRPCCompression: "gzip"},
+					MetricsBindAddress:     ":9090",
+					MetricsCertDir:         "/env/certs",
+					MetricsClusterLabel:    "k8s_cluster",
+					HealthProbeBindAddress: ":9091",
+					LogLevel:               "debug",
+					LogFormat:              "text",
 				}, o)
 			},
 		},
@@ -76,26 +78,28 @@ func TestBindFlagsPrecedence(t *testing.T) {
 			},
 			check: func(t *testing.T, o Options) {
 				require.Equal(t, Options{
-					Kubeconfig:              "/flag/kc",
-					TemporalConfigFile:      "/flag/temporal.toml",
-					TemporalProfile:         "flag-profile",
-					TemporalAddress:         "temporal.flag:7233",
-					TemporalNamespace:       "flag-ns",
-					ClusterName:             "flag-cluster",
-					TaskQueue:               "flag-tq",
-					TLSCAFile:               "/flag/ca",
-					TLSCertFile:             "/flag/cert",
-					TLSKeyFile:              "/flag/key",
-					TLSServerName:           "flag.example",
-					APIKey:                  "flag-key",
-					TemporalGRPCCompression: "gzip",
-					MetricsBindAddress:      "0",
-					MetricsSecure:           true,
-					MetricsCertDir:          "/flag/certs",
-					MetricsClusterLabel:     "kubernetes_cluster",
-					HealthProbeBindAddress:  ":7000",
-					LogLevel:                "warn",
-					LogFormat:               "text",
+					Kubeconfig: "/flag/kc",
+					Temporal: temporalconn.Settings{
+						ConfigFile:      "/flag/temporal.toml",
+						Profile:         "flag-profile",
+						Address:         "temporal.flag:7233",
+						Namespace:       "flag-ns",
+						TLSCAFile:       "/flag/ca",
+						TLSCertFile:     "/flag/cert",
+						TLSKeyFile:      "/flag/key",
+						TLSServerName:   "flag.example",
+						APIKey:          "flag-key",
+						GRPCCompression: "gzip",
+					},
+					ClusterName:            "flag-cluster",
+					TaskQueue:              "flag-tq",
+					MetricsBindAddress:     "0",
+					MetricsSecure:          true,
+					MetricsCertDir:         "/flag/certs",
+					MetricsClusterLabel:    "kubernetes_cluster",
+					HealthProbeBindAddress: ":7000",
+					LogLevel:               "warn",
+					LogFormat:              "text",
 				}, o)
 			},
 		},
@@ -167,15 +171,15 @@ func TestValidate(t *testing.T) {
 		{name: "a cluster name", mutate: func(o *Options) { o.ClusterName = "prod-eu-1" }},
 		{name: "a cluster name that cannot stand in a workflow ID", mutate: func(o *Options) { o.ClusterName = "prod/eu" },
 			wantErr: `--cluster-name (ATE_CLUSTER_NAME): cluster name "prod/eu" is not a DNS label`},
-		{name: "key content as the key path", mutate: func(o *Options) { o.TLSKeyFile = "-----BEGIN EC PRIVATE KEY-----\nx" }, wantErr: "holds key material"},
+		{name: "key content as the key path", mutate: func(o *Options) { o.Temporal.TLSKeyFile = "-----BEGIN EC PRIVATE KEY-----\nx" }, wantErr: "holds key material"},
 		{name: "unknown log level", mutate: func(o *Options) { o.LogLevel = "verbose" }, wantErr: `--log-level (LOG_LEVEL) "verbose": want debug, info, warn or error`},
 		{name: "unknown log format", mutate: func(o *Options) { o.LogFormat = "xml" }, wantErr: `--log-format (LOG_FORMAT) "xml": want json or text`},
 		{name: "a metrics cluster label", mutate: func(o *Options) { o.MetricsClusterLabel = "k8s_cluster" }},
 		{name: "a metrics cluster label Prometheus would not keep", mutate: func(o *Options) { o.MetricsClusterLabel = "k8s-cluster" },
 			wantErr: `--metrics-cluster-label (METRICS_CLUSTER_LABEL): "k8s-cluster" is not a Prometheus label name`},
-		{name: "no compression", mutate: func(o *Options) { o.TemporalGRPCCompression = "none" }},
-		{name: "gzip", mutate: func(o *Options) { o.TemporalGRPCCompression = "gzip" }},
-		{name: "an unknown compression", mutate: func(o *Options) { o.TemporalGRPCCompression = "zstd" },
+		{name: "no compression", mutate: func(o *Options) { o.Temporal.GRPCCompression = "none" }},
+		{name: "gzip", mutate: func(o *Options) { o.Temporal.GRPCCompression = "gzip" }},
+		{name: "an unknown compression", mutate: func(o *Options) { o.Temporal.GRPCCompression = "zstd" },
 			wantErr: `--temporal-grpc-compression (ATE_TEMPORAL_GRPC_COMPRESSION) must be "none" or "gzip", got "zstd"`},
 	}
 	for _, tt := range tests {

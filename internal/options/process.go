@@ -102,6 +102,17 @@ func (o *Options) Process(name string) (*Process, error) {
 	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr, Metrics: reg, clusterName: o.ClusterName}, nil
 }
 
+// TemporalClientOptions validates the options, then returns the Temporal
+// client options of the connection they resolve to
+// (temporalconn.Settings.ClientOptions), logging on log (nil:
+// slog.Default()) where the connection came from.
+func (o *Options) TemporalClientOptions(log *slog.Logger) (client.Options, error) {
+	if err := o.Validate(); err != nil {
+		return client.Options{}, fmt.Errorf("invalid Temporal options: %w", err)
+	}
+	return o.Temporal.ClientOptions(log)
+}
+
 // Named wraps report, the process's naming callback (its Run's OnNaming,
 // kube.NamingWait.Report: each failed look's error, nil once named), so
 // that once the cluster is named its name labels the process's metrics

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"ate.dev/orchestrator/internal/temporalconn"
 )
 
 // The secrets every test below plants; none may appear in what the
@@ -20,8 +20,6 @@ const (
 	// A key given as content instead of a path (TEMPORAL_TLS_CLIENT_KEY_PATH set to the
 	// PEM itself).
 	inlineKeySecret = "-----BEGIN EC PRIVATE KEY-----\nINLINE-KEY-SECRET\n-----END EC PRIVATE KEY-----\n"
-	// The content of a key file that is not a valid key.
-	keyFileSecret = "KEY-FILE-CONTENT-SECRET"
 )
 
 // processFlags binds every flag a process binds, as the worker's main does.
@@ -55,7 +53,7 @@ func TestSecretsNeverInUsage(t *testing.T) {
 				require.Contains(t, out.String(), "-temporal-api-key", "the usage lists the flags")
 				require.NotContains(t, out.String(), tt.secret)
 				// The value is still taken from the environment.
-				conn, err := o.TemporalConnection()
+				conn, err := o.Temporal.Resolve()
 				var key string
 				if conn.Profile.TLS != nil {
 					key = conn.Profile.TLS.ClientKeyPath
@@ -82,16 +80,12 @@ func TestUsageShowsPlainDefaults(t *testing.T) {
 	require.Contains(t, out.String(), "(env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 }
 
+// The options' own checks, made before the connection is resolved, keep
+// the secrets out of their errors too; temporalconn's tests cover the
+// errors of the files themselves.
 func TestSecretsNeverInErrors(t *testing.T) {
-	dir := t.TempDir()
-	ca, cert, _ := writeCertificates(t, dir)
-	badKey := filepath.Join(dir, "bad-key.pem")
-	require.NoError(t, os.WriteFile(badKey, []byte(keyFileSecret), 0o600))
-	pemBadKey := filepath.Join(dir, "pem-bad-key.pem")
-	require.NoError(t, os.WriteFile(pemBadKey,
-		[]byte("-----BEGIN EC PRIVATE KEY-----\n"+keyFileSecret+"\n-----END EC PRIVATE KEY-----\n"), 0o600))
 	clearEnv(t)
-	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: apiKeySecret}
+	base := Options{Temporal: temporalconn.Settings{Address: "temporal:7233", Namespace: "ns", APIKey: apiKeySecret}, TaskQueue: "tq"}
 
 	tests := []struct {
 		name    string
@@ -99,14 +93,8 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		secret  string
 		wantErr string
 	}{
-		{name: "key file that is no PEM", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, badKey },
-			secret: keyFileSecret, wantErr: "loading the Temporal client certificate"},
-		{name: "key file with a broken PEM block", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, pemBadKey },
-			secret: keyFileSecret, wantErr: "loading the Temporal client certificate"},
-		{name: "certificate given as the key", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, ca },
-			secret: apiKeySecret, wantErr: "loading the Temporal client certificate"},
-		{name: "key content given as the path", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, inlineKeySecret },
-			secret: "INLINE-KEY-SECRET", wantErr: "holds key material, not a path"},
+		{name: "key content given as the path", mutate: func(o *Options) { o.Temporal.TLSCertFile, o.Temporal.TLSKeyFile = "/tls/cert.pem", inlineKeySecret },
+			secret: "INLINE-KEY-SECRET", wantErr: "--temporal-tls-client-key-path holds key material, not a path"},
 		{name: "API key with an invalid option", mutate: func(o *Options) { o.ClusterName = "Prod" },
 			secret: apiKeySecret, wantErr: "--cluster-name"},
 	}
@@ -123,7 +111,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 }
 
 func TestOptionsPrintWithoutSecrets(t *testing.T) {
-	o := Options{TemporalAddress: "temporal:7233", APIKey: apiKeySecret, TLSKeyFile: inlineKeySecret}
+	o := Options{Temporal: temporalconn.Settings{Address: "temporal:7233", APIKey: apiKeySecret, TLSKeyFile: inlineKeySecret}}
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("options", "options", o)
 	for _, printed := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%v", &o), logged.String()} {
@@ -132,4 +120,7 @@ func TestOptionsPrintWithoutSecrets(t *testing.T) {
 		require.NotContains(t, printed, apiKeySecret)
 		require.NotContains(t, printed, "INLINE-KEY-SECRET")
 	}
+	// The Temporal settings print among the others, as they did before
+	// they had a package of their own.
+	require.Equal(t, "{Kubeconfig: TemporalConfigFile: TemporalProfile: TemporalAddress:temporal:7233 TemporalNamespace: ClusterName: TaskQueue: TLSCAFile: TLSCertFile: TLSKeyFile:[redacted] TLSServerName: APIKey:[redacted] MetricsBindAddress: MetricsSecure:false MetricsCertDir: MetricsClusterLabel: HealthProbeBindAddress: PprofBindAddress: LogLevel: LogFormat: TracesExporter:}", o.String())
 }

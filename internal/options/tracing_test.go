@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"ate.dev/orchestrator/internal/temporalconn"
 	"ate.dev/orchestrator/internal/tracing"
 )
 
@@ -56,6 +57,6 @@ func TestProcessTracing(t *testing.T) {
 }
 
 func TestValidateTracesExporter(t *testing.T) {
-	o := Options{TemporalAddress: "a:1", TemporalNamespace: "ns", TaskQueue: "tq", TracesExporter: "jaeger"}
+	o := Options{Temporal: temporalconn.Settings{Address: "a:1", Namespace: "ns"}, TaskQueue: "tq", TracesExporter: "jaeger"}
 	require.ErrorContains(t, o.Validate(), `--otel-traces-exporter (OTEL_TRACES_EXPORTER) "jaeger" is not supported`)
 }

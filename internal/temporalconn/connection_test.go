@@ -1,10 +1,8 @@
-package options
+package temporalconn
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,10 +32,11 @@ func writeProfiles(t *testing.T, dir, content string) string {
 	return path
 }
 
-// TestTemporalConnectionPrecedence: a flag wins over the standard
-// environment variable, which wins over the profile file, which wins over
-// the default; the file and the profile are chosen by flag, then by
-// TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE, then by the SDK's defaults.
+// TestTemporalConnectionPrecedence: an explicit setting (a flag) wins over
+// the standard environment variable, which wins over the profile file,
+// which wins over the default; the file and the profile are chosen by
+// flag, then by TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE, then by the
+// SDK's defaults.
 func TestTemporalConnectionPrecedence(t *testing.T) {
 	type want struct {
 		address, namespace, apiKey, serverName, ca string
@@ -50,9 +49,10 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 		file              string
 		fileAtDefaultPath bool
 		env               map[string]string
-		args              []string
-		want              want
-		wantErr           string
+		// set is what the flags set; a ConfigFile of "FILE" names file.
+		set     Settings
+		want    want
+		wantErr string
 	}{
 		{name: "defaults without file, environment or flags",
 			want: want{address: "127.0.0.1:7233", namespace: "default"}},
@@ -63,15 +63,14 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 		{name: "a profile named by TEMPORAL_PROFILE", file: profiles, env: map[string]string{"TEMPORAL_PROFILE": "prod"},
 			want: want{address: "file-prod:7233", namespace: "file-prod-ns", apiKey: "file-key", serverName: "file.example", ca: "/file/ca.pem", tls: true}},
 		{name: "a profile named by flag over TEMPORAL_PROFILE", file: profiles, env: map[string]string{"TEMPORAL_PROFILE": "nope"},
-			args: []string{"--temporal-profile=prod"},
+			set:  Settings{Profile: "prod"},
 			want: want{address: "file-prod:7233", namespace: "file-prod-ns", apiKey: "file-key", serverName: "file.example", ca: "/file/ca.pem", tls: true}},
 		{name: "environment over the file", file: profiles,
 			env:  map[string]string{"TEMPORAL_PROFILE": "prod", "TEMPORAL_ADDRESS": "env:7233", "TEMPORAL_TLS_SERVER_NAME": "env.example"},
 			want: want{address: "env:7233", namespace: "file-prod-ns", apiKey: "file-key", serverName: "env.example", ca: "/file/ca.pem", tls: true}},
 		{name: "flags over the environment and the file", file: profiles,
-			env: map[string]string{"TEMPORAL_PROFILE": "prod", "TEMPORAL_ADDRESS": "env:7233", "TEMPORAL_NAMESPACE": "env-ns"},
-			args: []string{"--temporal-address=flag:7233", "--temporal-api-key=flag-key",
-				"--temporal-tls-server-ca-cert-path=/flag/ca.pem", "--temporal-tls-server-name=flag.example"},
+			env:  map[string]string{"TEMPORAL_PROFILE": "prod", "TEMPORAL_ADDRESS": "env:7233", "TEMPORAL_NAMESPACE": "env-ns"},
+			set:  Settings{Address: "flag:7233", APIKey: "flag-key", TLSCAFile: "/flag/ca.pem", TLSServerName: "flag.example"},
 			want: want{address: "flag:7233", namespace: "env-ns", apiKey: "flag-key", serverName: "flag.example", ca: "/flag/ca.pem", tls: true}},
 		{name: "an empty variable clears the file's value (the SDK's rule); the default applies", file: profiles,
 			env:  map[string]string{"TEMPORAL_NAMESPACE": ""},
@@ -84,7 +83,7 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 			want: want{address: "file-prod:7233", namespace: "file-prod-ns", apiKey: "file-key", serverName: "file.example", ca: "/file/ca.pem", tls: false}},
 		{name: "a file named by flag over TEMPORAL_CONFIG_FILE", file: profiles,
 			env:  map[string]string{"TEMPORAL_CONFIG_FILE": "/no/such/file.toml"},
-			args: []string{"--temporal-config-file=FILE"},
+			set:  Settings{ConfigFile: "FILE"},
 			want: want{address: "file-default:7233", namespace: "file-default-ns"}},
 		{name: "a missing file is no error", env: map[string]string{"TEMPORAL_CONFIG_FILE": "/no/such/file.toml"},
 			want: want{address: "127.0.0.1:7233", namespace: "default"}},
@@ -96,7 +95,7 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearEnv(t)
-			args := tt.args
+			set := tt.set
 			if tt.file != "" {
 				if tt.fileAtDefaultPath {
 					dir := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "temporalio")
@@ -107,21 +106,15 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 					if _, set := tt.env["TEMPORAL_CONFIG_FILE"]; !set {
 						t.Setenv("TEMPORAL_CONFIG_FILE", path)
 					}
-					args = nil
-					for _, a := range tt.args {
-						args = append(args, strings.ReplaceAll(a, "FILE", path))
+					if set.ConfigFile == "FILE" {
+						set.ConfigFile = path
 					}
 				}
 			}
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			var o Options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.BindFlags(fs)
-			require.NoError(t, fs.Parse(args))
-
-			conn, err := o.TemporalConnection()
+			conn, err := set.Resolve()
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -137,7 +130,7 @@ func TestTemporalConnectionPrecedence(t *testing.T) {
 			// The client options say the same (the CA files do not exist:
 			// only the cases without a CA build them).
 			if tt.want.ca == "" {
-				opts, err := o.TemporalClientOptions(quiet)
+				opts, err := set.ClientOptions(quiet)
 				require.NoError(t, err)
 				require.Equal(t, tt.want.address, opts.HostPort)
 				require.Equal(t, tt.want.namespace, opts.Namespace)
@@ -160,8 +153,8 @@ func TestTemporalSDKOnlySettings(t *testing.T) {
 	t.Setenv("TEMPORAL_CONFIG_FILE", writeProfiles(t, dir, "[profile.default.grpc_meta]\nx-tenant = \"ate\"\n"))
 	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_DATA", string(certPEM))
 	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_DATA", string(keyPEM))
-	o := Options{TaskQueue: "tq"}
-	opts, err := o.TemporalClientOptions(quiet)
+	var s Settings
+	opts, err := s.ClientOptions(quiet)
 	require.NoError(t, err)
 	require.Len(t, opts.ConnectionOptions.TLS.Certificates, 1)
 	require.NotNil(t, opts.HeadersProvider)
@@ -171,6 +164,6 @@ func TestTemporalSDKOnlySettings(t *testing.T) {
 
 	// Data and a path of the same thing: refused, as the SDK refuses it.
 	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", key)
-	_, err = o.TemporalClientOptions(quiet)
+	_, err = s.ClientOptions(quiet)
 	require.ErrorContains(t, err, "both as a path and as data")
 }

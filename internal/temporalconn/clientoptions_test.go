@@ -1,4 +1,4 @@
-package options
+package temporalconn
 
 import (
 	"crypto/ecdsa"
@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"go.temporal.io/sdk/client"
 	"log/slog"
 	"math/big"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
 func TestTemporalClientOptions(t *testing.T) {
@@ -25,11 +25,11 @@ func TestTemporalClientOptions(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage.pem")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a certificate"), 0o600))
 	clearEnv(t)
-	base := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq"}
+	base := Settings{Address: "temporal:7233", Namespace: "ns"}
 
 	tests := []struct {
 		name    string
-		mutate  func(*Options)
+		mutate  func(*Settings)
 		wantErr string
 		check   func(t *testing.T, tc *tls.Config)
 	}{
@@ -39,7 +39,7 @@ func TestTemporalClientOptions(t *testing.T) {
 		},
 		{
 			name:   "CA only",
-			mutate: func(o *Options) { o.TLSCAFile = ca },
+			mutate: func(s *Settings) { s.TLSCAFile = ca },
 			check: func(t *testing.T, tc *tls.Config) {
 				require.NotNil(t, tc.RootCAs)
 				require.Nil(t, tc.GetClientCertificate)
@@ -47,7 +47,7 @@ func TestTemporalClientOptions(t *testing.T) {
 		},
 		{
 			name:   "server name only enables TLS with system roots",
-			mutate: func(o *Options) { o.TLSServerName = "temporal.example" },
+			mutate: func(s *Settings) { s.TLSServerName = "temporal.example" },
 			check: func(t *testing.T, tc *tls.Config) {
 				require.Equal(t, "temporal.example", tc.ServerName)
 				require.Nil(t, tc.RootCAs)
@@ -55,27 +55,26 @@ func TestTemporalClientOptions(t *testing.T) {
 		},
 		{
 			name:   "mTLS",
-			mutate: func(o *Options) { o.TLSCAFile, o.TLSCertFile, o.TLSKeyFile = ca, cert, key },
+			mutate: func(s *Settings) { s.TLSCAFile, s.TLSCertFile, s.TLSKeyFile = ca, cert, key },
 			check: func(t *testing.T, tc *tls.Config) {
 				c, err := tc.GetClientCertificate(nil)
 				require.NoError(t, err)
 				require.NotEmpty(t, c.Certificate)
 			},
 		},
-		{name: "missing CA file", mutate: func(o *Options) { o.TLSCAFile = filepath.Join(dir, "nope.pem") }, wantErr: "reading the Temporal server CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH)"},
-		{name: "CA file without PEM", mutate: func(o *Options) { o.TLSCAFile = garbage }, wantErr: "holds no PEM certificate"},
-		{name: "cert without key", mutate: func(o *Options) { o.TLSCertFile = cert }, wantErr: "must be set together"},
-		{name: "unreadable key pair", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = cert, garbage }, wantErr: "loading the Temporal client certificate"},
-		{name: "key does not match cert", mutate: func(o *Options) { o.TLSCertFile, o.TLSKeyFile = ca, key }, wantErr: "loading the Temporal client certificate"},
-		{name: "a cluster name that is no DNS label", mutate: func(o *Options) { o.ClusterName = "Prod" }, wantErr: "invalid Temporal options: --cluster-name"},
+		{name: "missing CA file", mutate: func(s *Settings) { s.TLSCAFile = filepath.Join(dir, "nope.pem") }, wantErr: "reading the Temporal server CA (TEMPORAL_TLS_SERVER_CA_CERT_PATH)"},
+		{name: "CA file without PEM", mutate: func(s *Settings) { s.TLSCAFile = garbage }, wantErr: "holds no PEM certificate"},
+		{name: "cert without key", mutate: func(s *Settings) { s.TLSCertFile = cert }, wantErr: "must be set together"},
+		{name: "unreadable key pair", mutate: func(s *Settings) { s.TLSCertFile, s.TLSKeyFile = cert, garbage }, wantErr: "loading the Temporal client certificate"},
+		{name: "key does not match cert", mutate: func(s *Settings) { s.TLSCertFile, s.TLSKeyFile = ca, key }, wantErr: "loading the Temporal client certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := base
+			s := base
 			if tt.mutate != nil {
-				tt.mutate(&o)
+				tt.mutate(&s)
 			}
-			opts, err := o.TemporalClientOptions(quiet)
+			opts, err := s.ClientOptions(quiet)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -91,8 +90,8 @@ func TestTemporalClientOptions(t *testing.T) {
 
 func TestTemporalClientOptionsAPIKey(t *testing.T) {
 	clearEnv(t)
-	o := Options{TemporalAddress: "temporal:7233", TemporalNamespace: "ns", TaskQueue: "tq", APIKey: "secret"}
-	opts, err := o.TemporalClientOptions(quiet)
+	s := Settings{Address: "temporal:7233", Namespace: "ns", APIKey: "secret"}
+	opts, err := s.ClientOptions(quiet)
 	require.NoError(t, err)
 	require.NotNil(t, opts.Credentials)
 	require.NotNil(t, opts.ConnectionOptions.TLS, "an API key is never sent in plaintext: TLS with the system roots")
@@ -134,24 +133,45 @@ func writeCertificates(t *testing.T, dir string) (caFile, certFile, keyFile stri
 }
 
 // TestTemporalGRPCCompression: the setting reaches the SDK's connection
-// options; no setting (Options built by code) is no compression, the
+// options; no setting (Settings built by code) is no compression, the
 // default the bench measured, not the SDK's gzip.
 func TestTemporalGRPCCompression(t *testing.T) {
 	clearEnv(t)
 	tests := []struct {
 		setting string
 		want    client.GrpcCompression
+		wantErr string
 	}{
-		{"", &client.GrpcCompressionNone{}},
-		{"none", &client.GrpcCompressionNone{}},
-		{"gzip", &client.GrpcCompressionGzip{}},
+		{setting: "", want: &client.GrpcCompressionNone{}},
+		{setting: "none", want: &client.GrpcCompressionNone{}},
+		{setting: "gzip", want: &client.GrpcCompressionGzip{}},
+		{setting: "zstd", wantErr: `the Temporal gRPC compression must be "none" or "gzip", got "zstd"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.setting, func(t *testing.T) {
-			o := Options{TemporalAddress: "temporal:7233", TemporalGRPCCompression: tt.setting}
-			opts, err := o.TemporalClientOptions(quiet)
+			s := Settings{Address: "temporal:7233", GRPCCompression: tt.setting}
+			opts, err := s.ClientOptions(quiet)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
 			require.NoError(t, err)
 			require.Equal(t, tt.want, opts.ConnectionOptions.GrpcCompression)
 		})
 	}
+}
+
+// clearEnv leaves the test no Temporal setting of the machine's: none of
+// the variables the SDK reads, and no profile file of its user.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"TEMPORAL_CONFIG_FILE", "TEMPORAL_PROFILE", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY",
+		"TEMPORAL_TLS", "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_NAME",
+		"TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION",
+		"TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH"} {
+		t.Setenv(k, "") // restored after the test
+		// The SDK tells an unset variable from an empty one.
+		require.NoError(t, os.Unsetenv(k))
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 }
