@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 
+	"ate.dev/orchestrator/internal/logging"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/teardown"
 	"ate.dev/orchestrator/internal/version"
@@ -41,7 +42,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	options.InstallLogger(log)
+	logging.Install(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := teardown.Main(ctx, opts)

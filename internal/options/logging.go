@@ -1,42 +1,34 @@
 package options
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
-	"github.com/go-logr/logr"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"ate.dev/orchestrator/internal/logging"
 )
 
 // logLevel parses --log-level (LOG_LEVEL); empty is the default, info.
 func (o *Options) logLevel() (slog.Level, error) {
-	switch strings.ToLower(cmp.Or(o.LogLevel, DefaultLogLevel)) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
+	level, err := logging.ParseLevel(o.LogLevel)
+	if err != nil {
+		return 0, fmt.Errorf("--log-level (LOG_LEVEL) %w", err)
 	}
-	return 0, fmt.Errorf("--log-level (LOG_LEVEL) %q: want debug, info, warn or error", o.LogLevel)
+	return level, nil
 }
 
 // logFormat parses --log-format (LOG_FORMAT); empty is the default, json.
-func (o *Options) logFormat() (string, error) {
-	switch f := strings.ToLower(cmp.Or(o.LogFormat, DefaultLogFormat)); f {
-	case "json", "text":
-		return f, nil
+func (o *Options) logFormat() (logging.Format, error) {
+	format, err := logging.ParseFormat(o.LogFormat)
+	if err != nil {
+		return "", fmt.Errorf("--log-format (LOG_FORMAT) %w", err)
 	}
-	return "", fmt.Errorf("--log-format (LOG_FORMAT) %q: want json or text", o.LogFormat)
+	return format, nil
 }
 
 // Logger returns the logger of the process named name, writing to w at
-// --log-level in --log-format, each line naming the process.
+// --log-level in --log-format, each line naming the process. Its errors
+// name the flag: teardown calls it without Validate.
 func (o *Options) Logger(w io.Writer, name string) (*slog.Logger, error) {
 	level, err := o.logLevel()
 	if err != nil {
@@ -46,19 +38,5 @@ func (o *Options) Logger(w io.Writer, name string) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	ho := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewJSONHandler(w, ho)
-	if format == "text" {
-		h = slog.NewTextHandler(w, ho)
-	}
-	return slog.New(h).With("process", name), nil
-}
-
-// InstallLogger makes log slog's default and controller-runtime's (and so
-// client-go's through it) logger, so the libraries' lines look like the
-// product's and obey the same level: controller-runtime's V(1) lines are
-// slog's debug.
-func InstallLogger(log *slog.Logger) {
-	slog.SetDefault(log)
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	return logging.New(w, name, level, format), nil
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"strings"
 
+	"ate.dev/orchestrator/internal/logging"
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/temporalconn"
 	"ate.dev/orchestrator/internal/tracing"
@@ -78,14 +79,12 @@ type Options struct {
 }
 
 // Defaults of the settings that have one and no home of their own (the
-// Temporal connection's are temporalconn's).
+// Temporal connection's are temporalconn's, logging's logging's).
 const (
 	// DefaultMetricsBindAddress serves HTTPS (DefaultMetricsSecure).
 	DefaultMetricsBindAddress     = ":8443"
 	DefaultMetricsSecure          = true
 	DefaultHealthProbeBindAddress = ":8081"
-	DefaultLogLevel               = "info"
-	DefaultLogFormat              = "json"
 )
 
 // setting is one flag, the environment variable it defaults from, and its
@@ -155,9 +154,9 @@ var settings = []setting{
 		dst: func(o *Options) *string { return &o.HealthProbeBindAddress }},
 	{flag: "pprof-bind-address", env: "PPROF_BIND_ADDRESS", usage: `address of Go's /debug/pprof/ profiling endpoints, plain HTTP and unauthenticated: bind to loopback; empty or "0": none`,
 		dst: func(o *Options) *string { return &o.PprofBindAddress }},
-	{flag: "log-level", env: "LOG_LEVEL", def: DefaultLogLevel, usage: "least severe log lines written: debug, info, warn or error",
+	{flag: "log-level", env: "LOG_LEVEL", def: logging.DefaultLevel, usage: "least severe log lines written: debug, info, warn or error",
 		dst: func(o *Options) *string { return &o.LogLevel }},
-	{flag: "log-format", env: "LOG_FORMAT", def: DefaultLogFormat, usage: "log line format on stderr: json or text",
+	{flag: "log-format", env: "LOG_FORMAT", def: logging.DefaultFormat, usage: "log line format on stderr: json or text",
 		dst: func(o *Options) *string { return &o.LogFormat }},
 	{flag: "otel-traces-exporter", env: "OTEL_TRACES_EXPORTER",
 		usage: `"otlp" exports traces over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables; "none" or empty: no tracing, unless OTEL_EXPORTER_OTLP_ENDPOINT is set`,

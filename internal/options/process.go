@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/logging"
 	"ate.dev/orchestrator/internal/metrics"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/tracing"
@@ -65,7 +66,7 @@ func (o *Options) Process(name string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	InstallLogger(log)
+	logging.Install(log)
 
 	rest, err := o.RestConfig()
 	if err != nil {
