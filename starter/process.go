@@ -12,7 +12,7 @@ import (
 // Main is the starter process, as cmd/starter's flags configure it, until
 // ctx is done (SIGINT or SIGTERM): logs, probes and metrics, the Temporal
 // connection, then Run.
-func Main(ctx context.Context, opts options.Options, sopts options.StarterOptions, leader options.LeaderElection) error {
+func Main(ctx context.Context, opts options.Options, sopts options.StarterOptions, election options.LeaderElection) error {
 	proc, err := opts.Process("starter")
 	if err != nil {
 		return err
@@ -38,5 +38,5 @@ func Main(ctx context.Context, opts options.Options, sopts options.StarterOption
 	defer c.Close()
 	endpoints.Connected(c)
 	return Run(ctx, Config{Rest: proc.Rest, Temporal: c, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue,
-		Concurrency: sopts.StartConcurrency, LeaderElection: leader, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
+		Concurrency: sopts.StartConcurrency, LeaderElection: election.Election, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

@@ -22,6 +22,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 )
@@ -58,7 +59,7 @@ type Config struct {
 	// controller (options.DefaultStartConcurrency when zero).
 	Concurrency int
 	// LeaderElection makes replicas safe: only the leader signals.
-	LeaderElection options.LeaderElection
+	LeaderElection leader.Election
 	// OnNaming, if set, is told why naming the cluster waits (each failed
 	// look at the kube-system namespace) and nil once it is named (the
 	// readiness probe: the starter is not ready before, and says why).

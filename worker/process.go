@@ -16,7 +16,7 @@ import (
 // Main is the worker process, as cmd/worker's flags configure it, until ctx
 // is done (SIGINT or SIGTERM): logs, probes and metrics, then Run, which
 // dials Temporal beside the pool keeper.
-func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions, leader options.LeaderElection) error {
+func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions, election options.LeaderElection) error {
 	proc, err := opts.Process("worker")
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	// (re)started during a Temporal outage keeps Deployments scaled and
 	// statuses mirrored, and is not ready until Temporal is reachable.
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
-		LeaderElection: leader, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
+		LeaderElection: election.Election, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
 		Dial:                func(ctx context.Context) (client.Client, error) { return temporalconn.Dial(ctx, proc.Temporal, log) },
 		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})

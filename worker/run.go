@@ -34,6 +34,7 @@ import (
 	"ate.dev/orchestrator/internal/deployment"
 	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
@@ -78,7 +79,7 @@ type Config struct {
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
-	LeaderElection options.LeaderElection
+	LeaderElection leader.Election
 	// SkipNameValidation lets tests run several workers in one process.
 	SkipNameValidation bool
 	Log                *slog.Logger

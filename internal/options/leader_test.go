@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	ctrl "sigs.k8s.io/controller-runtime"
+
+	"ate.dev/orchestrator/internal/leader"
 )
 
 func TestLeaderElectionFlags(t *testing.T) {
@@ -15,24 +16,24 @@ func TestLeaderElectionFlags(t *testing.T) {
 		name    string
 		env     map[string]string
 		args    []string
-		want    LeaderElection
+		want    leader.Election
 		wantErr string
 	}{
 		{
 			name: "defaults: off, controller-runtime's timings",
-			want: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+			want: leader.Election{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		},
 		{
 			name: "environment",
 			env: map[string]string{"LEADER_ELECT": "true", "LEADER_ELECTION_NAMESPACE": "ate-system",
 				"LEADER_ELECTION_LEASE_DURATION": "6s", "LEADER_ELECTION_RENEW_DEADLINE": "4s", "LEADER_ELECTION_RETRY_PERIOD": "500ms"},
-			want: LeaderElection{Enabled: true, Namespace: "ate-system", LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 500 * time.Millisecond},
+			want: leader.Election{Enabled: true, Namespace: "ate-system", LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 500 * time.Millisecond},
 		},
 		{
 			name: "a flag wins over the environment",
 			env:  map[string]string{"LEADER_ELECTION_LEASE_DURATION": "6s"},
 			args: []string{"--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s"},
-			want: LeaderElection{Enabled: true, LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 2 * time.Second},
+			want: leader.Election{Enabled: true, LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 2 * time.Second},
 		},
 		{
 			name:    "an environment variable that is not a duration",
@@ -77,36 +78,7 @@ func TestLeaderElectionFlags(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			l.envErr = nil
-			require.Equal(t, tt.want, l)
-		})
-	}
-}
-
-func TestLeaderElectionApply(t *testing.T) {
-	tests := []struct {
-		name                string
-		in                  LeaderElection
-		lease, renew, retry time.Duration
-		enabled             bool
-		namespace           string
-	}{
-		{name: "set", in: LeaderElection{Enabled: true, Namespace: "ns", LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second},
-			lease: 6 * time.Second, renew: 4 * time.Second, retry: time.Second, enabled: true, namespace: "ns"},
-		// A Config built in code (the tests' in-process product) leaves
-		// the timings zero: the defaults apply.
-		{name: "zero", lease: DefaultLeaseDuration, renew: DefaultRenewDeadline, retry: DefaultRetryPeriod},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var o ctrl.Options
-			tt.in.Apply(&o, "ate-orchestrator-starter")
-			require.Equal(t, tt.enabled, o.LeaderElection)
-			require.Equal(t, "ate-orchestrator-starter", o.LeaderElectionID)
-			require.Equal(t, tt.namespace, o.LeaderElectionNamespace)
-			require.Equal(t, tt.lease, *o.LeaseDuration)
-			require.Equal(t, tt.renew, *o.RenewDeadline)
-			require.Equal(t, tt.retry, *o.RetryPeriod)
+			require.Equal(t, tt.want, l.Election)
 		})
 	}
 }

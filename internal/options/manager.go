@@ -10,6 +10,7 @@ import (
 
 	"ate.dev/orchestrator/internal/cached"
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/leader"
 )
 
 // Manager describes the controller-runtime manager of the worker (its pool
@@ -18,7 +19,7 @@ import (
 type Manager struct {
 	// LeaseName names the leader election Lease of the process.
 	LeaseName      string
-	LeaderElection LeaderElection
+	LeaderElection leader.Election
 	// ShutdownTimeout bounds the manager's graceful stop.
 	ShutdownTimeout time.Duration
 	// SkipNameValidation lets tests run several managers of one process in

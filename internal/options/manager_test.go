@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/internal/kube"
+	"ate.dev/orchestrator/internal/leader"
 )
 
 // TestManagerOptions: both processes' managers serve nothing themselves
@@ -20,7 +21,7 @@ func TestManagerOptions(t *testing.T) {
 	}{
 		{"no election", Manager{LeaseName: "lease-a", ShutdownTimeout: 10 * time.Second}},
 		{"election", Manager{LeaseName: "lease-b", ShutdownTimeout: 5 * time.Second, SkipNameValidation: true,
-			LeaderElection: LeaderElection{Enabled: true, Namespace: "ate-system"}}},
+			LeaderElection: leader.Election{Enabled: true, Namespace: "ate-system"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.m.Options()
@@ -32,7 +33,7 @@ func TestManagerOptions(t *testing.T) {
 			require.Equal(t, tc.m.LeaderElection.Enabled, o.LeaderElection)
 			require.Equal(t, tc.m.LeaseName, o.LeaderElectionID)
 			require.Equal(t, tc.m.LeaderElection.Namespace, o.LeaderElectionNamespace)
-			require.Equal(t, DefaultLeaseDuration, *o.LeaseDuration)
+			require.Equal(t, leader.DefaultLeaseDuration, *o.LeaseDuration)
 
 			// The caches drop managedFields.
 			require.NotNil(t, o.Cache.DefaultTransform)

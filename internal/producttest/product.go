@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/options"
+	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/tracing"
@@ -168,7 +168,7 @@ func (p *Product) Start(t testing.TB) {
 		wopts = ateworker.TemporalWorkerOptionsWith(p.Tracing)
 		wopts.Interceptors = append(wopts.Interceptors, p.Interceptors...)
 	}
-	elect := options.LeaderElection{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
+	elect := leader.Election{Enabled: p.LeaderElectionNamespace != "", Namespace: p.LeaderElectionNamespace}
 	go func() {
 		defer wg.Done()
 		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
