@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = options.DefaultStartConcurrency
 	}
-	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
+	mopts := kube.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: 10 * time.Second, SkipNameValidation: cfg.SkipNameValidation}.Options()
 	mopts.Cache.ByObject = cacheByObject()
 	mgr, err := ctrl.NewManager(cfg.Rest, mopts)

@@ -36,7 +36,6 @@ import (
 	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/notify"
-	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/poolwatch"
 	"ate.dev/orchestrator/worker/configkeeper"
 	"ate.dev/orchestrator/worker/poolkeeper"
@@ -242,7 +241,7 @@ func dial(ctx context.Context, cancel context.CancelFunc, cfg Config, mgrDone <-
 // activities' first looks. The worker serves its own probes and metrics
 // (Main).
 func newManager(cfg Config) (ctrl.Manager, error) {
-	mopts := options.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
+	mopts := kube.Manager{LeaseName: LeaseName, LeaderElection: cfg.LeaderElection,
 		ShutdownTimeout: ManagerShutdownTimeout, SkipNameValidation: cfg.SkipNameValidation}.Options()
 	var err error
 	if mopts.Cache.ByObject, err = cacheByObject(); err != nil {

@@ -1,4 +1,5 @@
-// Package kube builds the Kubernetes clients both processes share.
+// Package kube builds the Kubernetes clients, and the controller-runtime
+// manager, both processes share.
 package kube
 
 import (

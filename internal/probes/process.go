@@ -12,7 +12,7 @@ import (
 // way for both and up from the process's start, before it reaches
 // Temporal, so that the liveness probe is answered while it waits (the
 // controller-runtime managers serve nothing themselves, see
-// options.Manager; a manager's own servers would start only with the
+// kube.Manager; a manager's own servers would start only with the
 // manager, and the starter builds its manager once connected).
 type Process struct {
 	ctx        context.Context

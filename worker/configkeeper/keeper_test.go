@@ -24,6 +24,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/worker/configkeeper"
@@ -40,7 +41,7 @@ const bound = 30 * time.Second
 func startKeeper(t *testing.T) {
 	t.Helper()
 	env := testenv.Current()
-	mgr, err := ctrl.NewManager(env.RestConfig, options.Manager{SkipNameValidation: true, ShutdownTimeout: 5 * time.Second}.Options())
+	mgr, err := ctrl.NewManager(env.RestConfig, kube.Manager{SkipNameValidation: true, ShutdownTimeout: 5 * time.Second}.Options())
 	require.NoError(t, err)
 	require.NoError(t, (&configkeeper.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, 2))
 	ctx, cancel := context.WithCancel(context.Background())

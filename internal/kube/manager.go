@@ -1,4 +1,4 @@
-package options
+package kube
 
 import (
 	"time"
@@ -9,7 +9,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"ate.dev/orchestrator/internal/cached"
-	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/leader"
 )
 
@@ -37,7 +36,7 @@ type Manager struct {
 // the process instead of the manager.
 func (m Manager) Options() ctrl.Options {
 	o := ctrl.Options{
-		Scheme:                  kube.Scheme,
+		Scheme:                  Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &m.ShutdownTimeout,

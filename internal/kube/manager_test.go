@@ -1,4 +1,4 @@
-package options
+package kube
 
 import (
 	"testing"
@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"ate.dev/orchestrator/internal/kube"
 	"ate.dev/orchestrator/internal/leader"
 )
 
@@ -25,7 +24,7 @@ func TestManagerOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.m.Options()
-			require.Same(t, kube.Scheme, o.Scheme)
+			require.Same(t, Scheme, o.Scheme)
 			require.Equal(t, "0", o.Metrics.BindAddress, "the manager must not serve metrics")
 			require.Equal(t, "0", o.HealthProbeBindAddress, "the manager must not serve probes")
 			require.Equal(t, tc.m.ShutdownTimeout, *o.GracefulShutdownTimeout)
