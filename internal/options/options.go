@@ -1,10 +1,16 @@
-// Package options is the configuration shared by the worker and starter
-// binaries: where the Kubernetes API server and the Temporal server are,
-// how to authenticate to Temporal, where to serve metrics and health
-// probes, and how to log. Every flag defaults from an environment variable,
-// so a Deployment can configure the processes with env and a developer with
-// flags; an explicit flag wins over the environment, which wins over the
-// built-in default.
+// Package options is the command line of the product's binaries: each
+// flag, the environment variable it defaults from, its built-in default,
+// its help text, and the checks that name it when its value is wrong.
+// Every flag defaults from an environment variable, so a Deployment can
+// configure the processes with env and a developer with flags; an explicit
+// flag wins over the environment, which wins over the built-in default.
+//
+// What a setting does lives with its concern, in a package that defines no
+// flag: the Temporal connection in internal/temporalconn, logging in
+// internal/logging, the leader election in internal/leader, tracing in
+// internal/tracing, the metrics' cluster label in internal/metrics. This
+// package binds the flags to their settings and composes them into a
+// Process, what the worker and the starter set up alike.
 //
 // The Temporal connection's flags (address, namespace, API key, TLS) hold
 // only what was given on the command line: internal/temporalconn resolves
@@ -20,7 +26,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"ate.dev/orchestrator/internal/logging"
 	"ate.dev/orchestrator/internal/metrics"
@@ -203,17 +208,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
 		"serve /metrics over HTTPS, each request authenticated and authorised by the Kubernetes API server (TokenReview, SubjectAccessReview: get on the non-resource URL /metrics); false: plain HTTP, for loopback (env METRICS_SECURE)")
-}
-
-// parseBool accepts what LEADER_ELECT and the SDK's boolean variables do.
-func parseBool(v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "1", "true":
-		return true, nil
-	case "0", "false":
-		return false, nil
-	}
-	return false, errors.New("want true or false")
 }
 
 // String keeps secrets out of anything that prints Options with %v or %+v.
