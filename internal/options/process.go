@@ -103,10 +103,11 @@ func (o *Options) Process(name string) (*Process, error) {
 	return &Process{Log: log, Rest: rest, Temporal: copts, Tracing: tr, Metrics: reg, clusterName: o.ClusterName}, nil
 }
 
-// TemporalClientOptions validates the options, then returns the Temporal
-// client options of the connection they resolve to
-// (temporalconn.Settings.ClientOptions), logging on log (nil:
-// slog.Default()) where the connection came from.
+// TemporalClientOptions is the Temporal client options of the connection
+// the options resolve to (temporalconn.Settings.ClientOptions), logging on
+// log (nil: slog.Default()) where it came from. It validates the options
+// first: a caller that skipped Validate is still refused with the flags'
+// names, before a file is read.
 func (o *Options) TemporalClientOptions(log *slog.Logger) (client.Options, error) {
 	if err := o.Validate(); err != nil {
 		return client.Options{}, fmt.Errorf("invalid Temporal options: %w", err)

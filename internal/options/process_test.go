@@ -12,10 +12,10 @@ import (
 // quiet is a logger for tests that do not read the log.
 var quiet = slog.New(slog.DiscardHandler)
 
-// TestTemporalClientOptions: the options are validated as a whole before
-// the connection is resolved (temporalconn's tests cover the resolution),
-// and the flags' settings reach the client.
-func TestTemporalClientOptions(t *testing.T) {
+// TestTemporalClientOptionsValidatesTheOptions: the options are validated
+// as a whole before the connection is resolved (temporalconn's tests cover
+// the resolution), and the flags' settings reach the client.
+func TestTemporalClientOptionsValidatesTheOptions(t *testing.T) {
 	clearEnv(t)
 	tests := []struct {
 		name    string
