@@ -45,7 +45,6 @@ import (
 
 	"ate.dev/orchestrator/internal/localstack"
 	"ate.dev/orchestrator/internal/localstack/servers"
-	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/temporalconn"
 	"ate.dev/orchestrator/internal/version"
 )

@@ -25,7 +25,6 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kube"
-	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/worker/configkeeper"
 )
