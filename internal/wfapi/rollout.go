@@ -42,12 +42,7 @@ func (c Cluster) RolloutWorkflowID(config string) string {
 // config in the cluster it names: a rollout acts on the config its ID
 // names only, whoever started it with whatever input.
 func CheckRolloutID(id, config string) error {
-	cluster, ok := ClusterOf(id)
-	if !ok || config == "" || id != cluster.RolloutWorkflowID(config) {
-		return fmt.Errorf("the rollout workflow of SandboxConfig %q has the ID %s; got %q",
-			config, Cluster("<cluster>").RolloutWorkflowID(config), id)
-	}
-	return nil
+	return ParseWorkflowID(id).CheckRollout(config)
 }
 
 // RolloutInput is the rollout workflow's input: the config it rolls out.
