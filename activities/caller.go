@@ -17,7 +17,7 @@ import (
 //     input naming another pool, or a caller that is no switch, is refused,
 //     with no write;
 //   - Confirm and RollBack write only while the class's pendingConfigRef
-//     still names their target (see settleAllowed), so a switch started
+//     still names their target (see confirmState, claimStands), so a switch started
 //     beside the real one cannot confirm a config that was released since;
 //   - Claim names only a protected config, and Confirm reads its target
 //     live and names it only if it is there, of the class, not in deletion
@@ -26,26 +26,99 @@ import (
 //   - an event is recorded only for the pool the calling workflow's ID
 //     names (RecordEvent);
 //   - a staged rollout's status and Warning are written only for the
-//     config the calling rollout's ID names (checkRolloutCaller).
+//     config the calling rollout's ID names (rolloutOf).
+//
+// The caller's ID is parsed once per activity, by ClusterGuard, and every
+// check of it asks checkCaller.
 
-// callerNamesPool reports whether a workflow ID is the switch ID of the
-// pool ref names, as wfapi.SwitchPool derives it: the only workflow that
-// writes a pool's status or records its events.
-func callerNamesPool(id string, ref wfapi.PoolRef) bool {
-	pool, err := wfapi.SwitchPool(id, ref)
-	return err == nil && pool.Key() == ref.Key()
+// Caller is the workflow an activity runs for, as the SDK reports it (not
+// an input anyone could forge): its ID parsed (wfapi.ParseWorkflowID) and
+// its run.
+type Caller struct {
+	wfapi.WorkflowRef
+	RunID string
 }
 
-// checkCaller refuses, as no retry can fix it, a pool write asked by a
-// workflow whose ID names another pool. Outside an activity (a unit test
-// calling the method) there is no caller to check.
-func checkCaller(ctx context.Context, ref wfapi.PoolRef) error {
-	if !activity.IsActivity(ctx) {
+// callerOfInfo parses the caller of the activity info describes.
+func callerOfInfo(info activity.Info) Caller {
+	return Caller{WorkflowRef: wfapi.ParseWorkflowID(info.WorkflowExecution.ID), RunID: info.WorkflowExecution.RunID}
+}
+
+type callerKey struct{}
+
+// withCaller hands the caller, parsed once, to the activity ctx runs and
+// to every check it makes (ClusterGuard).
+func withCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerOf is the caller of the activity ctx runs: the one ClusterGuard
+// parsed, or, for an activity run by a worker without it (a test's
+// activity environment), its ID parsed here: the checks are the same,
+// only not shared. Outside an activity (unit tests call the methods
+// directly) there is none.
+func callerOf(ctx context.Context) (Caller, bool) {
+	if c, ok := ctx.Value(callerKey{}).(Caller); ok {
+		return c, true
+	}
+	if activity.IsActivity(ctx) {
+		return callerOfInfo(activity.GetInfo(ctx)), true
+	}
+	return Caller{}, false
+}
+
+// allowedCaller is the one workflow that may ask an activity to act on
+// what its input names.
+type allowedCaller interface {
+	// valid says why the input cannot name it, whoever the caller.
+	valid() error
+	// refusal says why caller may not ask for it, nil when it may.
+	refusal(caller Caller) error
+}
+
+// checkCaller refuses, as no retry can fix it and before anything is read
+// or written, an activity whose input names an object the calling workflow
+// may not act on: the one check of a caller, for every activity that
+// writes.
+func checkCaller(ctx context.Context, want allowedCaller) error {
+	if err := want.valid(); err != nil {
+		return err
+	}
+	caller, ok := callerOf(ctx)
+	if !ok {
 		return nil
 	}
-	id := activity.GetInfo(ctx).WorkflowExecution.ID
-	if !callerNamesPool(id, ref) {
-		return invalidInput("workflow %q may not write WorkerPool %s: a workflow acts only on the pool its ID names", id, ref)
+	return want.refusal(caller)
+}
+
+// switchOf: a pool's status and events are written only for its switch,
+// the workflow its ID names (a workflow acts on that pool only).
+type switchOf wfapi.PoolRef
+
+func (s switchOf) valid() error { return validatePool(wfapi.PoolRef(s)) }
+
+func (s switchOf) refusal(caller Caller) error {
+	ref := wfapi.PoolRef(s)
+	if pool, err := caller.SwitchPool(ref); err != nil || pool.Key() != ref.Key() {
+		return invalidInput("workflow %q may not write WorkerPool %s: a workflow acts only on the pool its ID names", caller.ID, ref)
+	}
+	return nil
+}
+
+// rolloutOf: a staged rollout's status and Warnings are written only for
+// the rollout of the config, the workflow its ID names.
+type rolloutOf string
+
+func (r rolloutOf) valid() error {
+	if r == "" {
+		return invalidInput("a rollout activity names its SandboxConfig")
+	}
+	return nil
+}
+
+func (r rolloutOf) refusal(caller Caller) error {
+	if err := caller.CheckRollout(string(r)); err != nil {
+		return invalidInput("%v", err)
 	}
 	return nil
 }

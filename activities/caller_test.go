@@ -2,13 +2,26 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/poolevents"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -111,28 +124,186 @@ func TestSettleOnlyWhileTheClaimStands(t *testing.T) {
 	}
 }
 
-func TestCallerNamesPool(t *testing.T) {
-	ref := wfapi.PoolRef{Namespace: "ns", Name: "pool"}
+// TestCallerChecks: a pool's status and events are written for its switch
+// only, a rollout's status and Warnings for the config's rollout only;
+// every other caller (another pool's switch, another config's rollout,
+// a release, the operator, an ID of no product workflow or of no cluster)
+// is refused as invalid input naming the workflow and the object.
+func TestCallerChecks(t *testing.T) {
 	c := wfapi.Cluster("c1")
+	pool := switchOf(wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"})
+	rollout := rolloutOf("cfg")
 	tests := []struct {
+		name string
 		id   string
-		want bool
+		want allowedCaller
+		err  string // "" when allowed
 	}{
-		{c.SwitchWorkflowID("ns", "pool"), true},
-		{"workerpool/ns/pool/switch", false},
-		{"c1/workerpool/ns/pool/switch/3", false},
-		{"c1/workerpool/ns/pool", false},
-		{"c1/workerpool/ns/pool/attack", false},
-		{c.SwitchWorkflowID("ns", "other"), false},
-		{c.SwitchWorkflowID("other", "pool"), false},
-		{c.SwitchWorkflowID("ns", "pool-2"), false},
-		{"c1/workerpool/ns/poo/switch", false},
-		{c.ReleaseWorkflowID("pool"), false},
-		{"my-switch", false},
+		{name: "the pool's switch", id: c.SwitchWorkflowID("ns", "pool"), want: pool},
+		{name: "the pool's switch of another cluster (ClusterGuard's to refuse)", id: wfapi.Cluster("c2").SwitchWorkflowID("ns", "pool"), want: pool},
+		{name: "another pool's switch", id: c.SwitchWorkflowID("ns", "other"), want: pool,
+			err: `workflow "c1/workerpool/ns/other/switch" may not write WorkerPool ns/pool: a workflow acts only on the pool its ID names`},
+		{name: "another namespace's switch", id: c.SwitchWorkflowID("other", "pool"), want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "a pool whose name begins the same", id: c.SwitchWorkflowID("ns", "pool-2"), want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "a switch with no cluster", id: "workerpool/ns/pool/switch", want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "a numbered switch", id: "c1/workerpool/ns/pool/switch/3", want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "another workflow of the pool", id: "c1/workerpool/ns/pool/attack", want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "a release", id: c.ReleaseWorkflowID("pool"), want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "the config's rollout, for a pool", id: c.RolloutWorkflowID("cfg"), want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "the operator", id: c.OperatorWorkflowID(), want: pool, err: "may not write WorkerPool ns/pool"},
+		{name: "a name made up", id: "my-switch", want: pool, err: `workflow "my-switch" may not write WorkerPool ns/pool`},
+
+		{name: "the config's rollout", id: c.RolloutWorkflowID("cfg"), want: rollout},
+		{name: "another config's rollout", id: c.RolloutWorkflowID("other"), want: rollout,
+			err: `the rollout workflow of SandboxConfig "cfg" has the ID <cluster>/sandboxconfig/cfg/rollout; got "c1/sandboxconfig/other/rollout"`},
+		{name: "the config's release", id: c.ReleaseWorkflowID("cfg"), want: rollout, err: `got "c1/sandboxconfig/cfg/release"`},
+		{name: "a rollout's gate", id: c.RolloutWorkflowID("cfg") + "/gate/1-0", want: rollout, err: `got "c1/sandboxconfig/cfg/rollout/gate/1-0"`},
+		{name: "a switch, for a rollout", id: c.SwitchWorkflowID("ns", "cfg"), want: rollout, err: "the rollout workflow of SandboxConfig \"cfg\""},
+		{name: "a rollout with no cluster", id: "sandboxconfig/cfg/rollout", want: rollout, err: "the rollout workflow of SandboxConfig \"cfg\""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			require.Equal(t, tt.want, callerNamesPool(tt.id, ref))
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.want.refusal(Caller{WorkflowRef: wfapi.ParseWorkflowID(tt.id), RunID: "run-1"})
+			if tt.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			requireInvalidInput(t, err, tt.err)
+		})
+	}
+}
+
+// TestCheckCallerOutsideAnActivity: a unit test calling an activity's
+// method has no caller to check; an input that can name nothing is
+// refused all the same.
+func TestCheckCallerOutsideAnActivity(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, checkCaller(ctx, switchOf(wfapi.PoolRef{Namespace: "ns", Name: "pool"})))
+	require.NoError(t, checkCaller(ctx, rolloutOf("cfg")))
+	requireInvalidInput(t, checkCaller(ctx, switchOf(wfapi.PoolRef{Name: "pool"})), "a WorkerPool reference needs a namespace and a name")
+	requireInvalidInput(t, checkCaller(ctx, rolloutOf("")), "a rollout activity names its SandboxConfig")
+
+	// A caller handed in by ClusterGuard is the one checked.
+	ctx = withCaller(ctx, Caller{WorkflowRef: wfapi.ParseWorkflowID(wfapi.Cluster("c1").SwitchWorkflowID("ns", "other"))})
+	requireInvalidInput(t, checkCaller(ctx, switchOf(wfapi.PoolRef{Namespace: "ns", Name: "pool"})), "may not write WorkerPool ns/pool")
+}
+
+// callActivity is a workflow of another type than the product's (anyone
+// who can run a worker in the namespace can write one): it schedules one
+// of the product's activities, by name, allowing it three attempts.
+func callActivity(ctx workflow.Context, name string, arg any) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 3},
+	})
+	return workflow.ExecuteActivity(ctx, name, arg).Get(ctx, nil)
+}
+
+// attempts is an interceptor after ClusterGuard: it counts each activity's
+// attempts, and those that found the caller ClusterGuard parsed in their
+// context.
+type attempts struct {
+	interceptor.WorkerInterceptorBase
+	mu     sync.Mutex
+	ran    map[string]int
+	parsed map[string]int
+}
+
+func (a *attempts) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &attemptsActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, a: a}
+}
+
+type attemptsActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	a *attempts
+}
+
+func (i *attemptsActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	name := activity.GetInfo(ctx).ActivityType.Name
+	i.a.mu.Lock()
+	i.a.ran[name]++
+	if _, ok := ctx.Value(callerKey{}).(Caller); ok {
+		i.a.parsed[name]++
+	}
+	i.a.mu.Unlock()
+	return i.Next.ExecuteActivity(ctx, in)
+}
+
+// TestTheWorkerChecksEachCallerOnce: through a worker with ClusterGuard, an
+// activity asked for an object its caller's ID does not name is refused on
+// its first attempt, not retried, and reads and writes nothing; the
+// caller it is refused for is the one ClusterGuard parsed. The caller its
+// ID names is let through.
+func TestTheWorkerChecksEachCallerOnce(t *testing.T) {
+	c := wfapi.Cluster("c1")
+	event := poolevents.Event{Pool: wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Type: corev1.EventTypeNormal,
+		Reason: "SandboxConfigSwitched", Key: "switch/run-1", Note: "n"}
+	tests := []struct {
+		name     string
+		id       string
+		activity string
+		arg      func(f *statusFixture) any
+		err      string // "" when let through
+	}{
+		{name: "a Claim for another pool", id: c.SwitchWorkflowID("ns", "other"), activity: "Claim",
+			arg: func(f *statusFixture) any { return ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"} },
+			err: `workflow "c1/workerpool/ns/other/switch" may not write WorkerPool ns/pool`},
+		{name: "a Confirm from a release", id: c.ReleaseWorkflowID("new"), activity: "Confirm",
+			arg: func(f *statusFixture) any {
+				return SettleInput{Pool: f.ref, Class: gvisor, Config: "new", Generation: 2}
+			},
+			err: `workflow "c1/sandboxconfig/new/release" may not write WorkerPool ns/pool`},
+		{name: "an event for another pool", id: c.SwitchWorkflowID("ns", "other"), activity: "RecordEvent",
+			arg: func(*statusFixture) any { return event },
+			err: `workflow "c1/workerpool/ns/other/switch" may not write WorkerPool ns/pool`},
+		{name: "a rollout status for another config", id: c.RolloutWorkflowID("other"), activity: "SetRolloutStatus",
+			arg: func(*statusFixture) any { return RolloutStatusInput{Config: "cfg", Phase: "Completed"} },
+			err: `the rollout workflow of SandboxConfig "cfg" has the ID`},
+		{name: "the pool's own switch claims", id: c.SwitchWorkflowID("ns", "pool"), activity: "Claim",
+			arg: func(f *statusFixture) any { return ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"} }},
+		{name: "the pool's own switch records its event", id: c.SwitchWorkflowID("ns", "pool"), activity: "RecordEvent",
+			arg: func(*statusFixture) any { return event }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newStatusFixture(t)
+			events := fake.NewClientset()
+			f.acts.Clientset = events
+			before := f.pool(t)
+			count := &attempts{ran: map[string]int{}, parsed: map[string]int{}}
+
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{ClusterGuard(c), count}})
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: tt.id})
+			env.RegisterWorkflowWithOptions(callActivity, workflow.RegisterOptions{Name: "callActivity"})
+			env.RegisterActivity(f.acts)
+			env.ExecuteWorkflow("callActivity", tt.activity, tt.arg(f))
+			require.True(t, env.IsWorkflowCompleted())
+			err := env.GetWorkflowError()
+
+			require.Equal(t, 1, count.ran[tt.activity], "one attempt")
+			require.Equal(t, 1, count.parsed[tt.activity], "the caller ClusterGuard parsed reached the activity")
+			recorded, lerr := events.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+			require.NoError(t, lerr)
+			if tt.err == "" {
+				require.NoError(t, err)
+				require.Equal(t, 1, f.calls.StatusWrites+len(recorded.Items), "the write is made")
+				if last := f.pool(t).Status.ClassStatus(gvisor).LastSwitch; f.calls.StatusWrites > 0 {
+					require.Equal(t, tt.id, last.WorkflowID, "stamped with the caller's run")
+					require.NotEmpty(t, last.RunID)
+				}
+				return
+			}
+			var app *temporal.ApplicationError
+			require.True(t, errors.As(err, &app), "an application error, got %v", err)
+			require.True(t, app.NonRetryable())
+			require.Equal(t, ErrInvalidInput, app.Type())
+			require.ErrorContains(t, err, tt.err)
+			require.Zero(t, f.calls.Gets, "nothing read")
+			require.Zero(t, f.calls.StatusWrites, "nothing written")
+			require.Equal(t, before.ResourceVersion, f.pool(t).ResourceVersion)
+			require.Empty(t, recorded.Items, "no event")
 		})
 	}
 }

@@ -23,6 +23,11 @@ const ErrForeignCluster = "ForeignCluster"
 // or two clusters given one task queue reach it; the refusal fails the
 // workflow with an error that names both clusters, as no retry on this
 // worker can help.
+//
+// It is where the calling workflow's ID is parsed, once per activity
+// execution: the activity it lets through finds its Caller in its context,
+// for every check of it (checkCaller) and for the run its status writes
+// stamp (switchRun).
 func ClusterGuard(cluster wfapi.Cluster) interceptor.WorkerInterceptor {
 	return &clusterGuard{cluster: cluster}
 }
@@ -43,25 +48,30 @@ type clusterGuardActivity struct {
 
 func (a *clusterGuardActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	info := activity.GetInfo(ctx)
-	if err := CheckCluster(a.cluster, info.WorkflowExecution.ID, info.ActivityType.Name); err != nil {
+	caller := callerOfInfo(info)
+	if err := checkCluster(a.cluster, caller.WorkflowRef, info.ActivityType.Name); err != nil {
 		return nil, err
 	}
-	return a.Next.ExecuteActivity(ctx, in)
+	return a.Next.ExecuteActivity(withCaller(ctx, caller), in)
 }
 
 // CheckCluster is ClusterGuard's check of one step: nil when the workflow
 // ID names the worker's cluster.
 func CheckCluster(worker wfapi.Cluster, workflowID, step string) error {
-	owner, ok := wfapi.ClusterOf(workflowID)
-	switch {
-	case !ok:
+	return checkCluster(worker, wfapi.ParseWorkflowID(workflowID), step)
+}
+
+// checkCluster is CheckCluster of an ID parsed.
+func checkCluster(worker wfapi.Cluster, workflow wfapi.WorkflowRef, step string) error {
+	switch owner := workflow.Cluster; {
+	case owner == "":
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"workflow %q names no cluster: the worker of cluster %q refuses its step %s (a workflow ID begins with its cluster, as %s does)",
-			workflowID, worker, step, worker.SwitchWorkflowID("<namespace>", "<name>")), ErrForeignCluster, nil)
+			workflow.ID, worker, step, worker.SwitchWorkflowID("<namespace>", "<name>")), ErrForeignCluster, nil)
 	case owner != worker:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"workflow %q belongs to cluster %q: the worker of cluster %q refuses its step %s, which would read or write the wrong cluster",
-			workflowID, owner, worker, step), ErrForeignCluster, nil)
+			workflow.ID, owner, worker, step), ErrForeignCluster, nil)
 	}
 	return nil
 }

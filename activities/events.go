@@ -27,7 +27,7 @@ func (a *Activities) RecordEvent(ctx context.Context, in events.PoolEvent) error
 	// Only the pool's own workflows report on it: an event another
 	// workflow asks for (any worker in the Temporal namespace can schedule
 	// this) could claim a move that never happened.
-	if err := checkCaller(ctx, in.Pool); err != nil {
+	if err := checkCaller(ctx, switchOf(in.Pool)); err != nil {
 		return err
 	}
 	ev := in.Event()

@@ -3,8 +3,6 @@ package activities
 import (
 	"context"
 
-	"go.temporal.io/sdk/activity"
-
 	"ate.dev/orchestrator/api/v1alpha1"
 )
 
@@ -25,16 +23,14 @@ import (
 // move was planned: nothing of it is this run's to write.
 
 // switchRun is the switch run a status write is made for: the workflow
-// execution of the activity, local or regular, as the SDK reports it (not
-// an input anyone could forge). Outside an activity (unit tests call the
-// activities directly), the run given to withSwitchRun, or nil: writes
-// then carry no stamp and the checks compare a missing stamp with none.
+// execution of the activity, local or regular, as the SDK reports it (its
+// Caller: not an input anyone could forge). Outside an activity (unit tests
+// call the activities directly), the run given to withSwitchRun, or nil:
+// writes then carry no stamp and the checks compare a missing stamp with
+// none.
 func switchRun(ctx context.Context) *v1alpha1.SwitchRunReference {
-	if activity.IsActivity(ctx) {
-		we := activity.GetInfo(ctx).WorkflowExecution
-		if we.RunID != "" {
-			return &v1alpha1.SwitchRunReference{WorkflowID: we.ID, RunID: we.RunID}
-		}
+	if c, ok := callerOf(ctx); ok && c.RunID != "" {
+		return &v1alpha1.SwitchRunReference{WorkflowID: c.ID, RunID: c.RunID}
 	}
 	if run, ok := ctx.Value(switchRunKey{}).(*v1alpha1.SwitchRunReference); ok {
 		return run

@@ -127,7 +127,7 @@ type LookInput struct {
 // cannot end a rollout as superseded by a default the API server no
 // longer has (newestDefault reads that one live).
 func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutLook, error) {
-	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+	if err := checkCaller(ctx, rolloutOf(in.Config)); err != nil {
 		return nil, err
 	}
 	cache, err := a.rolloutCache()
@@ -227,7 +227,7 @@ const DefaultGateTimeout = 30 * time.Minute
 // admission is by name marks either way, only grows, and the wait judges
 // the pools it admits as they are, not as this snapshot saw them.
 func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admitted, error) {
-	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+	if err := checkCaller(ctx, rolloutOf(in.Config)); err != nil {
 		return nil, err
 	}
 	cache, err := a.rolloutCache()
@@ -398,7 +398,7 @@ type StepWait struct {
 // a look), and a pool seen ready live is remembered for the rest of the
 // attempt: a step costs about one GET per admitted pool, and no LIST.
 func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWait, error) {
-	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+	if err := checkCaller(ctx, rolloutOf(in.Config)); err != nil {
 		return nil, err
 	}
 	cache, err := a.rolloutCache()
@@ -728,7 +728,7 @@ type RolloutStatusInput struct {
 // config that is gone, or is another incarnation than the run's, has no
 // status of the run's to write: that is no error.
 func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput) error {
-	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+	if err := checkCaller(ctx, rolloutOf(in.Config)); err != nil {
 		return err
 	}
 	cache, err := a.rolloutCache()
@@ -831,7 +831,7 @@ type RolloutEventInput struct {
 // SandboxConfig, in the default namespace (a cluster-scoped object's
 // events live there, where `kubectl describe sandboxconfig` finds them).
 func (a *Activities) RecordRolloutEvent(ctx context.Context, in RolloutEventInput) error {
-	if err := checkRolloutCaller(ctx, in.Config); err != nil {
+	if err := checkCaller(ctx, rolloutOf(in.Config)); err != nil {
 		return err
 	}
 	if in.Key == "" || in.Reason == "" {
@@ -942,21 +942,6 @@ func (a *Activities) patchRolloutRaw(ctx context.Context, config string, uid typ
 	err = a.Live.Status().Patch(ctx, c, ctrlclient.RawPatch(types.MergePatchType, body))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the rollout status of SandboxConfig %q (uid %s): %w", config, uid, err)
-	}
-	return nil
-}
-
-// checkRolloutCaller refuses, as no retry can fix it, a rollout activity
-// asked by a workflow whose ID is not the config's rollout ID.
-func checkRolloutCaller(ctx context.Context, config string) error {
-	if config == "" {
-		return invalidInput("a rollout activity names its SandboxConfig")
-	}
-	if !activity.IsActivity(ctx) {
-		return nil
-	}
-	if err := wfapi.CheckRolloutID(activity.GetInfo(ctx).WorkflowExecution.ID, config); err != nil {
-		return invalidInput("%v", err)
 	}
 	return nil
 }

@@ -111,10 +111,7 @@ type EarlierRollBack struct {
 // guards look at the pool as read, before mutate, and may stop the call
 // with nothing written (see errNoWrite and refusal).
 func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool), guards ...func(*v1alpha1.WorkerPool) error) (*PoolWrite, error) {
-	if err := validatePool(ref); err != nil {
-		return nil, err
-	}
-	if err := checkCaller(ctx, ref); err != nil {
+	if err := checkCaller(ctx, switchOf(ref)); err != nil {
 		return nil, err
 	}
 	res := &PoolWrite{}

@@ -154,7 +154,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return errors.Join(err, stopManager(cancel, mgrDone))
 	}
 	// The cluster guard goes first: a step of another cluster's workflow is
-	// refused before any other interceptor or the step itself runs.
+	// refused before any other interceptor or the step itself runs. It
+	// parses the calling workflow's ID, once per step, into the caller the
+	// activities check (activities.Caller).
 	cfg.Worker.Interceptors = append([]interceptor.WorkerInterceptor{activities.ClusterGuard(acts.Scope.Cluster)}, cfg.Worker.Interceptors...)
 
 	if cfg.Worker.WorkerStopTimeout == 0 {
