@@ -109,8 +109,9 @@ type EarlierRollBack struct {
 // costs less than a write bound to conflict.
 //
 // guards look at the pool as read, before mutate, and may stop the call
-// with nothing written (see errNoWrite and refusal).
-func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known, what string, mutate func(*v1alpha1.WorkerPool), guards ...func(*v1alpha1.WorkerPool) error) (*PoolWrite, error) {
+// with nothing written (see guard); mutate says what its change is (see
+// mutation). The result is the last attempt's verdict.
+func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known, what string, mutate mutation, guards ...guard) (*PoolWrite, error) {
 	if err := checkCaller(ctx, switchOf(ref)); err != nil {
 		return nil, err
 	}
@@ -134,16 +135,21 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 			return nil
 		}
 		for _, guard := range guards {
-			if stopped = guard(&pool); stopped != nil {
-				res.ResourceVersion = pool.ResourceVersion
+			v, err := guard(ctx, &pool)
+			if err != nil || v != nil {
+				if v != nil {
+					v.into(res)
+				}
+				stopped, res.ResourceVersion = err, pool.ResourceVersion
 				return nil
 			}
 		}
 		before := pool.Status.DeepCopy()
-		mutate(&pool)
+		v := mutate(&pool)
 		clearStepFailures(&pool.Status)
 		poolstatus.SetSummary(&pool)
 		if equality.Semantic.DeepEqual(before, &pool.Status) {
+			v.into(res)
 			res.ResourceVersion = pool.ResourceVersion
 			return nil
 		}
@@ -155,16 +161,14 @@ func (a *Activities) updateStatus(ctx context.Context, ref wfapi.PoolRef, known,
 			}
 			return err
 		}
+		v.into(res)
 		res.Wrote, res.ResourceVersion = true, pool.ResourceVersion
 		a.written.put(&pool)
 		return nil
 	})
 	if err == nil && stopped != nil {
 		var r refusal
-		switch {
-		case errors.Is(stopped, errNoWrite):
-			return res, nil
-		case errors.As(stopped, &r):
+		if errors.As(stopped, &r) {
 			return nil, invalidInput("%s on WorkerPool %s: %s", what, ref, r)
 		}
 		err = stopped
@@ -200,173 +204,6 @@ func (a *Activities) cachedAt(ctx context.Context, ref wfapi.PoolRef, rv string,
 		return false
 	}
 	return pool.ResourceVersion == rv && (ref.UID == "" || string(pool.UID) == ref.UID)
-}
-
-// ClaimInput claims a config for a class of a pool.
-type ClaimInput struct {
-	Pool   wfapi.PoolRef         `json:"pool"`
-	Class  v1alpha1.SandboxClass `json:"class"`
-	Config string                `json:"config"`
-	// ResourceVersion is the pool's as the move's plan observed it, or ""
-	// (none known: the claim reads the pool): see updateStatus.
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// ExpectFrom makes the claim conditional: it is written only while the
-	// class's status still names From (none when From is ""), the config
-	// the move was decided from. A switch decides on the starter's
-	// cache, which may be behind another switch of the pool.
-	ExpectFrom bool   `json:"expectFrom,omitempty"`
-	From       string `json:"from,omitempty"`
-	// ExpectSpec makes the claim conditional on the pool's spec too: it is
-	// written only while the class's spec.configRef names SpecConfigRef
-	// ("" for none: the class follows its default), as it did when the
-	// move was planned. A re-pin since then asks for another move; a
-	// scale (another generation, the same class entry) does not.
-	ExpectSpec    bool   `json:"expectSpec,omitempty"`
-	SpecConfigRef string `json:"specConfigRef,omitempty"`
-	// ExpectRun makes the claim conditional on the class's lastSwitch: it
-	// is written only while the run that last wrote the class is FromRun
-	// ("" for none), as when the move was planned. A run that moved the
-	// class since, even away and back to From, makes the plan stale.
-	ExpectRun bool   `json:"expectRun,omitempty"`
-	FromRun   string `json:"fromRun,omitempty"`
-	// OnlyOwn makes the claim only look: it reports what this switch run
-	// already wrote on the class, as any claim does first, and otherwise
-	// writes nothing and reports Unclaimed. A switch interrupted before its
-	// claim asks it to learn whether it may give way.
-	OnlyOwn bool `json:"onlyOwn,omitempty"`
-}
-
-// Claim records the config a class is moving to in pendingConfigRef, with
-// configRef unchanged, and stamps the class with the switch's run. From this
-// write on, the release workflow sees the pool as a user of the config, so
-// Confirm's live read of the target can trust what it sees
-// (docs/switch-protocol.md, "Why the live read follows the claim"). It
-// writes only while the class is as the move was planned (on From, and on
-// the spec's config and the last switch run when asked: else Superseded)
-// and the config is protected (P1: else Refused, read live when the
-// worker's cache does not say so); with OnlyOwn it only looks (Unclaimed).
-//
-// The claim runs in the same workflow task as the confirm, so a crash can
-// run it again after any of the switch's writes: it first looks for its
-// own run's stamp (lastswitch.go). Its claim standing: nothing to write, go
-// on. The class on the target: the confirm landed (Landed). The class on
-// From with no claim: the roll back landed (RolledBack).
-func (a *Activities) Claim(ctx context.Context, in ClaimInput) (_ *PoolWrite, err error) {
-	defer a.reportStepFailure(ctx, StepClaim, in.Pool, in.Class, &err)
-	run := switchRun(ctx)
-	var displaced string
-	var superseded bool
-	var refused *TargetCheck
-	var own ownWrite
-	var earlier *EarlierRollBack
-	// Before any other guard: an earlier run's confirm stands even if the
-	// spec or the target changed since.
-	ours := func(pool *v1alpha1.WorkerPool) error {
-		st := pool.Status.ClassStatus(in.Class)
-		own, earlier = ownWriteOn(st, run, in.From, in.Config), nil
-		switch own {
-		case ownClaim, ownConfirm:
-			return errNoWrite
-		case ownRollBack:
-			earlier = &EarlierRollBack{}
-			if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionResolved); c != nil && c.Status == metav1.ConditionFalse {
-				earlier.Reason, earlier.Message, earlier.FailingSince = c.Reason, c.Message, c.LastTransitionTime.DeepCopy()
-			}
-			return errNoWrite
-		}
-		return nil
-	}
-	var unclaimed bool
-	onlyLooks := func(*v1alpha1.WorkerPool) error {
-		if unclaimed = in.OnlyOwn; unclaimed {
-			return errNoWrite
-		}
-		return nil
-	}
-	// The claim names a config only if it is protected (P1): the switch's
-	// Protect saw to it, so the worker's cache normally says so; a cache
-	// that does not reads live. A claim already on the config (a retry)
-	// was checked when it was written.
-	protected := func(pool *v1alpha1.WorkerPool) error {
-		refused = nil
-		if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef.NameOf() == in.Config {
-			return nil
-		}
-		if a.protectedInCache(ctx, ProtectInput{Config: in.Config, Class: in.Class}) {
-			return nil
-		}
-		check, err := a.liveTarget(ctx, in.Config, in.Class)
-		if err != nil {
-			return err
-		}
-		if !check.OK {
-			refused = check
-			return errNoWrite
-		}
-		return nil
-	}
-	planned := func(pool *v1alpha1.WorkerPool) error {
-		if superseded = in.ExpectSpec && specConfigRef(pool, in.Class) != in.SpecConfigRef; superseded {
-			return errNoWrite // the spec asks for another move since the plan
-		}
-		return nil
-	}
-	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("claiming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
-		func(pool *v1alpha1.WorkerPool) {
-			displaced, superseded = "", false
-			st := pool.Status.ClassStatus(in.Class)
-			if in.ExpectFrom {
-				current := ""
-				if st != nil && st.ConfigRef != nil {
-					current = st.ConfigRef.Name
-				}
-				if current != in.From {
-					superseded = true
-					return
-				}
-			}
-			var last *v1alpha1.SwitchRunReference
-			if st != nil {
-				last = st.LastSwitch
-			}
-			if in.ExpectRun && last.RunIDOf() != in.FromRun {
-				superseded = true // another run wrote the class since the plan
-				return
-			}
-			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
-			if p := entry.PendingConfigRef; p != nil && p.Name != in.Config && (entry.ConfigRef == nil || p.Name != entry.ConfigRef.Name) {
-				displaced = p.Name
-			}
-			entry.PendingConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
-			stamp(entry, run)
-		}, specHas(in.Class), ours, onlyLooks, planned, protected)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case res.Outcome == PoolGone:
-		// An earlier run of the task may have confirmed before the pool
-		// went: the pool's states since the plan show the class on the
-		// target with this run's stamp (landed.go). A first run finds no
-		// such state.
-		if run != nil && a.landedBeforeGone(ctx, SettleInput{Pool: in.Pool, Class: in.Class, Config: in.Config,
-			ResourceVersion: in.ResourceVersion}) {
-			res.Outcome = LandedThenGone
-		}
-	case own == ownConfirm:
-		res.Outcome = Landed
-	case earlier != nil:
-		res.Outcome, res.Earlier = RolledBack, earlier
-	case unclaimed:
-		res.Outcome = Unclaimed
-	case superseded:
-		res.Outcome = Superseded
-	case refused != nil:
-		res.Outcome, res.Refusal = Refused, refused
-	default:
-		res.Displaced = displaced
-	}
-	return res, nil
 }
 
 // SettleInput ends a switch: a confirm moves configRef to the claimed config,
@@ -418,8 +255,6 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 		return nil, invalidInput("confirming a switch needs the config, got %+v", in)
 	}
 	run := switchRun(ctx)
-	var superseded bool
-	var refused *TargetCheck
 	// The target is read live once the pool read shows the claim standing:
 	// a release that could still take its finalizer off must list the
 	// pools after this read, and sees the claim. This read is the switch's
@@ -427,30 +262,28 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 	// "Why the live read follows the claim"): whoever scheduled this
 	// confirm, with whatever claim, the class is never moved to a config
 	// that is not there, protected and usable (P1, P3).
-	target := func(pool *v1alpha1.WorkerPool) error {
-		refused = nil
+	target := func(ctx context.Context, pool *v1alpha1.WorkerPool) (*verdict, error) {
 		if landed, superseded := confirmState(pool.Status.ClassStatus(in.Class), in.Config, run); landed || superseded {
-			return nil // nothing to write, or not this confirm's to write
+			return nil, nil // nothing to write, or not this confirm's to write
 		}
 		check, err := a.liveTarget(ctx, in.Config, in.Class)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !check.OK {
-			refused = check
-			return errNoWrite
+			return &verdict{Outcome: Refused, Refusal: check}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("confirming SandboxConfig %q for sandbox class %q", in.Config, in.Class),
-		func(pool *v1alpha1.WorkerPool) {
+		func(pool *v1alpha1.WorkerPool) verdict {
 			st := pool.Status.ClassStatus(in.Class)
 			// The claim still stands, or an earlier attempt of this confirm
 			// landed (the same write again changes nothing). Anything else:
 			// another writer took the class since the claim, and this
 			// config may have been released meanwhile.
-			if _, superseded = confirmState(st, in.Config, run); superseded {
-				return
+			if _, superseded := confirmState(st, in.Config, run); superseded {
+				return verdict{Outcome: Superseded}
 			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			entry.ConfigRef = &v1alpha1.SandboxConfigReference{Name: in.Config}
@@ -458,19 +291,13 @@ func (a *Activities) Confirm(ctx context.Context, in SettleInput) (_ *PoolWrite,
 			stamp(entry, run)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(true, v1alpha1.ReasonResolved, resolve.ResolvedMessage(in.Config), in.Generation))
+			return verdict{}
 		}, specHas(in.Class), target)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case res.Outcome == PoolGone:
-		if a.landedBeforeGone(ctx, in) {
-			res.Outcome = LandedThenGone
-		}
-	case refused != nil:
-		res.Outcome, res.Refusal = Refused, refused
-	case superseded:
-		res.Outcome = Superseded
+	if res.Outcome == PoolGone && a.landedBeforeGone(ctx, in) {
+		res.Outcome = LandedThenGone
 	}
 	return res, nil
 }
@@ -483,24 +310,22 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 		return nil, invalidInput("rolling back a switch needs a reason, got %+v", in)
 	}
 	run := switchRun(ctx)
-	var confirmed, superseded bool
-	var since *metav1.Time
 	// No claim (Protect or Claim refused the target), and nothing of this
 	// run on the class: the roll back explains why the class keeps From, so
 	// it is written only while the class is as the move was planned. A
 	// stale plan, or a switch started by hand, is not this class's story,
 	// and its stamp would later read as this run's confirm (P4).
-	planned := func(pool *v1alpha1.WorkerPool) error {
+	planned := func(ctx context.Context, pool *v1alpha1.WorkerPool) (*verdict, error) {
 		st := pool.Status.ClassStatus(in.Class)
-		if superseded = !in.Claimed && ownWriteOn(st, run, in.From, in.Config) == ownNone && !asPlanned(st, in); superseded {
+		if !in.Claimed && ownWriteOn(st, run, in.From, in.Config) == ownNone && !asPlanned(st, in) {
 			a.logger(ctx).Warn("the class is not as the switch was planned; its roll back writes nothing",
 				"pool", in.Pool.String(), "class", in.Class, "from", in.From, "to", in.Config)
-			return errNoWrite
+			return &verdict{Outcome: Superseded}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	res, err := a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("rolling back SandboxConfig %q for sandbox class %q", in.Config, in.Class),
-		func(pool *v1alpha1.WorkerPool) {
+		func(pool *v1alpha1.WorkerPool) verdict {
 			st := pool.Status.ClassStatus(in.Class)
 			// An earlier run of the switch's task confirmed (its own stamp
 			// on the class, on the config): keep it, whatever made this
@@ -509,15 +334,13 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			// Only this run's confirm can leave that state: a roll back
 			// writes only on a class still on From (below).
 			own := ownWriteOn(st, run, in.From, in.Config)
-			if confirmed = own == ownConfirm; confirmed {
-				return
+			if own == ownConfirm {
+				return verdict{Outcome: Landed}
 			}
 			// The switch's own claim, known from the stamp even when the
 			// workflow did not see it (a re-run refused before its Claim).
-			if in.Claimed || own == ownClaim {
-				if superseded = !claimStands(st, in.Config, run) && !rolledBack(st, in, run); superseded {
-					return // another writer took the class since the claim
-				}
+			if (in.Claimed || own == ownClaim) && !claimStands(st, in.Config, run) && !rolledBack(st, in, run) {
+				return verdict{Outcome: Superseded} // another writer took the class since the claim
 			}
 			entry := poolstatus.EnsureClass(&pool.Status, in.Class)
 			if claimStands(entry, in.Config, run) {
@@ -526,27 +349,20 @@ func (a *Activities) RollBack(ctx context.Context, in SettleInput) (_ *PoolWrite
 			stamp(entry, run)
 			poolstatus.SetClassCondition(&pool.Status, in.Class,
 				poolstatus.ClassCondition(false, in.Reason, in.Message, in.Generation))
+			var since *metav1.Time
 			if c := meta.FindStatusCondition(entry.Conditions, v1alpha1.ConditionResolved); c != nil {
 				since = c.LastTransitionTime.DeepCopy()
 			}
+			return verdict{FailingSince: since}
 		}, specHas(in.Class), planned)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case res.Outcome == PoolGone:
-		// With or without its claim: a re-run whose Protect is refused
-		// because the target went with the pool (kubectl delete -f of
-		// both) comes here with its confirm maybe landed and unreported.
-		if a.landedBeforeGone(ctx, in) {
-			res.Outcome = LandedThenGone
-		}
-	case confirmed:
-		res.Outcome = Landed
-	case superseded:
-		res.Outcome = Superseded
-	default:
-		res.FailingSince = since
+	// With or without its claim: a re-run whose Protect is refused
+	// because the target went with the pool (kubectl delete -f of both)
+	// comes here with its confirm maybe landed and unreported.
+	if res.Outcome == PoolGone && a.landedBeforeGone(ctx, in) {
+		res.Outcome = LandedThenGone
 	}
 	return res, nil
 }
@@ -577,17 +393,14 @@ func (a *Activities) AbandonClaim(ctx context.Context, in ClaimInput) (_ *PoolWr
 		return nil, invalidInput("abandoning a claim needs the claimed config, got %+v", in)
 	}
 	return a.updateStatus(ctx, in.Pool, in.ResourceVersion, fmt.Sprintf("clearing the stale claim on SandboxConfig %q of sandbox class %q", in.Config, in.Class),
-		func(pool *v1alpha1.WorkerPool) {
+		func(pool *v1alpha1.WorkerPool) verdict {
 			if st := pool.Status.ClassStatus(in.Class); st != nil && st.PendingConfigRef != nil && st.PendingConfigRef.Name == in.Config {
 				st.PendingConfigRef = nil
 				stamp(st, switchRun(ctx))
 			}
+			return verdict{}
 		}, specHas(in.Class))
 }
-
-// errNoWrite is a guard's (see updateStatus) "nothing to write": the call
-// ends with no write and no error, the guard's verdict in its own result.
-var errNoWrite = errors.New("nothing to write")
 
 // refusal is a guard's verdict that no retry can change: the call fails as
 // invalid input, with nothing written.
@@ -598,14 +411,14 @@ func (r refusal) Error() string { return string(r) }
 // specHas refuses a switch's write for a class the pool's spec does not
 // have: class names are immutable, so only a switch started by hand asks
 // it, and its write would create a status entry nothing clears.
-func specHas(class v1alpha1.SandboxClass) func(*v1alpha1.WorkerPool) error {
-	return func(pool *v1alpha1.WorkerPool) error {
+func specHas(class v1alpha1.SandboxClass) guard {
+	return func(_ context.Context, pool *v1alpha1.WorkerPool) (*verdict, error) {
 		for _, entry := range pool.Spec.SandboxClasses {
 			if entry.Name == class {
-				return nil
+				return nil, nil
 			}
 		}
-		return refusal(fmt.Sprintf("WorkerPool %s/%s has no sandbox class %q in its spec: nothing written", pool.Namespace, pool.Name, class))
+		return nil, refusal(fmt.Sprintf("WorkerPool %s/%s has no sandbox class %q in its spec: nothing written", pool.Namespace, pool.Name, class))
 	}
 }
 
