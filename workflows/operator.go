@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
 	"ate.dev/orchestrator/internal/wfapi"
@@ -70,66 +71,21 @@ func Operator(ctx workflow.Context, in wfapi.OperatorInput) error {
 			log.Warn("could not record the summary in the memo", "error", err)
 		}
 	}
-	state := wfapi.OperatorState{Received: in.Received, Rejected: in.Rejected, Pending: in.Pending, Recent: in.Recent}
+	op := &operatorRun{log: log, state: wfapi.OperatorState{Received: in.Received, Rejected: in.Rejected, Pending: in.Pending, Recent: in.Recent}}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryState, func() (wfapi.OperatorState, error) {
-		return state, nil
+		return op.state, nil
 	}); err != nil {
 		return err
 	}
-	record := func(r wfapi.OperatorRecord) {
-		if r.Result != nil && len(r.Result.Workflows) > operatorRecentWorkflows {
-			res := *r.Result
-			res.Workflows = res.Workflows[:operatorRecentWorkflows:operatorRecentWorkflows]
-			r.Result = &res
-		}
-		state.Recent = append(state.Recent, r)
-		if n := len(state.Recent); n > operatorRecent {
-			state.Recent = append([]wfapi.OperatorRecord(nil), state.Recent[n-operatorRecent:]...)
-		}
-	}
-	// running is the request under way (state.Pending[0]), nil when none.
-	var running workflow.Future
-	reject := func(signal, input string, why string) {
-		state.Rejected++
-		log.Warn("ignoring an operator request", "seq", state.Received, "signal", signal, "input", wfapi.Truncate(input, operatorInputKept), "error", why)
-		record(wfapi.OperatorRecord{Seq: state.Received, Signal: signal, Input: wfapi.Truncate(input, operatorInputKept),
-			Rejected: wfapi.Truncate(why, operatorInputKept)})
-	}
-	// accept parses one signal. Its payload is received raw: decoding it
-	// into a type would panic the workflow task on a malformed one.
-	accept := func(signal string, raw converter.RawValue) {
-		state.Received++
-		req, input, err := parseOperatorSignal(signal, raw)
-		if err != nil {
-			reject(signal, input, err.Error())
-			return
-		}
-		req.Seq = state.Received
-		req.By = wfapi.Truncate(req.By, operatorInputKept)
-		// An identical request still waiting answers this one too: it
-		// looks at the pools after both were asked. Not the one under
-		// way, which may have looked already.
-		for i := range state.Pending {
-			if (i > 0 || running == nil) && state.Pending[i].SameSelection(req) {
-				state.Pending[i].Repeats++
-				log.Info("operator request merged into an identical one waiting", "request", req.String(), "into", state.Pending[i].Seq, "by", req.By)
-				return
-			}
-		}
-		if len(state.Pending) >= operatorPendingMax {
-			reject(signal, input, fmt.Sprintf("%d requests wait already: send it again once fewer do (the state query lists them), or name a namespace or a class", len(state.Pending)))
-			return
-		}
-		log.Info("operator request", "request", req.String(), "by", req.By)
-		state.Pending = append(state.Pending, req)
-	}
 	reresolve := workflow.GetSignalChannel(ctx, wfapi.SignalReresolve)
 	recheck := workflow.GetSignalChannel(ctx, wfapi.SignalRecheck)
+	// A signal's payload is received raw: decoding it into a type would
+	// panic the workflow task on a malformed one.
 	receiveFrom := func(signal string) func(workflow.ReceiveChannel, bool) {
 		return func(c workflow.ReceiveChannel, _ bool) {
 			var raw converter.RawValue
 			c.Receive(ctx, &raw)
-			accept(signal, raw)
+			op.accept(signal, raw)
 		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -137,9 +93,8 @@ func Operator(ctx workflow.Context, in wfapi.OperatorInput) error {
 		HeartbeatTimeout:    activityTimeout,
 		RetryPolicy:         retryForever,
 	})
-	handled := 0
 	for {
-		if running == nil && (handled >= operatorRequestsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+		if op.running == nil && (op.handled >= operatorRequestsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			// Every signal delivered to this run is taken before it ends:
 			// one left in a channel would be lost with the run.
 			for _, ch := range []struct {
@@ -151,44 +106,163 @@ func Operator(ctx workflow.Context, in wfapi.OperatorInput) error {
 					if !ch.c.ReceiveAsync(&raw) {
 						break
 					}
-					accept(ch.signal, raw)
+					op.accept(ch.signal, raw)
 				}
 			}
 			return workflow.NewContinueAsNewError(ctx, wfapi.OperatorWorkflow,
-				wfapi.OperatorInput{Pending: state.Pending, Received: state.Received, Rejected: state.Rejected, Recent: state.Recent})
+				wfapi.OperatorInput{Pending: op.state.Pending, Received: op.state.Received, Rejected: op.state.Rejected, Recent: op.state.Recent})
 		}
-		if running == nil && len(state.Pending) > 0 {
-			req := state.Pending[0]
+		if op.running == nil && len(op.state.Pending) > 0 {
+			req := op.state.Pending[0]
 			if req.Signal == wfapi.SignalRecheck {
-				running = workflow.ExecuteActivity(actx, act.OperatorRecheck, req)
+				op.running = workflow.ExecuteActivity(actx, act.OperatorRecheck, req)
 			} else {
-				running = workflow.ExecuteActivity(actx, act.OperatorReresolve, req)
+				op.running = workflow.ExecuteActivity(actx, act.OperatorReresolve, req)
 			}
 		}
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(reresolve, receiveFrom(wfapi.SignalReresolve))
 		sel.AddReceive(recheck, receiveFrom(wfapi.SignalRecheck))
-		if running != nil {
-			sel.AddFuture(running, func(f workflow.Future) {
-				req := state.Pending[0]
-				state.Pending = state.Pending[1:]
-				running = nil
-				handled++
-				var res wfapi.OperatorResult
-				r := wfapi.OperatorRecord{Seq: req.Seq, Signal: req.Signal, Request: &req}
-				if err := f.Get(ctx, &res); err != nil {
-					// Only an input no retry can carry out ends here.
-					log.Warn("operator request failed", "request", req.String(), "error", err)
-					r.Rejected = wfapi.Truncate(err.Error(), operatorInputKept)
-				} else {
-					log.Info("operator request done", "request", req.String(), "matched", res.Matched, "signalled", res.Signalled, "unknown", res.Unknown)
-					r.Result = &res
-				}
-				record(r)
+		if op.running != nil {
+			sel.AddFuture(op.running, func(f workflow.Future) {
+				op.done(ctx, f)
 			})
 		}
 		sel.Select(ctx)
 	}
+}
+
+// operatorRun is one run of the operator workflow: the state its `state`
+// query shows and continue-as-new hands on, the request under way and how
+// many it handled. What to do with a signal (admit) and what a request's
+// end leaves on record (operatorRecordOf) are typed verdicts, decided
+// apart from the state they change; accept and done apply them.
+type operatorRun struct {
+	log   log.Logger
+	state wfapi.OperatorState
+	// running is the request under way (state.Pending[0]), nil when none.
+	running workflow.Future
+	handled int
+}
+
+// admission is the operator workflow's verdict on one signal.
+type admission struct {
+	// seq numbers the signal among those received, across runs.
+	seq    int
+	signal string
+	// input is the payload as text, for the record of a rejection.
+	input string
+	kind  admissionKind
+	// req is the request parsed, numbered (queued, merged).
+	req wfapi.OperatorRequest
+	// into is the index in state.Pending of the identical request waiting
+	// that answers this one too (merged).
+	into int
+	// why the input is not carried out (rejected).
+	why string
+}
+
+type admissionKind int
+
+const (
+	queued   admissionKind = iota // waits its turn at the end of the queue
+	merged                        // an identical request waiting answers it
+	rejected                      // not carried out: a bad input, or a full queue
+)
+
+// admit decides what a signal is: a request queued, one merged into an
+// identical one waiting, or rejected. It changes nothing.
+func (r *operatorRun) admit(signal string, raw converter.RawValue) admission {
+	a := admission{seq: r.state.Received + 1, signal: signal}
+	req, input, err := parseOperatorSignal(signal, raw)
+	a.input = input
+	if err != nil {
+		a.kind, a.why = rejected, err.Error()
+		return a
+	}
+	req.Seq = a.seq
+	req.By = wfapi.Truncate(req.By, operatorInputKept)
+	a.req = req
+	// An identical request still waiting answers this one too: it looks
+	// at the pools after both were asked. Not the one under way, which may
+	// have looked already.
+	for i := range r.state.Pending {
+		if (i > 0 || r.running == nil) && r.state.Pending[i].SameSelection(req) {
+			a.kind, a.into = merged, i
+			return a
+		}
+	}
+	if len(r.state.Pending) >= operatorPendingMax {
+		a.kind, a.why = rejected, fmt.Sprintf("%d requests wait already: send it again once fewer do (the state query lists them), or name a namespace or a class", len(r.state.Pending))
+		return a
+	}
+	a.kind = queued
+	return a
+}
+
+// accept takes one signal: it counts it, and queues, merges or rejects
+// it as admit decides.
+func (r *operatorRun) accept(signal string, raw converter.RawValue) {
+	a := r.admit(signal, raw)
+	r.state.Received = a.seq
+	switch a.kind {
+	case rejected:
+		r.state.Rejected++
+		r.log.Warn("ignoring an operator request", "seq", a.seq, "signal", a.signal, "input", wfapi.Truncate(a.input, operatorInputKept), "error", a.why)
+		r.state.Recent = keepRecent(r.state.Recent, wfapi.OperatorRecord{Seq: a.seq, Signal: a.signal, Input: wfapi.Truncate(a.input, operatorInputKept),
+			Rejected: wfapi.Truncate(a.why, operatorInputKept)})
+	case merged:
+		r.state.Pending[a.into].Repeats++
+		r.log.Info("operator request merged into an identical one waiting", "request", a.req.String(), "into", r.state.Pending[a.into].Seq, "by", a.req.By)
+	case queued:
+		r.log.Info("operator request", "request", a.req.String(), "by", a.req.By)
+		r.state.Pending = append(r.state.Pending, a.req)
+	}
+}
+
+// done ends the request under way, its activity f ended, and records it.
+func (r *operatorRun) done(ctx workflow.Context, f workflow.Future) {
+	req := r.state.Pending[0]
+	r.state.Pending = r.state.Pending[1:]
+	r.running = nil
+	r.handled++
+	var res wfapi.OperatorResult
+	err := f.Get(ctx, &res)
+	if err != nil {
+		// Only an input no retry can carry out ends here.
+		r.log.Warn("operator request failed", "request", req.String(), "error", err)
+	} else {
+		r.log.Info("operator request done", "request", req.String(), "matched", res.Matched, "signalled", res.Signalled, "unknown", res.Unknown)
+	}
+	r.state.Recent = keepRecent(r.state.Recent, operatorRecordOf(req, res, err))
+}
+
+// operatorRecordOf is the record of a request its activity ended with res
+// or err.
+func operatorRecordOf(req wfapi.OperatorRequest, res wfapi.OperatorResult, err error) wfapi.OperatorRecord {
+	r := wfapi.OperatorRecord{Seq: req.Seq, Signal: req.Signal, Request: &req}
+	if err != nil {
+		r.Rejected = wfapi.Truncate(err.Error(), operatorInputKept)
+	} else {
+		r.Result = &res
+	}
+	return r
+}
+
+// keepRecent adds r to the records the `state` query shows, keeping the
+// last operatorRecent of them, each with at most operatorRecentWorkflows
+// workflow IDs.
+func keepRecent(recent []wfapi.OperatorRecord, r wfapi.OperatorRecord) []wfapi.OperatorRecord {
+	if r.Result != nil && len(r.Result.Workflows) > operatorRecentWorkflows {
+		res := *r.Result
+		res.Workflows = res.Workflows[:operatorRecentWorkflows:operatorRecentWorkflows]
+		r.Result = &res
+	}
+	recent = append(recent, r)
+	if n := len(recent); n > operatorRecent {
+		recent = append([]wfapi.OperatorRecord(nil), recent[n-operatorRecent:]...)
+	}
+	return recent
 }
 
 // parseOperatorSignal reads a signal's raw payload: JSON (what every CLI
