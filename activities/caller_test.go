@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/poolevents"
+	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -236,7 +236,7 @@ func (i *attemptsActivity) ExecuteActivity(ctx context.Context, in *interceptor.
 // ID names is let through.
 func TestTheWorkerChecksEachCallerOnce(t *testing.T) {
 	c := wfapi.Cluster("c1")
-	event := poolevents.Event{Pool: wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Type: corev1.EventTypeNormal,
+	event := events.PoolEvent{Pool: wfapi.PoolRef{Namespace: "ns", Name: "pool", UID: "uid-1"}, Type: corev1.EventTypeNormal,
 		Reason: "SandboxConfigSwitched", Key: "switch/run-1", Note: "n"}
 	tests := []struct {
 		name     string

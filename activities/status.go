@@ -73,7 +73,7 @@ type PoolWrite struct {
 	Displaced string `json:"displaced,omitempty"`
 	// FailingSince comes with a Written RollBack: the lastTransitionTime of
 	// the class's Resolved condition, False, the appearance of the failure
-	// its Warning reports (poolevents.FailureWarning).
+	// its Warning reports (events.FailureWarning).
 	FailingSince *metav1.Time `json:"failingSince,omitempty"`
 	// Refusal comes with Refused: why the target was refused, the reason
 	// and message the switch rolls back with.
