@@ -38,7 +38,9 @@ PROGRAMS := worker starter teardown
 # The Go modules, the product's first, and the workspace that joins them
 # for one `go test` (test/arch keeps every module the product links at the
 # product's own version in the others, so the workspace builds the product
-# as its module does).
+# as its module does). The test runs in the workspace's directory, which
+# names it, rather than with GOWORK set: the tests' own go commands (a
+# binary built from the root, the previous release's tree) must not inherit it.
 MODULES := . hack deploy test
 WORKSPACE := $(ROOT)/hack/workspace/go.work
 
@@ -173,17 +175,17 @@ vulncheck: ## Fail on a known vulnerability the code can reach: the binaries' an
 # has the measurements.
 # test cuts the release first: test/image runs that image (ATE_RELEASE_IMAGE).
 TEST_PARALLEL ?= $(shell echo $$(( 2 * $$(nproc) )))
-TEST_FIRST := ./test/e2e ./test/crashtest ./test/install ./test/fleet
-ALL_PACKAGES := $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
+TEST_FIRST := $(addprefix ate.dev/orchestrator/test/,e2e crashtest install fleet)
 test: test-tools postgresql chromium podman release ## Run every test of every module against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt $(ROOT)/_out/test-postgres.log
 	@echo "make test-postgres > _out/test-postgres.log (beside the packages; printed after them)"
 	@$(MAKE) --no-print-directory test-postgres >$(ROOT)/_out/test-postgres.log 2>&1 & postgres_pid=$$!; \
-	echo "GOWORK=hack/workspace/go.work go test -p $(TEST_PARALLEL) $(TEST_FIRST) $(ALL_PACKAGES) -count=1 -timeout 30m"; \
-	KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
-		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar GOWORK=$(WORKSPACE) \
-		go test -p $(TEST_PARALLEL) $(TEST_FIRST) $(ALL_PACKAGES) -count=1 -timeout 30m; packages_rc=$$?; \
-	wait $$postgres_pid; postgres_rc=$$?; \
+	echo "cd hack/workspace && go test -p $(TEST_PARALLEL) $(TEST_FIRST) ate.dev/orchestrator/... -count=1 -timeout 30m"; \
+	packages_rc=0; postgres_rc=0; \
+	(cd $(dir $(WORKSPACE)) && KUBEBUILDER_ASSETS=$(BIN) ATE_TEMPORAL_CLI=$(BIN)/temporal ATE_SOAK_SUMMARY=$(ROOT)/_out/soak-summary.txt \
+		ATE_RELEASE_IMAGE=$(RELEASE_OUT)/ate-orchestrator-$(VERSION).oci.tar \
+		go test -p $(TEST_PARALLEL) $(TEST_FIRST) ate.dev/orchestrator/... -count=1 -timeout 30m) || packages_rc=$$?; \
+	wait $$postgres_pid || postgres_rc=$$?; \
 	cat $(ROOT)/_out/soak-summary.txt || packages_rc=1; \
 	echo "=== make test-postgres"; cat $(ROOT)/_out/test-postgres.log; \
 	[[ $$packages_rc -eq 0 && $$postgres_rc -eq 0 ]] || { echo "make test: failed: go test (and the soak's summary) exit $$packages_rc, test-postgres exit $$postgres_rc"; exit 1; }

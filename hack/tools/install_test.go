@@ -237,7 +237,7 @@ func makeVar(t *testing.T, name string) []string {
 // fresh 2-core machine those are about a third of the tools' build time.
 // (`make -n test` itself would run its recursive make of test-postgres.)
 func TestMakeTestBuildsOnlyItsTools(t *testing.T) {
-	cmd := exec.Command("make", "-n", "test-tools")
+	cmd := exec.Command("make", "--no-print-directory", "-n", "test-tools")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make -n test-tools: %s", out)
