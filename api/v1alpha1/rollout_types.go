@@ -30,6 +30,13 @@ type SandboxConfigRollout struct {
 	// step's pools moved and are Available; its failure halts the rollout.
 	// +optional
 	Gate *RolloutGate `json:"gate,omitempty"`
+
+	// after, when set, holds the first step until the SandboxConfig of the
+	// same name has completed its rollout in each of the clusters listed
+	// (staging before production), read through the shared Temporal
+	// namespace: phase AwaitingClusters meanwhile.
+	// +optional
+	After *RolloutAfter `json:"after,omitempty"`
 }
 
 // RolloutStep is one wave of a staged rollout.
@@ -95,7 +102,7 @@ type RolloutGate struct {
 }
 
 // RolloutPhase is where a staged rollout stands.
-// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;Baking;Halted;Aborted;Completed;Superseded;Stopped
+// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;AwaitingClusters;Baking;Halted;Aborted;Completed;Superseded;Stopped
 type RolloutPhase string
 
 const (
@@ -110,6 +117,11 @@ const (
 	// RolloutAwaitingApproval: a step with approval: true moved its pools;
 	// the rollout waits for a promote.
 	RolloutAwaitingApproval RolloutPhase = "AwaitingApproval"
+	// RolloutAwaitingClusters: spec.rollout.after holds the first step
+	// until the clusters it lists have completed their rollouts of the
+	// config's name (status.rollout.awaitingClusters says which have not).
+	// It goes on by itself, so kstatus reads it as progressing.
+	RolloutAwaitingClusters RolloutPhase = "AwaitingClusters"
 	// RolloutAborted: an abort moved every admitted pool back to the
 	// config it came from; nothing moves until a retry.
 	RolloutAborted RolloutPhase = "Aborted"
@@ -266,6 +278,14 @@ type RolloutStatus struct {
 	// retry, which takes the step again.
 	// +optional
 	Abort *RolloutHalt `json:"abort,omitempty"`
+
+	// awaitingClusters, while the phase is AwaitingClusters, are the
+	// clusters of spec.rollout.after whose rollout of this config's name
+	// the first step still waits for, each with why.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	AwaitingClusters []RolloutAwaitedCluster `json:"awaitingClusters,omitempty"`
 }
 
 // RolloutAdmissionMark is an admission as it stood: how many of

@@ -79,6 +79,8 @@ const (
 	celPoolName          = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
 	celOneOfPoolsPercent = "a rollout step sets exactly one of pools and percent"
 	celPauseDuration     = "spec.rollout.steps[].pause must be a duration such as 30s, 10m or 1h30m"
+	celAfterClusters     = "spec.rollout.after.clusters[] must each be a cluster name as the orchestrator's --cluster-name takes it: a DNS label (at most 63 lowercase letters, digits and '-', beginning and ending with a letter or digit)"
+	celAfterBake         = "spec.rollout.after.bake must be a duration such as 30s, 10m or 1h30m"
 	celConfigRefName     = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
 )
 
@@ -869,6 +871,32 @@ func TestSandboxConfigValidation(t *testing.T) {
 			withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
 			c.Spec.Rollout.Gate = &atev1alpha1.RolloutGate{WorkflowType: "CheckSandboxes"}
 		}, unset: []string{"spec.rollout.gate.taskQueue"}, want: []cause{{"spec.rollout.gate.taskQueue", msgRequired}}},
+
+		// spec.rollout.after: 1 to 16 distinct cluster names, each a DNS
+		// label; bake a Go duration.
+		{name: "rollout after two clusters with a bake", mutate: withAfter(&atev1alpha1.RolloutAfter{
+			Clusters: []string{"staging-1", "0a1b2c3d-4e5f-6789-abcd-ef0123456789"}, Bake: &metav1.Duration{Duration: time.Hour}}),
+			check: func(t *testing.T, got *config) {
+				require.Equal(t, []string{"staging-1", "0a1b2c3d-4e5f-6789-abcd-ef0123456789"}, got.Spec.Rollout.After.Clusters)
+				require.Equal(t, time.Hour, got.Spec.Rollout.After.Bake.Duration)
+			}},
+		{name: "rollout after no cluster", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: []string{}}),
+			want: []cause{{"spec.rollout.after.clusters", "should have at least 1 items"}}},
+		{name: "rollout after 17 clusters", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: func() []string {
+			var names []string
+			for i := range 17 {
+				names = append(names, fmt.Sprintf("c%d", i))
+			}
+			return names
+		}()}), want: []cause{{"spec.rollout.after.clusters", msgTooMany}}},
+		{name: "rollout after a cluster twice", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: []string{"staging", "staging"}}),
+			want: []cause{{"spec.rollout.after.clusters[1]", msgDuplicate}}},
+		{name: "rollout after a cluster name that is no DNS label", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: []string{"staging", "Prod_EU"}}),
+			want: []cause{{"spec.rollout.after", celAfterClusters}}},
+		{name: "rollout after a cluster name of 64 characters", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: []string{strings.Repeat("a", 64)}}),
+			want: []cause{{"spec.rollout.after.clusters[0]", msgTooLong}}},
+		{name: "rollout after bake not a duration", mutate: withAfter(&atev1alpha1.RolloutAfter{Clusters: []string{"staging"}, Bake: &metav1.Duration{Duration: -time.Minute}}),
+			want: []cause{{"spec.rollout.after.bake", celAfterBake}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -892,6 +920,14 @@ func TestSandboxConfigValidation(t *testing.T) {
 				tc.check(t, &got)
 			}
 		})
+	}
+}
+
+// withAfter gives a config a rollout of one 100% step with after.
+func withAfter(after *atev1alpha1.RolloutAfter) func(*atev1alpha1.SandboxConfig) {
+	return func(c *atev1alpha1.SandboxConfig) {
+		withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
+		c.Spec.Rollout.After = after
 	}
 }
 
