@@ -13,7 +13,7 @@ import (
 // stale on a worker the workflow has left.
 var (
 	rolloutPhaseDesc = prometheus.NewDesc("ate_rollout_phase",
-		"1 for the phase each SandboxConfig's staged rollout is in (status.rollout.phase: Progressing, Paused, Baking, AwaitingApproval, Halted, Aborted, Completed, Superseded, Stopped), by sandbox_config and phase; like every series of the process, labelled with the cluster.",
+		"1 for the phase each SandboxConfig's staged rollout is in (status.rollout.phase: Progressing, Paused, Baking, AwaitingApproval, AwaitingClusters, Halted, Aborted, Completed, Superseded, Stopped), by sandbox_config and phase; like every series of the process, labelled with the cluster.",
 		[]string{"sandbox_config", "phase"}, nil)
 	rolloutStepDesc = prometheus.NewDesc("ate_rollout_step",
 		"The step each SandboxConfig's staged rollout is at (status.rollout.step, from 1), by sandbox_config.",

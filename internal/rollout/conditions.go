@@ -40,7 +40,7 @@ type ConfigConditions struct {
 //   - live, not started (no status.rollout, or no phase yet, or the phase
 //     of an earlier rollout that ended: a new one starts over): RolloutPending,
 //     progressing;
-//   - Progressing, Baking: progressing; Paused, AwaitingApproval: waiting for
+//   - Progressing, Baking, AwaitingClusters: progressing; Paused, AwaitingApproval: waiting for
 //     a person, neither progressing nor stalled; Halted, Aborted: Stalled,
 //     which kstatus reads as Failed.
 //
@@ -104,6 +104,12 @@ func verdictOf(c *v1alpha1.SandboxConfig, newest string) conditionsVerdict {
 	}
 	switch st.Phase {
 	case v1alpha1.RolloutProgressing, v1alpha1.RolloutBaking:
+		v.progressing = true
+	case v1alpha1.RolloutAwaitingClusters:
+		// Waiting for other clusters' rollouts (spec.rollout.after): they go
+		// on by themselves and this one follows with no one's action, so it
+		// is progressing; a halt there is that cluster's Stalled, not this
+		// one's (its message names it).
 		v.progressing = true
 	case v1alpha1.RolloutPaused, v1alpha1.RolloutAwaitingApproval:
 		// Waiting for a person (a resume, a promote): not progressing, so

@@ -84,6 +84,17 @@ func TestConditions(t *testing.T) {
 			want:   want{progressing: true, reason: "RolloutBaking", message: "step 2 of 3: baking for 10m", generation: 4},
 		},
 		{
+			name: "AwaitingClusters: progressing, the other clusters named",
+			config: func() *v1alpha1.SandboxConfig {
+				c := rollingConfig(v1alpha1.RolloutAwaitingClusters, `waiting before step 1 for the rollout of SandboxConfig "v2" to complete in 1 of the 1 clusters of spec.rollout.after: no rollout of SandboxConfig "v2" in cluster "staging" yet`)
+				c.Status.Rollout.Step = 0
+				return c
+			},
+			newest: "v2",
+			want: want{progressing: true, reason: "RolloutAwaitingClusters", generation: 4,
+				message: `waiting before step 1 for the rollout of SandboxConfig "v2" to complete in 1 of the 1 clusters of spec.rollout.after: no rollout of SandboxConfig "v2" in cluster "staging" yet`},
+		},
+		{
 			name:   "Paused: neither progressing nor stalled",
 			config: func() *v1alpha1.SandboxConfig { return rollingConfig(v1alpha1.RolloutPaused, "paused") },
 			newest: "v2",

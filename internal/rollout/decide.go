@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -58,6 +59,12 @@ type Facts struct {
 	Pools  []Pool
 	Bound  types.UID
 	Done   int32
+	// Cluster is the cluster the rollout runs in; After, what the look read
+	// of the rollouts of spec.rollout.after's clusters (only while the
+	// first step waits: AwaitsClusters), at Now.
+	Cluster string
+	After   []ClusterRollout
+	Now     time.Time
 }
 
 // Verdict is the planner's answer.
@@ -96,6 +103,12 @@ type Verdict struct {
 	// with every pool.
 	Promoted int32 `json:"promoted,omitempty"`
 	Full     bool  `json:"full,omitempty"`
+
+	// Awaiting, with a Hold on AwaitingClusters, are the clusters of
+	// spec.rollout.after the first step waits for, each with why; ReadyAt,
+	// once each of them completed, is when after.bake ends.
+	Awaiting []v1alpha1.RolloutAwaitedCluster `json:"awaiting,omitempty"`
+	ReadyAt  *time.Time                       `json:"readyAt,omitempty"`
 }
 
 // Records reports whether the verdict asks for a status write before it is
@@ -222,6 +235,9 @@ func Decide(f Facts) Verdict {
 		v.Action, v.Step = Take, int32(len(spec.Steps))
 	default:
 		v.Action, v.Step = Take, v.Done+1
+	}
+	if held, ok := awaitClusters(f, v); ok {
+		return held // spec.rollout.after: the first step waits (after.go)
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,6 +210,148 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, tc.want, Decide(tc.facts))
 		})
 	}
+}
+
+// TestDecideAfter walks the first step of a rollout with spec.rollout.after
+// through what the look reads of the other clusters' rollouts: it waits,
+// saying which cluster and why, until each completed and the bake passed;
+// a rollout past its first step is never held.
+func TestDecideAfter(t *testing.T) {
+	now := time.Date(2027, 1, 10, 12, 0, 0, 0, time.UTC)
+	twenty := pools(20, nil, 7)
+	after := func(bake time.Duration, clusters ...string) func(*v1alpha1.SandboxConfig) {
+		return func(c *v1alpha1.SandboxConfig) {
+			c.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: clusters}
+			if bake > 0 {
+				c.Spec.Rollout.After.Bake = &metav1.Duration{Duration: bake}
+			}
+		}
+	}
+	staging := after(0, "staging")
+	running := func(cluster string, phase v1alpha1.RolloutPhase, step int32, msg string) ClusterRollout {
+		return ClusterRollout{Cluster: cluster, Workflow: WorkflowRunning, Phase: phase, Step: step, Message: msg}
+	}
+	completed := func(cluster string, at time.Time) ClusterRollout {
+		return ClusterRollout{Cluster: cluster, Workflow: WorkflowCompleted, Phase: v1alpha1.RolloutCompleted, Message: "all 3 steps done", ClosedAt: at}
+	}
+	waiting := func(msg string, awaiting ...v1alpha1.RolloutAwaitedCluster) Verdict {
+		return Verdict{Action: Hold, Phase: v1alpha1.RolloutAwaitingClusters, UID: "uid-1", Message: msg, Awaiting: awaiting}
+	}
+	oneOfOne := func(why string) string {
+		return `waiting before step 1 for the rollout of SandboxConfig "new" to complete in 1 of the 1 clusters of spec.rollout.after: ` + why
+	}
+	readyAt := now.Add(30 * time.Minute)
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		want  Verdict
+	}{
+		{name: "no rollout of the config in the other cluster yet: waits, naming it",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{{Cluster: "staging"}}},
+			want: waiting(oneOfOne(`no rollout of SandboxConfig "new" in cluster "staging" yet`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Message: `no rollout of SandboxConfig "new" in cluster "staging" yet`})},
+		{name: "in progress there: waits, saying where it stands",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{running("staging", v1alpha1.RolloutBaking, 2, "step 2 done; baking until 2027-01-10T13:00:00Z")}},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging" is Baking at step 2: step 2 done; baking until 2027-01-10T13:00:00Z`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Phase: "Baking",
+					Message: `the rollout of SandboxConfig "new" in cluster "staging" is Baking at step 2: step 2 done; baking until 2027-01-10T13:00:00Z`})},
+		{name: "halted there: waits, with the halt's why",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters}, staging), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0, Cluster: "prod", Now: now,
+				After: []ClusterRollout{running("staging", v1alpha1.RolloutHalted, 1, "step 1: gate workflow CheckSandboxes failed")}},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging" is Halted at step 1: step 1: gate workflow CheckSandboxes failed`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Phase: "Halted",
+					Message: `the rollout of SandboxConfig "new" in cluster "staging" is Halted at step 1: step 1: gate workflow CheckSandboxes failed`})},
+		{name: "running, its plan unknown (its worker did not answer): waits",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{{Cluster: "staging", Workflow: WorkflowRunning, Message: "its worker did not answer the plan query"}}},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging" is running; where it stands is not known: its worker did not answer the plan query`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging",
+					Message: `the rollout of SandboxConfig "new" in cluster "staging" is running; where it stands is not known: its worker did not answer the plan query`})},
+		{name: "ended Stopped there, without completing: waits",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{{Cluster: "staging", Workflow: WorkflowCompleted, Phase: v1alpha1.RolloutStopped, Message: "spec.rollout was removed", ClosedAt: now.Add(-time.Hour)}}},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging" ended Stopped at 2027-01-10T11:00:00Z, without completing: spec.rollout was removed`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Phase: "Stopped",
+					Message: `the rollout of SandboxConfig "new" in cluster "staging" ended Stopped at 2027-01-10T11:00:00Z, without completing: spec.rollout was removed`})},
+		{name: "its workflow terminated there: waits",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{{Cluster: "staging", Workflow: "Terminated", ClosedAt: now.Add(-time.Hour)}}},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging": its workflow's latest run ended Terminated at 2027-01-10T11:00:00Z, without completing`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging",
+					Message: `the rollout of SandboxConfig "new" in cluster "staging": its workflow's latest run ended Terminated at 2027-01-10T11:00:00Z, without completing`})},
+		{name: "completed there, the bake not passed: waits until it ends",
+			facts: Facts{Config: rolling(nil, after(time.Hour, "staging")), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-30*time.Minute))}},
+			want: func() Verdict {
+				v := waiting(`waiting before step 1: the rollout of SandboxConfig "new" completed in every cluster of spec.rollout.after, the last at 2027-01-10T11:30:00Z; spec.rollout.after.bake (1h0m0s) lasts until 2027-01-10T12:30:00Z`,
+					v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Phase: "Completed",
+						Message: `the rollout of SandboxConfig "new" in cluster "staging" completed at 2027-01-10T11:30:00Z; spec.rollout.after.bake (1h0m0s) lasts until 2027-01-10T12:30:00Z`})
+				v.ReadyAt = &readyAt
+				return v
+			}()},
+		{name: "completed there and baked: step 1",
+			facts: Facts{Config: rolling(nil, after(time.Hour, "staging")), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-time.Hour))}},
+			want: Verdict{Action: Take, Step: 1, UID: "uid-1"}},
+		{name: "completed there, no bake: step 1",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters}, staging), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-time.Second))}},
+			want: Verdict{Action: Take, Step: 1, UID: "uid-1"}},
+		{name: "one of two completed: waits for the other only",
+			facts: Facts{Config: rolling(nil, after(0, "staging", "canary-eu")), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-time.Hour)), running("canary-eu", v1alpha1.RolloutProgressing, 1, "")}},
+			want: waiting(`waiting before step 1 for the rollout of SandboxConfig "new" to complete in 1 of the 2 clusters of spec.rollout.after: the rollout of SandboxConfig "new" in cluster "canary-eu" is Progressing at step 1`,
+				v1alpha1.RolloutAwaitedCluster{Cluster: "canary-eu", Phase: "Progressing", Message: `the rollout of SandboxConfig "new" in cluster "canary-eu" is Progressing at step 1`})},
+		{name: "both completed, the bake counts from the last",
+			facts: Facts{Config: rolling(nil, after(time.Hour, "staging", "canary-eu")), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-3*time.Hour)), completed("canary-eu", now.Add(-30*time.Minute))}},
+			want: func() Verdict {
+				v := waiting(`waiting before step 1: the rollout of SandboxConfig "new" completed in every cluster of spec.rollout.after, the last at 2027-01-10T11:30:00Z; spec.rollout.after.bake (1h0m0s) lasts until 2027-01-10T12:30:00Z`,
+					v1alpha1.RolloutAwaitedCluster{Cluster: "canary-eu", Phase: "Completed",
+						Message: `the rollout of SandboxConfig "new" in cluster "canary-eu" completed at 2027-01-10T11:30:00Z; spec.rollout.after.bake (1h0m0s) lasts until 2027-01-10T12:30:00Z`})
+				v.ReadyAt = &readyAt
+				return v
+			}()},
+		{name: "a cluster read not at all (none of the look's): waits",
+			facts: Facts{Config: rolling(nil, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now},
+			want: waiting(oneOfOne(`the rollout of SandboxConfig "new" in cluster "staging" has not been read yet`),
+				v1alpha1.RolloutAwaitedCluster{Cluster: "staging", Message: `the rollout of SandboxConfig "new" in cluster "staging" has not been read yet`})},
+		{name: "the cluster lists itself: refused, saying so, whatever the others did",
+			facts: Facts{Config: rolling(nil, after(0, "staging", "prod")), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{completed("staging", now.Add(-time.Hour))}},
+			want: waiting(`refused: spec.rollout.after.clusters lists this cluster, "prod", itself: a rollout cannot wait for its own; remove it from the list`,
+				v1alpha1.RolloutAwaitedCluster{Cluster: "prod", Message: `this cluster itself: a rollout cannot wait for its own; remove "prod" from spec.rollout.after.clusters`})},
+		{name: "after removed mid-wait: step 1",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters,
+				AwaitingClusters: []v1alpha1.RolloutAwaitedCluster{{Cluster: "staging"}}}), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0, Cluster: "prod", Now: now},
+			want: Verdict{Action: Take, Step: 1, UID: "uid-1"}},
+		{name: "a rollout past step 1 is not held, whatever the other cluster does",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: 2}, staging), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 2, Cluster: "prod", Now: now,
+				After: []ClusterRollout{running("staging", v1alpha1.RolloutHalted, 1, "gate failed")}},
+			want: Verdict{Action: Take, Step: 3, Done: 2, UID: "uid-1"}},
+		{name: "step 1 admitted and taken again by a new run: not held",
+			facts: Facts{Config: rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 1}, staging), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now},
+			want:  Verdict{Action: Take, Step: 1, Done: 0, UID: "uid-1"}},
+		{name: "paused and waiting: the pause is what it says",
+			facts: Facts{Config: rolling(nil, staging, func(c *v1alpha1.SandboxConfig) { c.Spec.Rollout.Paused = true }), Newest: "new", Pools: twenty, Done: -1, Cluster: "prod", Now: now,
+				After: []ClusterRollout{{Cluster: "staging"}}},
+			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutPaused, Message: "paused: no more pools move until spec.rollout.paused is false", UID: "uid-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, Decide(tc.facts))
+		})
+	}
+}
+
+func TestAwaitsClusters(t *testing.T) {
+	with := func(c *v1alpha1.SandboxConfig) { c.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: []string{"staging"}} }
+	require.False(t, AwaitsClusters(rolling(nil), -1), "no after: nothing to read")
+	require.True(t, AwaitsClusters(rolling(nil, with), -1), "a first look of a new rollout")
+	require.True(t, AwaitsClusters(rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters}, with), 0))
+	require.False(t, AwaitsClusters(rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutHalted, Step: 1}, with), -1), "step 1 admitted (and halted)")
+	require.False(t, AwaitsClusters(rolling(nil, with), 1), "the run has done step 1")
 }
 
 // TestAdmissionOverTime walks the admission of the issue's canary case over
