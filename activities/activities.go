@@ -51,7 +51,8 @@ type Activities struct {
 	PoolEvents *notify.Notifier
 	// Clientset applies Deployments and creates events.
 	Clientset kubernetes.Interface
-	// Temporal wakes release workflows.
+	// Temporal wakes release workflows, and reads the other clusters'
+	// rollouts a rollout with spec.rollout.after waits for.
 	Temporal client.Client
 	// Scope is the worker's cluster and task queue: where the release and
 	// switch workflows started here run.
@@ -65,6 +66,10 @@ type Activities struct {
 	// its pools to move and be Available before the rollout halts
 	// (DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// RolloutAfterPoll is how often a rollout waiting for other clusters
+	// (spec.rollout.after) reads their rollouts again
+	// (DefaultRolloutAfterPoll when zero).
+	RolloutAfterPoll time.Duration
 	// rolloutPoll is how often a step's wait looks when no pool event
 	// wakes it (rolloutPollInterval when zero); tests lengthen it to show
 	// the wait woken by events.

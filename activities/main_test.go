@@ -25,12 +25,23 @@ var apiServer struct {
 	err  error
 }
 
+// temporalServer is the package's Temporal dev server, likewise started on
+// first use (realTemporal), for the reads of other clusters' rollouts.
+var temporalServer struct {
+	once sync.Once
+	env  *testenv.Env
+	err  error
+}
+
 func TestMain(m *testing.M) {
 	// As testenv.Main: controller-runtime's log (envtest's and the
 	// cache's) to stderr, errors only.
 	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	code := m.Run()
-	if env := apiServer.env; env != nil {
+	for _, env := range []*testenv.Env{apiServer.env, temporalServer.env} {
+		if env == nil {
+			continue
+		}
 		if code != 0 {
 			env.Keep()
 			fmt.Fprintf(os.Stderr, "testenv: tests failed; server logs kept in %s\n", filepath.Join(env.Dir, "logs"))
@@ -53,4 +64,15 @@ func realKube(t *testing.T) *testenv.Env {
 		t.Fatalf("this test needs a kube-apiserver (KUBEBUILDER_ASSETS=$PWD/bin): %v", apiServer.err)
 	}
 	return apiServer.env
+}
+
+// realTemporal is the package's Temporal dev server (no kube-apiserver),
+// started on first use; it fails the test, saying why, when it cannot be.
+func realTemporal(t *testing.T) *testenv.Env {
+	t.Helper()
+	temporalServer.once.Do(func() { temporalServer.env, temporalServer.err = testenv.Start(testenv.Options{NoKube: true}) })
+	if temporalServer.err != nil {
+		t.Fatalf("this test needs a Temporal dev server (ATE_TEMPORAL_CLI=$PWD/bin/temporal): %v", temporalServer.err)
+	}
+	return temporalServer.env
 }

@@ -107,6 +107,9 @@ type RolloutLook struct {
 	// Verdict is the planner's (rollout.Decide) answer to the run that
 	// asked: what it does next.
 	Verdict rollout.Verdict `json:"verdict"`
+	// After is what the look read of the rollouts of spec.rollout.after's
+	// clusters, while the first step waits for them (else none).
+	After []rollout.ClusterRollout `json:"after,omitempty"`
 }
 
 // LookInput asks for a look on behalf of a run: the incarnation (UID) it
@@ -164,7 +167,16 @@ func (a *Activities) LookAtRollout(ctx context.Context, in LookInput) (*RolloutL
 		plain = rollout.Plain(pools)
 		look.Plan = rolloutplan.Of(c, plain)
 	}
-	look.Verdict = rollout.Decide(rollout.Facts{Config: c, Newest: newest, Pools: plain, Bound: in.UID, Done: in.Done})
+	facts := rollout.Facts{Config: c, Newest: newest, Pools: plain, Bound: in.UID, Done: in.Done, Cluster: string(a.Scope.Cluster)}
+	if look.Stop == "" && rollout.AwaitsClusters(c, in.Done) {
+		// spec.rollout.after, before the first step: the other clusters'
+		// rollouts, read through Temporal (rollout_after.go).
+		if facts.After, facts.Now, err = a.readAfter(ctx, c); err != nil {
+			return nil, err
+		}
+		look.After = facts.After
+	}
+	look.Verdict = rollout.Decide(facts)
 	return look, nil
 }
 
@@ -287,7 +299,7 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 	fields := map[string]any{
 		"phase": v1alpha1.RolloutProgressing, "step": in.Step, "workflowID": in.WorkflowID,
 		"admittedThrough": rollout.RefOf(next.Through), "admittedCanaries": nilIfEmpty(next.Canaries), "stepStart": mark,
-		"admittedPools": admitted, "movedPools": moved, "totalPools": len(plain),
+		"admittedPools": admitted, "movedPools": moved, "totalPools": len(plain), "awaitingClusters": nil,
 		"message": fmt.Sprintf("step %d of %d: %d of %d pools admitted; waiting for them to move and be Available",
 			in.Step, len(c.Spec.Rollout.Steps), admitted, len(plain)),
 	}
@@ -719,6 +731,10 @@ type RolloutStatusInput struct {
 	ClearAbort   bool                  `json:"clearAbort,omitempty"`
 	PromotedStep int32                 `json:"promotedStep,omitempty"`
 	PromotedFull bool                  `json:"promotedFull,omitempty"`
+	// AwaitingClusters, with the phase AwaitingClusters, are the clusters
+	// of spec.rollout.after the first step waits for; any other phase
+	// written clears them.
+	AwaitingClusters []v1alpha1.RolloutAwaitedCluster `json:"awaitingClusters,omitempty"`
 }
 
 // SetRolloutStatus writes a rollout's phase and message, and its counts as
@@ -742,6 +758,10 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	fields := map[string]any{}
 	if in.Phase != "" { // "" records a signal's request alone
 		fields["phase"], fields["message"] = in.Phase, truncate(in.Message, 1024)
+		fields["awaitingClusters"] = nil // written with AwaitingClusters only
+		if len(in.AwaitingClusters) > 0 {
+			fields["awaitingClusters"] = in.AwaitingClusters
+		}
 	}
 	if in.WorkflowID != "" {
 		fields["workflowID"] = in.WorkflowID

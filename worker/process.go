@@ -45,6 +45,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: election.Election, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
+		RolloutAfterPoll:    time.Duration(wopts.RolloutAfterPollSeconds) * time.Second,
 		Dial:                func(ctx context.Context) (client.Client, error) { return temporalconn.Dial(ctx, proc.Temporal, log) },
 		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

@@ -184,6 +184,13 @@ func (r *plannedRollout) run(ctx workflow.Context, in wfapi.RolloutInput) (*wfap
 			log.Info("rollout completed", "config", r.config)
 			return &wfapi.RolloutResult{Phase: string(v.Phase), Message: v.Message}, nil
 		case rollout.Hold:
+			if v.Phase == v1alpha1.RolloutAwaitingClusters {
+				// spec.rollout.after: step 1 waits for other clusters (rollout_after.go).
+				if err := r.awaitClusters(ctx, v, look); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message, PausedSeen: v.PausedSeen}); err != nil {
 				return nil, err
 			}

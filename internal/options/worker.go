@@ -35,6 +35,9 @@ type WorkerOptions struct {
 	// RolloutStepDeadlineSeconds is how long a staged rollout's step may
 	// take for its pools to move and be Available before the rollout halts.
 	RolloutStepDeadlineSeconds int
+	// RolloutAfterPollSeconds is how often a staged rollout waiting for
+	// other clusters (spec.rollout.after) reads their rollouts again.
+	RolloutAfterPollSeconds int
 
 	// envErr is an environment variable that is not a number, reported by
 	// Validate (BindFlags cannot fail).
@@ -85,6 +88,11 @@ const (
 	// move and become Available; a switch takes seconds, so this is about
 	// workers that do not become ready.
 	DefaultRolloutStepDeadlineSeconds = 1800
+	// DefaultRolloutAfterPollSeconds: a rollout waiting for other clusters
+	// begins at most this long after the last of them completed (or its
+	// bake ended); each read is a describe and at most a query per cluster
+	// on Temporal, so a fleet of waiting rollouts costs little.
+	DefaultRolloutAfterPollSeconds = 30
 	// DefaultStickyWorkflowCacheSize is the SDK's. Without a cache the
 	// bench's wave was within the noise of it, and a workflow task whose
 	// local activities outlive its deadline (the task is heartbeated) is
@@ -113,6 +121,9 @@ var workerSettings = []intSetting[WorkerOptions]{
 	{"rollout-step-deadline-seconds", "ATE_ROLLOUT_STEP_DEADLINE_SECONDS", DefaultRolloutStepDeadlineSeconds, 1,
 		"seconds a staged rollout's step may take for its pools to move and be Available before the rollout halts",
 		func(o *WorkerOptions) *int { return &o.RolloutStepDeadlineSeconds }},
+	{"rollout-after-poll-seconds", "ATE_ROLLOUT_AFTER_POLL_SECONDS", DefaultRolloutAfterPollSeconds, 1,
+		"seconds between the reads, through Temporal, of the other clusters' rollouts a staged rollout's first step waits for (spec.rollout.after)",
+		func(o *WorkerOptions) *int { return &o.RolloutAfterPollSeconds }},
 }
 
 // pollerBehaviorFlag and pollerBehaviorEnv name the poller behaviour

@@ -19,36 +19,36 @@ func TestWorkerOptions(t *testing.T) {
 	}{
 		{
 			name: "built-in defaults",
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, RolloutAfterPollSeconds: 30, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "environment overrides defaults",
 			env: map[string]string{
 				"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4", "ATE_MAX_CONCURRENT_ACTIVITIES": "50",
 			},
-			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 16, ActivityTaskPollers: 4, MaxConcurrentActivities: 50, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, RolloutAfterPollSeconds: 30, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "flags override environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": "16", "ATE_ACTIVITY_TASK_POLLERS": "4"},
-			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5", "--rollout-step-deadline-seconds=60", "--sticky-workflow-cache-size=100"},
-			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5, RolloutStepDeadlineSeconds: 60, StickyWorkflowCacheSize: 100, WorkflowTaskPollerBehavior: "autoscaling"},
+			args: []string{"--workflow-task-pollers=3", "--activity-task-pollers=1", "--max-concurrent-activities=10", "--operator-starts-per-second=5", "--rollout-step-deadline-seconds=60", "--rollout-after-poll-seconds=5", "--sticky-workflow-cache-size=100"},
+			want: WorkerOptions{WorkflowTaskPollers: 3, ActivityTaskPollers: 1, MaxConcurrentActivities: 10, OperatorStartsPerSecond: 5, RolloutStepDeadlineSeconds: 60, RolloutAfterPollSeconds: 5, StickyWorkflowCacheSize: 100, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "empty environment variable keeps the default",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLERS": ""},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, RolloutAfterPollSeconds: 30, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name: "fixed pollers from the environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "fixed"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, RolloutAfterPollSeconds: 30, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "fixed"},
 		},
 		{
 			name: "poller behaviour flag overrides environment",
 			env:  map[string]string{"ATE_WORKFLOW_TASK_POLLER_BEHAVIOR": "fixed"},
 			args: []string{"--workflow-task-poller-behavior=autoscaling"},
-			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
+			want: WorkerOptions{WorkflowTaskPollers: 8, ActivityTaskPollers: 2, MaxConcurrentActivities: 1000, OperatorStartsPerSecond: 20, RolloutStepDeadlineSeconds: 1800, RolloutAfterPollSeconds: 30, StickyWorkflowCacheSize: 10000, WorkflowTaskPollerBehavior: "autoscaling"},
 		},
 		{
 			name:    "unknown poller behaviour",

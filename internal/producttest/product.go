@@ -80,6 +80,9 @@ type Product struct {
 	// RolloutStepDeadline is the worker's step deadline of staged
 	// rollouts (default: the worker's).
 	RolloutStepDeadline time.Duration
+	// RolloutAfterPoll is how often the worker's rollouts waiting for other
+	// clusters read them again (default: the worker's).
+	RolloutAfterPoll time.Duration
 }
 
 // QuietLog logs warnings and errors only, so test output stays readable.
@@ -174,6 +177,7 @@ func (p *Product) Start(t testing.TB) {
 		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
 			Worker:              wopts,
 			RolloutStepDeadline: p.RolloutStepDeadline,
+			RolloutAfterPoll:    p.RolloutAfterPoll,
 			LeaderElection:      elect})
 	}()
 	go func() {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,9 @@ const (
 	WorkflowRunning = "Running"
 	// WorkflowCompleted: its latest run returned a result (Phase).
 	WorkflowCompleted = "Completed"
+	// WorkflowForeign: a workflow of another type holds the ID (one
+	// started by hand): no rollout; Message says what it is.
+	WorkflowForeign = "Foreign"
 )
 
 // ClusterRollout is the rollout of the config of the same name in another
@@ -69,8 +73,13 @@ func AwaitsClusters(c *v1alpha1.SandboxConfig, done int32) bool {
 	return done <= 0 && (c.Status.Rollout == nil || c.Status.Rollout.Step == 0)
 }
 
-// maxAwaitedMessage bounds a status.rollout.awaitingClusters[].message.
-const maxAwaitedMessage = 512
+// maxAwaitedMessage and maxAwaitedPhase bound a
+// status.rollout.awaitingClusters[] entry's message and phase: what another
+// cluster's workflow says is not trusted to fit.
+const (
+	maxAwaitedMessage = 512
+	maxAwaitedPhase   = 64
+)
 
 // awaitClusters holds v, a verdict to take a step, on AwaitingClusters
 // while the first step waits for spec.rollout.after: ok is false when it
@@ -114,7 +123,7 @@ func awaitClusters(f Facts, v Verdict) (Verdict, bool) {
 			}
 			continue
 		}
-		held.Awaiting = append(held.Awaiting, v1alpha1.RolloutAwaitedCluster{Cluster: name, Phase: string(r.Phase),
+		held.Awaiting = append(held.Awaiting, v1alpha1.RolloutAwaitedCluster{Cluster: name, Phase: truncateTo(string(r.Phase), maxAwaitedPhase),
 			Message: truncateTo(notDone(c.Name, r), maxAwaitedMessage)})
 	}
 	if len(held.Awaiting) == 0 {
@@ -165,6 +174,8 @@ func notDone(config string, r ClusterRollout) string {
 		return of + " is completing"
 	case r.Workflow == WorkflowRunning:
 		return withWhy(fmt.Sprintf("%s is %s%s", of, r.Phase, at), r.Message)
+	case r.Workflow == WorkflowForeign:
+		return withWhy(fmt.Sprintf("no rollout of SandboxConfig %q in cluster %q", config, r.Cluster), r.Message)
 	case r.Workflow == WorkflowCompleted:
 		return withWhy(fmt.Sprintf("%s ended %s at %s, without completing", of, r.Phase, stamp(r.ClosedAt)), r.Message)
 	}
@@ -182,4 +193,12 @@ func truncateTo(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// AwaitWritten reports whether st, the status a look read, already says
+// what v, a hold on AwaitingClusters, would write: the workflow then writes
+// nothing, so a wait of hours costs a status write per change only.
+func AwaitWritten(st v1alpha1.RolloutStatus, v Verdict) bool {
+	return st.Phase == v.Phase && st.Message == truncateMessage(v.Message) &&
+		slices.Equal(st.AwaitingClusters, v.Awaiting)
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,12 +347,30 @@ func TestDecideAfter(t *testing.T) {
 }
 
 func TestAwaitsClusters(t *testing.T) {
-	with := func(c *v1alpha1.SandboxConfig) { c.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: []string{"staging"}} }
+	with := func(c *v1alpha1.SandboxConfig) {
+		c.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: []string{"staging"}}
+	}
 	require.False(t, AwaitsClusters(rolling(nil), -1), "no after: nothing to read")
 	require.True(t, AwaitsClusters(rolling(nil, with), -1), "a first look of a new rollout")
 	require.True(t, AwaitsClusters(rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters}, with), 0))
 	require.False(t, AwaitsClusters(rolling(&v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutHalted, Step: 1}, with), -1), "step 1 admitted (and halted)")
 	require.False(t, AwaitsClusters(rolling(nil, with), 1), "the run has done step 1")
+}
+
+// TestAwaitWritten: a hold on AwaitingClusters is written again only when
+// the status does not say it already.
+func TestAwaitWritten(t *testing.T) {
+	awaiting := []v1alpha1.RolloutAwaitedCluster{{Cluster: "staging", Phase: "Baking", Message: "baking there"}}
+	v := Verdict{Action: Hold, Phase: v1alpha1.RolloutAwaitingClusters, Message: "waiting", Awaiting: awaiting}
+	st := v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters, Message: "waiting", AwaitingClusters: slices.Clone(awaiting)}
+	require.True(t, AwaitWritten(st, v))
+	st.AwaitingClusters[0].Phase = "Progressing"
+	require.False(t, AwaitWritten(st, v), "another phase there")
+	require.False(t, AwaitWritten(v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters, Message: "waiting"}, v), "the clusters not written")
+	long := v
+	long.Message = strings.Repeat("x", 2000)
+	require.True(t, AwaitWritten(v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters, Message: strings.Repeat("x", 1024), AwaitingClusters: awaiting}, long),
+		"a message status cut to its bound")
 }
 
 // TestAdmissionOverTime walks the admission of the canary case over
