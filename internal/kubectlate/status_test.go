@@ -88,6 +88,38 @@ func TestStatusShowsPendingRequests(t *testing.T) {
 	require.Contains(t, res.stdout, "rollout Paused")
 }
 
+// TestStatusShowsTheClustersAwaited: a rollout whose first step waits for
+// other clusters (spec.rollout.after) lists each, with its rollout's phase
+// there and why, exits 0 (in progress), and says nothing here moves it.
+func TestStatusShowsTheClustersAwaited(t *testing.T) {
+	c := configObject(testenv.UniqueName(t), true, step(1), step(4))
+	c.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: []string{"staging-eu-1", "canary", "dev"}}
+	create(t, c)
+	setRollout(t, c.Name, v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutAwaitingClusters,
+		Message: "waiting before step 1 for the rollout of SandboxConfig " + c.Name + " to complete in 2 of the 3 clusters of spec.rollout.after",
+		AwaitingClusters: []v1alpha1.RolloutAwaitedCluster{
+			{Cluster: "staging-eu-1", Phase: "Halted", Message: "the rollout in cluster \"staging-eu-1\" is Halted at step 1: gate failed"},
+			{Cluster: "canary", Message: "no rollout in cluster \"canary\" yet"},
+		}})
+	res := run(t, "rollout", "status", c.Name)
+	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	for _, want := range []string{
+		"rollout AwaitingClusters",
+		"  waits for: 2 of the 3 clusters of spec.rollout.after\n",
+		"    CLUSTER       PHASE THERE       WHY\n",
+		"    staging-eu-1  Halted            the rollout in cluster \"staging-eu-1\" is Halted at step 1: gate failed\n",
+		"    canary        -                 no rollout in cluster \"canary\" yet\n",
+		"next:      nothing here: it goes on once the clusters above complete their rollouts of " + c.Name,
+	} {
+		require.Contains(t, res.stdout, want)
+	}
+
+	// Once it goes on, the list is gone with the phase.
+	setRollout(t, c.Name, v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutProgressing, Step: 1})
+	res = run(t, "rollout", "status", c.Name)
+	require.NotContains(t, res.stdout, "waits for:")
+}
+
 func TestStatusOfAMissingConfig(t *testing.T) {
 	res := run(t, "rollout", "status", "no-such-config")
 	require.Equal(t, 1, res.code)

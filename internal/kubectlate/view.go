@@ -92,8 +92,43 @@ func next(c *v1alpha1.SandboxConfig) string {
 		return fmt.Sprintf("kubectl ate rollout retry %s   (or move the admitted pools back: kubectl ate rollout abort %s)", c.Name, c.Name)
 	case v1alpha1.RolloutAborted:
 		return "kubectl ate rollout retry " + c.Name
+	case v1alpha1.RolloutAwaitingClusters:
+		// Nothing here moves it: the other clusters' rollouts do, or the
+		// spec, where the config is kept.
+		return fmt.Sprintf("nothing here: it goes on once the clusters above complete their rollouts of %s (or remove spec.rollout.after where the config is kept)", c.Name)
 	}
 	return ""
+}
+
+// printAwaited writes the clusters whose rollouts c's first step waits
+// for (spec.rollout.after), a line each: cluster, its rollout's phase
+// there, and why.
+func printAwaited(w io.Writer, c *v1alpha1.SandboxConfig) {
+	st := c.Status.Rollout
+	if st == nil || st.Phase != v1alpha1.RolloutAwaitingClusters || len(st.AwaitingClusters) == 0 {
+		return
+	}
+	width := len("CLUSTER")
+	for _, a := range st.AwaitingClusters {
+		width = max(width, len(a.Cluster))
+	}
+	fmt.Fprintf(w, "  waits for: %d of the %d clusters of spec.rollout.after\n", len(st.AwaitingClusters), afterClusters(c))
+	fmt.Fprintf(w, "    %-*s  %-16s  %s\n", width, "CLUSTER", "PHASE THERE", "WHY")
+	for _, a := range st.AwaitingClusters {
+		phase := a.Phase
+		if phase == "" {
+			phase = "-"
+		}
+		fmt.Fprintf(w, "    %-*s  %-16s  %s\n", width, a.Cluster, phase, a.Message)
+	}
+}
+
+// afterClusters is how many clusters spec.rollout.after lists.
+func afterClusters(c *v1alpha1.SandboxConfig) int {
+	if c.Spec.Rollout == nil || c.Spec.Rollout.After == nil {
+		return 0
+	}
+	return len(c.Spec.Rollout.After.Clusters)
 }
 
 // line is the one-line state `rollout status -w` prints per change.
@@ -122,6 +157,7 @@ func printStatus(w io.Writer, c *v1alpha1.SandboxConfig) {
 	if m := messageOf(c); m != "" {
 		fmt.Fprintf(w, "  message:   %s\n", m)
 	}
+	printAwaited(w, c)
 	if st := c.Status.Rollout; st != nil && st.WorkflowID != "" {
 		fmt.Fprintf(w, "  workflow:  %s\n", st.WorkflowID)
 	}
