@@ -31,6 +31,7 @@ func TestKstatusOfEachPhase(t *testing.T) {
 		"paused":            status.InProgressStatus,
 		"paused_spec":       status.InProgressStatus,
 		"awaiting_approval": status.InProgressStatus,
+		"awaiting_clusters": status.InProgressStatus,
 		"halted":            status.FailedStatus,
 		"aborted":           status.FailedStatus,
 		"completed":         status.CurrentStatus,

@@ -71,7 +71,7 @@ if ready ~= nil then
   elseif ready.reason == "RolloutAwaitingApproval" then
     phase = "AwaitingApproval"
   else
-    phase = "Progressing" -- Progressing, Baking, or not started yet (RolloutPending)
+    phase = "Progressing" -- Progressing, Baking, AwaitingClusters, or not started yet (RolloutPending)
   end
 else
   phase = rollout.phase
@@ -91,7 +91,7 @@ if phase == nil or phase == "" then
 elseif phase == "Completed" or phase == "Superseded" or phase == "Stopped" then
   hs.status = "Healthy"
   hs.message = message
-elseif phase == "Progressing" or phase == "Baking" then
+elseif phase == "Progressing" or phase == "Baking" or phase == "AwaitingClusters" then
   hs.status = "Progressing"
   hs.message = message
 elseif phase == "Paused" then

@@ -4,7 +4,9 @@
 -- rollout acts on once. An action is offered only where the rollout would
 -- do something with it, by status.rollout.phase:
 --
---   pause         Progressing, Baking, AwaitingApproval
+--   pause         Progressing, Baking, AwaitingApproval, AwaitingClusters
+--                 (a promote or an abort does nothing for a rollout whose
+--                 first step waits for other clusters)
 --   resume        Halted, and Paused by a pause request (signalPaused): a
 --                 pause of spec.rollout.paused is lifted in the spec (Git),
 --                 and a rollout held after its last step needs a step
@@ -34,7 +36,7 @@ end
 local actions = {}
 actions["pause"] = {
   ["displayName"] = "Pause rollout",
-  ["disabled"] = not phaseIn("Progressing", "Baking", "AwaitingApproval"),
+  ["disabled"] = not phaseIn("Progressing", "Baking", "AwaitingApproval", "AwaitingClusters"),
 }
 actions["resume"] = {
   ["displayName"] = "Resume rollout",
