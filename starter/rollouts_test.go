@@ -42,6 +42,7 @@ func TestARolloutRestartedWhileItsLastRunEndsIsLookedAtAgain(t *testing.T) {
 			wantSignals: []string{wfapi.SignalRecheck}, wantRequeue: activeResync},
 		{name: "progressing: started again (a run terminated by hand comes back)", phase: v1alpha1.RolloutProgressing, wantStart: true, wantRequeue: activeResync},
 		{name: "baking", phase: v1alpha1.RolloutBaking, wantStart: true, wantRequeue: activeResync},
+		{name: "awaiting clusters: started again (a run terminated by hand comes back)", phase: v1alpha1.RolloutAwaitingClusters, wantStart: true, wantRequeue: activeResync},
 		{name: "halted with its run gone: started again", phase: v1alpha1.RolloutHalted, wantStart: true, wantRequeue: activeResync},
 		{name: "a spec edit not taken in: the v0.1.0 signal and a recheck", phase: v1alpha1.RolloutHalted, generation: 2, wantStart: true,
 			wantSignals: []string{wfapi.SignalResume, wfapi.SignalRecheck}, wantRequeue: activeResync},

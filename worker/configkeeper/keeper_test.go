@@ -270,6 +270,7 @@ func TestKeeperFollowsTheRollout(t *testing.T) {
 		{v1alpha1.RolloutBaking, want{progressing: true, kstatus: kstatus.InProgressStatus}, "baking for 10m"},
 		{v1alpha1.RolloutPaused, want{kstatus: kstatus.InProgressStatus}, "paused"},
 		{v1alpha1.RolloutAwaitingApproval, want{kstatus: kstatus.InProgressStatus}, "waiting for a promote"},
+		{v1alpha1.RolloutAwaitingClusters, want{progressing: true, kstatus: kstatus.InProgressStatus}, "waiting for cluster staging"},
 		{v1alpha1.RolloutHalted, want{stalled: true, kstatus: kstatus.FailedStatus}, "gate failed"},
 		{v1alpha1.RolloutAborted, want{stalled: true, kstatus: kstatus.FailedStatus}, "aborted"},
 	} {
