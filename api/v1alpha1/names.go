@@ -202,4 +202,7 @@ const (
 	// EventReasonRolloutAborted (Warning): an abort moved the admitted
 	// pools back.
 	EventReasonRolloutAborted = "RolloutAborted"
+	// EventReasonRolloutRolledBack (Warning): a step failed under
+	// spec.rollout.onFailure RollBack; the admitted pools move back.
+	EventReasonRolloutRolledBack = "RolloutRolledBack"
 )
