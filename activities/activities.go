@@ -53,6 +53,10 @@ type Activities struct {
 	Clientset kubernetes.Interface
 	// Temporal wakes release workflows.
 	Temporal client.Client
+	// Metrics answers the PromQL queries of a rollout's analysis; nil
+	// when the worker has no Prometheus (a step with an analysis then
+	// holds, inconclusive, and says why).
+	Metrics Querier
 	// Scope is the worker's cluster and task queue: where the release and
 	// switch workflows started here run.
 	Scope wfapi.Scope

@@ -40,7 +40,7 @@ func outcome(c *v1alpha1.SandboxConfig) (code int, done bool) {
 	case string(v1alpha1.RolloutCompleted), phaseNone:
 		return ExitOK, true
 	case string(v1alpha1.RolloutHalted), string(v1alpha1.RolloutStopped),
-		string(v1alpha1.RolloutAborted), string(v1alpha1.RolloutSuperseded):
+		string(v1alpha1.RolloutAborted), string(v1alpha1.RolloutRolledBack), string(v1alpha1.RolloutSuperseded):
 		return ExitFailed, true
 	}
 	return ExitOK, false
@@ -90,7 +90,7 @@ func next(c *v1alpha1.SandboxConfig) string {
 		return "kubectl ate rollout resume " + c.Name
 	case v1alpha1.RolloutHalted:
 		return fmt.Sprintf("kubectl ate rollout retry %s   (or move the admitted pools back: kubectl ate rollout abort %s)", c.Name, c.Name)
-	case v1alpha1.RolloutAborted:
+	case v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack:
 		return "kubectl ate rollout retry " + c.Name
 	}
 	return ""
