@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 )
@@ -122,6 +123,7 @@ func printStatus(w io.Writer, c *v1alpha1.SandboxConfig) {
 	if m := messageOf(c); m != "" {
 		fmt.Fprintf(w, "  message:   %s\n", m)
 	}
+	printAnalysis(w, c)
 	if st := c.Status.Rollout; st != nil && st.WorkflowID != "" {
 		fmt.Fprintf(w, "  workflow:  %s\n", st.WorkflowID)
 	}
@@ -134,5 +136,25 @@ func printStatus(w io.Writer, c *v1alpha1.SandboxConfig) {
 	}
 	if n := next(c); n != "" {
 		fmt.Fprintf(w, "  next:      %s\n", n)
+	}
+}
+
+// printAnalysis writes the last measurement of each metric of the step's
+// analysis: its judgement, value, failures so far and why.
+func printAnalysis(w io.Writer, c *v1alpha1.SandboxConfig) {
+	st := c.Status.Rollout
+	if st == nil {
+		return
+	}
+	for _, m := range st.Analysis {
+		fmt.Fprintf(w, "  analysis:  %s: %s", m.Metric, m.Phase)
+		if m.Value != "" {
+			fmt.Fprintf(w, " %s", m.Value)
+		}
+		fmt.Fprintf(w, " (step %d, %d out of bounds, at %s)", m.Step, m.Failures, m.MeasuredAt.UTC().Format(time.RFC3339))
+		if m.Message != "" && m.Phase != v1alpha1.MeasurementSuccessful {
+			fmt.Fprintf(w, ": %s", m.Message)
+		}
+		fmt.Fprintln(w)
 	}
 }
