@@ -75,6 +75,9 @@ type Config struct {
 	// RolloutStepDeadline is how long a staged rollout's step may take
 	// (activities.DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// Metrics answers the PromQL queries of rollouts' analyses (the
+	// worker's Prometheus); nil: none, and an analysis is inconclusive.
+	Metrics activities.Querier
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
@@ -306,5 +309,6 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 		RolloutStepDeadline:     cfg.RolloutStepDeadline,
+		Metrics:                 cfg.Metrics,
 	}, nil
 }
