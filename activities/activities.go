@@ -15,6 +15,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/internal/notify"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -65,6 +66,9 @@ type Activities struct {
 	// its pools to move and be Available before the rollout halts
 	// (DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// Prometheus answers the rollout analysis' queries; nil when the
+	// worker has no --prometheus-url.
+	Prometheus *promquery.Client
 	// rolloutPoll is how often a step's wait looks when no pool event
 	// wakes it (rolloutPollInterval when zero); tests lengthen it to show
 	// the wait woken by events.

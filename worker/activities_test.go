@@ -13,6 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/promquery"
 )
 
 // recordingManager is a manager whose cache's informers record the event
@@ -68,5 +69,23 @@ func TestTheWorkerWakesTheRolloutOnPoolEvents(t *testing.T) {
 	case <-woken:
 	default:
 		t.Fatal("a gvisor pool's event did not wake a wait for gvisor")
+	}
+}
+
+// The worker hands its Prometheus client (--prometheus-url) to the
+// activities, where the rollout analysis queries it; none without.
+func TestTheWorkerGivesTheActivitiesItsPrometheus(t *testing.T) {
+	prom, err := promquery.New(promquery.Config{URL: "http://127.0.0.1:9098"})
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name string
+		prom *promquery.Client
+	}{{"with --prometheus-url", prom}, {"without", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &recordingCache{handlers: map[string][]toolscache.ResourceEventHandler{}}
+			acts, err := newActivities(Config{Rest: &rest.Config{Host: "https://127.0.0.1:1"}, Prometheus: tt.prom}, recordingManager{cache: c})
+			require.NoError(t, err)
+			require.Same(t, tt.prom, acts.Prometheus)
+		})
 	}
 }

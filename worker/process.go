@@ -10,6 +10,7 @@ import (
 
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/temporalconn"
 )
 
@@ -23,6 +24,16 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	}
 	log := proc.Log
 	defer proc.Close()
+
+	// Validated with the flags; built before anything serves, so that a
+	// CA bundle that cannot be read stops the start.
+	prom, err := promquery.New(wopts.Prometheus)
+	if err != nil {
+		return err
+	}
+	if prom != nil {
+		log.Info("the rollout analysis queries Prometheus", "url", prom.URL(), "bearerTokenFile", wopts.Prometheus.BearerTokenFile, "caFile", wopts.Prometheus.CAFile)
+	}
 
 	tw := TemporalWorkerOptionsWith(proc.Tracing)
 	wopts.Apply(&tw)
@@ -45,6 +56,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: election.Election, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
+		Prometheus:          prom,
 		Dial:                func(ctx context.Context) (client.Client, error) { return temporalconn.Dial(ctx, proc.Temporal, log) },
 		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})
 }

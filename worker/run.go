@@ -37,6 +37,7 @@ import (
 	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/notify"
 	"ate.dev/orchestrator/internal/poolwatch"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/worker/configkeeper"
 	"ate.dev/orchestrator/worker/poolkeeper"
 	"ate.dev/orchestrator/workflows"
@@ -75,6 +76,9 @@ type Config struct {
 	// RolloutStepDeadline is how long a staged rollout's step may take
 	// (activities.DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// Prometheus answers the rollout analysis' queries; nil: the worker
+	// has no Prometheus (no --prometheus-url).
+	Prometheus *promquery.Client
 	// LeaderElection makes worker replicas run one pool reconciler: every
 	// replica hosts workflows and activities, the leader also keeps the
 	// pools' Deployments and plain status.
@@ -306,5 +310,6 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 		RolloutStepDeadline:     cfg.RolloutStepDeadline,
+		Prometheus:              cfg.Prometheus,
 	}, nil
 }
