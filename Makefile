@@ -316,11 +316,12 @@ dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller man
 DEV2_FLAGS ?=
 
 .PHONY: dev-cluster-2
-dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal.
+dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal and Prometheus.
 	hack/tools/install.sh $(filter-out temporal prometheus,$(DEV_TOOLS))
 	@mkdir -p $(OUT)
 	go -C hack build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./devstack
-	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
+	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -prometheus-url http://127.0.0.1:9098 -prometheus-targets .state/prometheus/targets \
+		-state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go -C test run ./bench -h`. By default the runs are added to BENCHMARKS.md.
