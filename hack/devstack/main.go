@@ -351,7 +351,7 @@ func (s *stack) printSummary(kubeconfig, logDir string) {
 	for _, p := range s.programs {
 		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
 	}
-	prom := s.prometheusURL() + " (scraping kube-apiserver, the worker and the starter every 5 s; the worker's --prometheus-url)"
+	prom := s.prometheusURL() + " (scraping the worker and the starter every 5 s, kube-apiserver every 15 s; the worker's --prometheus-url)"
 	if s.servers.Prometheus == nil {
 		prom = s.prometheusURL() + ", joined: another stack runs it (the worker's --prometheus-url)"
 	}
