@@ -73,9 +73,10 @@ const (
 	DefaultAPIServerScrapeInterval = 15 * time.Second
 )
 
-// Prometheus is a Prometheus server process. Its scrape targets, but the
-// API server, are files in its targets directory (file_sd_configs), which
-// it watches: AddTarget and RemoveTarget change them while it runs.
+// Prometheus is a Prometheus server process. Its scrape targets, but
+// itself (job "prometheus") and the API server, are files in its targets
+// directory (file_sd_configs), which it watches: AddTarget and
+// RemoveTarget change them while it runs.
 type Prometheus struct {
 	process
 	cfg    PrometheusConfig
