@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/rollout"
 )
 
@@ -17,6 +18,29 @@ import (
 // worker's Prometheus (--prometheus-url).
 type Querier interface {
 	Query(ctx context.Context, query string, at time.Time) ([]rollout.Sample, error)
+}
+
+// PrometheusQuerier is the Querier of a Prometheus client; nil (no
+// Querier) for none.
+func PrometheusQuerier(c *promquery.Client) Querier {
+	if c == nil {
+		return nil
+	}
+	return promQuerier{c}
+}
+
+type promQuerier struct{ c *promquery.Client }
+
+func (q promQuerier) Query(ctx context.Context, query string, at time.Time) ([]rollout.Sample, error) {
+	samples, err := q.c.Query(ctx, query, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rollout.Sample, len(samples))
+	for i, s := range samples {
+		out[i] = rollout.Sample{Labels: s.Labels, Value: s.Value}
+	}
+	return out, nil
 }
 
 // errNoPrometheus is the inconclusive answer of a worker with no

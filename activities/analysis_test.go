@@ -40,7 +40,7 @@ func TestMeasureRolloutJudgesAndRecords(t *testing.T) {
 	q := &queries{
 		answers: map[string][]rollout.Sample{
 			`errors{cluster="prod-eu",pool=~"c|d"}`: {{Labels: `{pool="c"}`, Value: 0.01}, {Labels: `{pool="d"}`, Value: 0.4}},
-			`ok{config="new",step="1"}`:              {{Value: 0.999}},
+			`ok{config="new",step="1"}`:             {{Value: 0.999}},
 		},
 		failing: map[string]error{`latency{namespace=~"ns"}`: errors.New("server said 503")},
 	}
