@@ -95,6 +95,7 @@ type Measurement struct {
 // Inconclusive on an error or no data, Failed when a series is out of
 // bounds (the message names the first), else Successful.
 func Judge(m v1alpha1.RolloutMetric, query string, samples []Sample, queryErr error) Measurement {
+	samples = unlabelled(samples)
 	out := Measurement{Metric: m.Name, Query: query, Value: formatSamples(samples)}
 	lo, hi, err := Bounds(m)
 	switch {
@@ -146,6 +147,18 @@ func outOfBounds(v, lo, hi float64, m v1alpha1.RolloutMetric) string {
 		return "above its max " + *m.Max
 	}
 	return ""
+}
+
+// unlabelled writes the series of an aggregation without labels, which
+// Prometheus names {}, as a scalar's, so that sum(...) reads as its number.
+func unlabelled(samples []Sample) []Sample {
+	out := slices.Clone(samples)
+	for i := range out {
+		if out[i].Labels == "{}" {
+			out[i].Labels = ""
+		}
+	}
+	return out
 }
 
 // formatSamples is a result as status shows it: the number of a scalar or

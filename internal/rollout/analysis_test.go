@@ -57,6 +57,8 @@ func TestJudge(t *testing.T) {
 		{name: "one series of several out of bounds names it", metric: within,
 			samples: []Sample{{Labels: `{pool="a"}`, Value: 1}, {Labels: `{pool="b"}`, Value: 0.5}},
 			phase:   v1alpha1.MeasurementFailed, value: `{pool="a"}=1 {pool="b"}=0.5`, message: `metric ok-rate{pool="b"} is 0.5, below its min 0.99`},
+		{name: "an aggregation's series without labels reads as a number", metric: within, samples: []Sample{{Labels: "{}", Value: 0.6}},
+			phase: v1alpha1.MeasurementFailed, value: "0.6", message: "metric ok-rate is 0.6, below its min 0.99"},
 		{name: "max only", metric: v1alpha1.RolloutMetric{Name: "errors", Max: ptr.To("1e-3")}, samples: []Sample{{Value: 0.002}},
 			phase: v1alpha1.MeasurementFailed, value: "0.002", message: "metric errors is 0.002, above its max 1e-3"},
 		{name: "NaN breaks any bound", metric: within, samples: []Sample{{Value: math.NaN()}},
