@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,10 +75,14 @@ func (a *Activities) MeasureRollout(ctx context.Context, in MeasureInput) ([]rol
 		return nil, err
 	}
 	vars := rollout.VarsOf(in.Config, in.Class, string(a.Scope.Cluster), in.Step, in.Pools)
-	round := make([]rollout.Measurement, 0, len(in.Metrics))
-	for _, m := range in.Metrics {
-		round = append(round, a.measure(ctx, m, vars, in.At))
+	// The queries run side by side: a round takes as long as its slowest
+	// query (at most analysisQueryTimeout), whatever the number of metrics.
+	round := make([]rollout.Measurement, len(in.Metrics))
+	var wg sync.WaitGroup
+	for i, m := range in.Metrics {
+		wg.Go(func() { round[i] = a.measure(ctx, m, vars, in.At) })
 	}
+	wg.Wait()
 	status := make([]v1alpha1.RolloutMeasurement, 0, len(round))
 	for _, m := range round {
 		failures := in.Failures[m.Metric]
@@ -93,8 +98,8 @@ func (a *Activities) MeasureRollout(ctx context.Context, in MeasureInput) ([]rol
 	return round, nil
 }
 
-// measure runs one metric's query, bounded so that a round of slow
-// queries does not outlast the activity's timeout, and judges its result.
+// measure runs one metric's query, bounded so that a slow query does not
+// outlast the activity's timeout, and judges its result.
 func (a *Activities) measure(ctx context.Context, m v1alpha1.RolloutMetric, vars rollout.QueryVars, at time.Time) rollout.Measurement {
 	query, err := rollout.RenderQuery(m, vars)
 	if err != nil {

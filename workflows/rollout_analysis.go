@@ -20,9 +20,10 @@ import (
 // begun before it has: their histories replay without it.
 const analysisChange = "rollout-analysis"
 
-// measureTimeout bounds one attempt of MeasureRollout: its queries run one
-// after the other, each bounded by the activity's own query timeout.
-const measureTimeout = time.Minute
+// measureTimeout bounds one attempt of MeasureRollout: its queries run side
+// by side, each within its 10 s timeout, then one status write. It is also
+// how long a worker killed mid-round delays the analysis.
+const measureTimeout = 20 * time.Second
 
 // stepAnalysis is a step's analysis in one run: what it measures, its
 // tally, and the measurement that failed it, if one did.
