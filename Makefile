@@ -1,8 +1,8 @@
 # Entry points of the repository. `make help` lists them.
 #
 # Tools (temporal, kube-apiserver, etcd, controller-gen, workflowcheck,
-# golangci-lint, govulncheck and its vulnerability database, and
-# the local cluster's kube-controller-manager, kube-scheduler and kwok) are
+# golangci-lint, govulncheck and its vulnerability database, the local
+# cluster's kube-controller-manager, kube-scheduler and kwok, and prometheus) are
 # built once per machine by hack/tools/install.sh into a version-keyed cache
 # and linked into bin/; every target builds the ones it needs (TEST_TOOLS,
 # VERIFY_TOOLS, DEV_TOOLS) when missing, so warm runs build nothing and a
@@ -51,9 +51,11 @@ WORKSPACE := $(ROOT)/hack/workspace/go.work
 #   kube-controller-manager, kube-scheduler, kwok: the local cluster
 #     (internal/localstack/cluster: test/install, test/fleet, test/e2e/cluster,
 #     test/rbac's controller manager);
-#   kubectl: deploy's kube-setup check and `kubectl ate` as a plugin.
+#   kubectl: deploy's kube-setup check and `kubectl ate` as a plugin;
+#   prometheus: internal/localstack/servers' Prometheus (its test,
+#     internal/promquery's, and the rollout analysis' on real metrics).
 # `make verify` adds the generators and checkers; `make dev` runs a subset.
-TEST_TOOLS := etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl
+TEST_TOOLS := etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl prometheus
 VERIFY_TOOLS := controller-gen workflowcheck golangci-lint govulncheck vulndb
 
 # The version every binary prints with --version, and the image tag: the
@@ -300,10 +302,10 @@ release: ## Cut release VERSION (default: `make version`) offline into _out/rele
 	go -C hack run ./release -version '$(VERSION)' -image '$(RELEASE_IMAGE)' -out $(RELEASE_OUT) -root $(ROOT)
 
 # The tools `make dev` runs; on a cold machine it builds only these.
-DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal
+DEV_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal prometheus
 
 .PHONY: dev
-dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller manager, scheduler, kwok's nodes, CRDs, samples, worker, starter.
+dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller manager, scheduler, kwok's nodes, Prometheus, CRDs, samples, worker, starter.
 	hack/tools/install.sh $(DEV_TOOLS)
 	@mkdir -p $(OUT)
 	go -C hack build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./devstack
@@ -314,11 +316,12 @@ dev: ## Run the local stack: Temporal + UI, kube-apiserver, etcd, controller man
 DEV2_FLAGS ?=
 
 .PHONY: dev-cluster-2
-dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal.
-	hack/tools/install.sh $(filter-out temporal,$(DEV_TOOLS))
+dev-cluster-2: ## Run a second local cluster (API server, etcd, CRDs, samples, worker, starter; cluster local-2, state in .state/cluster-2) against the running `make dev` stack's Temporal and Prometheus.
+	hack/tools/install.sh $(filter-out temporal prometheus,$(DEV_TOOLS))
 	@mkdir -p $(OUT)
 	go -C hack build -ldflags '$(LDFLAGS)' -o $(OUT)/devstack ./devstack
-	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
+	$(OUT)/devstack -temporal-address 127.0.0.1:7233 -prometheus-url http://127.0.0.1:9098 -prometheus-targets .state/prometheus/targets \
+		-state .state/cluster-2 -cluster-name local-2 -program-ports 9094 $(DEV2_FLAGS)
 
 # Flags of `make bench`, e.g. BENCH_FLAGS="-sizes 10,100"; see
 # `go -C test run ./bench -h`. By default the runs are added to BENCHMARKS.md.

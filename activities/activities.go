@@ -54,6 +54,10 @@ type Activities struct {
 	// Temporal wakes release workflows, and reads the other clusters'
 	// rollouts a rollout with spec.rollout.after waits for.
 	Temporal client.Client
+	// Metrics answers the PromQL queries of a rollout's analysis; nil
+	// when the worker has no Prometheus (a step with an analysis then
+	// holds, inconclusive, and says why).
+	Metrics Querier
 	// Scope is the worker's cluster and task queue: where the release and
 	// switch workflows started here run.
 	Scope wfapi.Scope

@@ -218,6 +218,11 @@ type Admitted struct {
 	Approval bool `json:"approval,omitempty"`
 	// Full is true when a promote --full made this step admit every pool.
 	Full bool `json:"full,omitempty"`
+	// Class is the config's sandbox class; Analysis spec.rollout.analysis
+	// and OnFailure spec.rollout.onFailure as the step was admitted.
+	Class     string                        `json:"class,omitempty"`
+	Analysis  *v1alpha1.RolloutAnalysis     `json:"analysis,omitempty"`
+	OnFailure v1alpha1.RolloutFailurePolicy `json:"onFailure,omitempty"`
 }
 
 // DefaultGateTimeout bounds a gate's run when spec.rollout.gate.timeout is
@@ -271,7 +276,8 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 	if st.Step == in.Step && st.StepStart != nil {
 		mark = st.StepStart // the step taken again: the same start
 	}
-	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate, Approval: step.Approval}
+	res := &Admitted{Want: rollout.Want(step, len(plain)), Total: len(plain), Gate: c.Spec.Rollout.Gate, Approval: step.Approval,
+		Class: string(c.Class()), Analysis: c.Spec.Rollout.Analysis, OnFailure: c.Spec.Rollout.OnFailure}
 	if st.PromotedFull {
 		// Recorded by the look that answered the promote --full, before
 		// this step was taken: every pool, whatever the step says.
@@ -305,6 +311,9 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 	}
 	if in.Generation != 0 {
 		fields["observedGeneration"] = in.Generation
+	}
+	if st.Step != in.Step {
+		fields["analysis"] = nil // the last step's measurements
 	}
 	if err := a.patchRolloutRaw(ctx, c.Name, c.UID, fields); err != nil {
 		return nil, err

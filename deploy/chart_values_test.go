@@ -507,8 +507,10 @@ func TestDocumentedAppliesAreServerSide(t *testing.T) {
 	require.GreaterOrEqual(t, found, 3, "the pattern no longer finds docs/install.md's and the kustomization's applies")
 }
 
-// Every object of the chart, its hook, the NetworkPolicy component and the
-// admission policy (its expressions compiled by the API server) included, is valid for a real API server (server-side apply, dry run), as
+// Every object of the chart, its hook, the NetworkPolicy component, the
+// worker's Prometheus volumes and the admission policy (its expressions
+// compiled by the API server) included, is valid for a real API server
+// (server-side apply, dry run), as
 // TestKustomizeAppliesToAPIServer checks deploy/'s. The PodMonitor needs the
 // Prometheus Operator's CRDs, which the test API server has not.
 func TestChartAppliesToAPIServer(t *testing.T) {
@@ -520,6 +522,11 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 		"admissionPolicy": map[string]any{"enabled": true},
 		"image":           map[string]any{"digest": testDigest},
 		"crds":            map[string]any{"keep": false},
+		"worker": map[string]any{"prometheus": map[string]any{
+			"url":               "https://prometheus.monitoring.svc:9091",
+			"bearerTokenSecret": map[string]any{"name": "prometheus-token"},
+			"ca":                map[string]any{"configMap": "prometheus-ca"},
+		}},
 	})
 	owner := client.FieldOwner("ate-chart-test")
 	// The release's namespace, as `helm install --create-namespace` makes it.

@@ -129,7 +129,7 @@ func ended(p v1alpha1.RolloutPhase) bool {
 func active(p v1alpha1.RolloutPhase) bool {
 	switch p {
 	case v1alpha1.RolloutProgressing, v1alpha1.RolloutPaused, v1alpha1.RolloutBaking, v1alpha1.RolloutHalted,
-		v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutAborted, v1alpha1.RolloutAwaitingClusters:
+		v1alpha1.RolloutAwaitingApproval, v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack, v1alpha1.RolloutAwaitingClusters:
 		return true
 	}
 	return false

@@ -13,6 +13,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
+	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/internal/promquery"
 )
 
 // recordingManager is a manager whose cache's informers record the event
@@ -68,5 +70,28 @@ func TestTheWorkerWakesTheRolloutOnPoolEvents(t *testing.T) {
 	case <-woken:
 	default:
 		t.Fatal("a gvisor pool's event did not wake a wait for gvisor")
+	}
+}
+
+// The worker hands its Prometheus (--prometheus-url) to the activities,
+// where the rollout analysis queries it; none without (a nil Querier, not
+// a Querier of a nil client, so that an analysis says the worker has none).
+func TestTheWorkerGivesTheActivitiesItsPrometheus(t *testing.T) {
+	prom, err := promquery.New(promquery.Config{URL: "http://127.0.0.1:9098"})
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name string
+		prom *promquery.Client
+	}{{"with --prometheus-url", prom}, {"without", nil}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &recordingCache{handlers: map[string][]toolscache.ResourceEventHandler{}}
+			acts, err := newActivities(Config{Rest: &rest.Config{Host: "https://127.0.0.1:1"}, Metrics: activities.PrometheusQuerier(tt.prom)}, recordingManager{cache: c})
+			require.NoError(t, err)
+			if tt.prom == nil {
+				require.Nil(t, acts.Metrics)
+				return
+			}
+			require.Equal(t, activities.PrometheusQuerier(tt.prom), acts.Metrics)
+		})
 	}
 }

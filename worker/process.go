@@ -8,8 +8,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/options"
 	"ate.dev/orchestrator/internal/probes"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/temporalconn"
 )
 
@@ -23,6 +25,16 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	}
 	log := proc.Log
 	defer proc.Close()
+
+	// Validated with the flags; built before anything serves, so that a
+	// CA bundle that cannot be read stops the start.
+	prom, err := promquery.New(wopts.Prometheus)
+	if err != nil {
+		return err
+	}
+	if prom != nil {
+		log.Info("the rollout analysis queries Prometheus", "url", prom.URL(), "bearerTokenFile", wopts.Prometheus.BearerTokenFile, "caFile", wopts.Prometheus.CAFile)
+	}
 
 	tw := TemporalWorkerOptionsWith(proc.Tracing)
 	wopts.Apply(&tw)
@@ -45,6 +57,7 @@ func Main(ctx context.Context, opts options.Options, wopts options.WorkerOptions
 	return Run(ctx, Config{Rest: proc.Rest, ClusterName: opts.ClusterName, TaskQueue: opts.TaskQueue, Log: log, Worker: tw,
 		LeaderElection: election.Election, OperatorStartsPerSecond: wopts.OperatorStartsPerSecond,
 		RolloutStepDeadline: time.Duration(wopts.RolloutStepDeadlineSeconds) * time.Second,
+		Metrics:             activities.PrometheusQuerier(prom),
 		RolloutAfterPoll:    time.Duration(wopts.RolloutAfterPollSeconds) * time.Second,
 		Dial:                func(ctx context.Context) (client.Client, error) { return temporalconn.Dial(ctx, proc.Temporal, log) },
 		OnConnected:         endpoints.Connected, OnNaming: proc.Named(ctx, endpoints.NamingCluster)})

@@ -75,6 +75,10 @@ type Config struct {
 	// RolloutStepDeadline is how long a staged rollout's step may take
 	// (activities.DefaultRolloutStepDeadline when zero).
 	RolloutStepDeadline time.Duration
+	// Metrics answers the PromQL queries of rollouts' analyses (the
+	// worker's Prometheus); nil: none, and an analysis is inconclusive.
+	Metrics activities.Querier
+
 	// RolloutAfterPoll is how often a rollout waiting for other clusters
 	// reads them again (activities.DefaultRolloutAfterPoll when zero).
 	RolloutAfterPoll time.Duration
@@ -309,6 +313,7 @@ func newActivities(cfg Config, mgr ctrl.Manager) (*activities.Activities, error)
 
 		OperatorStartsPerSecond: float64(cfg.OperatorStartsPerSecond),
 		RolloutStepDeadline:     cfg.RolloutStepDeadline,
+		Metrics:                 cfg.Metrics,
 		RolloutAfterPoll:        cfg.RolloutAfterPoll,
 	}, nil
 }

@@ -98,6 +98,10 @@ type plannedRollout struct {
 	held      v1alpha1.RolloutPhase
 	plan      wfapi.RolloutPlan
 	doneSteps []wfapi.RolloutPlanStep
+	// an is the analysis of the step under way (nil: none); rollBack is
+	// true when the step's failure rolls it back (spec.rollout.onFailure).
+	an       *stepAnalysis
+	rollBack bool
 }
 
 // listen takes the signals in a coroutine of their own, so that they are
@@ -273,7 +277,7 @@ func (r *plannedRollout) look(ctx workflow.Context) (rollout.Verdict, *activitie
 // "" for none.
 func heldIn(p v1alpha1.RolloutPhase) v1alpha1.RolloutPhase {
 	switch p {
-	case v1alpha1.RolloutPaused, v1alpha1.RolloutHalted, v1alpha1.RolloutAborted:
+	case v1alpha1.RolloutPaused, v1alpha1.RolloutHalted, v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack:
 		return p
 	}
 	return ""
@@ -346,8 +350,12 @@ func (r *plannedRollout) step(ctx workflow.Context, n int32, look *activities.Ro
 	r.recordStep(n, adm)
 	log.Info("rollout step admitted", "config", r.config, "step", n, "pools", len(adm.Pools), "admitted", adm.Admitted, "total", adm.Total)
 	if adm.Refused != "" {
+		// A gate the rollout may not run is a mistake in the spec, not a
+		// failed check: it halts whatever onFailure says.
 		return r.halt(ctx, n, "", fmt.Sprintf("step %d: %s", n, adm.Refused))
 	}
+	r.startAnalysis(ctx, n, adm)
+	defer r.stopAnalysis()
 
 	ready, err := r.waitStep(ctx, n, adm, look.Deadline)
 	if err != nil || !ready {
@@ -378,6 +386,9 @@ func (r *plannedRollout) step(ctx workflow.Context, n int32, look *activities.Ro
 			return err
 		}
 	}
+	if concluded, err := r.concludeAnalysis(ctx, n, look.Deadline); err != nil || !concluded {
+		return err
+	}
 	r.done = n
 	if r.drive {
 		return r.event(ctx, corev1.EventTypeNormal, v1alpha1.EventReasonRolloutStepCompleted,
@@ -401,8 +412,11 @@ func (r *plannedRollout) awaitApproval(ctx workflow.Context, n int32) (approved 
 		return false, err
 	}
 	for {
-		if err := workflow.Await(ctx, func() bool { return r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+		if err := workflow.Await(ctx, r.woken); err != nil {
 			return false, err
+		}
+		if r.an.failedNow() {
+			return false, r.fail(ctx, n, "", r.an.failure())
 		}
 		v, _, err := r.look(ctx)
 		if err != nil || !goesOn(v, n) {
@@ -426,8 +440,11 @@ func (r *plannedRollout) waitStep(ctx workflow.Context, n int32, adm activities.
 		Config: r.config, UID: r.uid, Step: n, Deadline: now.Add(deadline), Since: now,
 	})
 	for !waiting.IsReady() {
-		if err := workflow.Await(ctx, func() bool { return waiting.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return waiting.IsReady() || r.woken() }); err != nil {
 			return false, err
+		}
+		if r.an.failedNow() {
+			return false, r.fail(ctx, n, "", r.an.failure())
 		}
 		if waiting.IsReady() {
 			break
@@ -454,7 +471,7 @@ func (r *plannedRollout) waitStep(ctx workflow.Context, n int32, adm activities.
 	case activities.StepReady:
 		return true, nil
 	case activities.StepHalted:
-		return false, r.halt(ctx, n, wait.Pool, wait.Message)
+		return false, r.fail(ctx, n, wait.Pool, wait.Message)
 	}
 	return false, nil // StepLookAgain
 }
@@ -480,23 +497,30 @@ func (r *plannedRollout) gate(ctx workflow.Context, n int32, adm activities.Admi
 		// user's resume.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	child := workflow.ExecuteChildWorkflow(gctx, g.WorkflowType, wfapi.GateInput{Config: r.config, Step: n, Pools: adm.Pools})
+	in := wfapi.GateInput{Config: r.config, Step: n, Pools: adm.Pools}
+	if g.Input != nil {
+		in.Input = g.Input.Raw
+	}
+	child := workflow.ExecuteChildWorkflow(gctx, g.WorkflowType, in)
 	// The timeout is the run's own timer as well as the child's execution
 	// timeout: it holds whatever the server does with a child nobody polls.
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	timeout := workflow.NewTimer(timerCtx, adm.GateTimeout)
 	timedOut := func() error {
-		return r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s on task queue %s did not finish within %s (spec.rollout.gate.timeout); is a worker polling %s?",
+		return r.fail(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s on task queue %s did not finish within %s (spec.rollout.gate.timeout); is a worker polling %s?",
 			n, g.WorkflowType, g.TaskQueue, adm.GateTimeout, g.TaskQueue))
 	}
 	for !child.IsReady() {
 		if err := workflow.Await(ctx, func() bool {
-			return child.IsReady() || timeout.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal
+			return child.IsReady() || timeout.IsReady() || r.woken()
 		}); err != nil {
 			return false, err
 		}
 		switch {
+		case r.an.failedNow():
+			cancel()
+			return false, r.fail(ctx, n, "", r.an.failure())
 		case child.IsReady():
 		case timeout.IsReady():
 			cancel()
@@ -518,7 +542,7 @@ func (r *plannedRollout) gate(ctx workflow.Context, n int32, adm activities.Admi
 	case temporal.IsTimeoutError(err):
 		return false, timedOut()
 	default:
-		return false, r.halt(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s failed: %v", n, g.WorkflowType, err))
+		return false, r.fail(ctx, n, "", fmt.Sprintf("step %d: gate workflow %s failed: %v", n, g.WorkflowType, err))
 	}
 }
 
@@ -534,8 +558,11 @@ func (r *plannedRollout) bake(ctx workflow.Context, n int32, pause time.Duration
 	defer cancel()
 	timer := workflow.NewTimer(timerCtx, pause)
 	for !timer.IsReady() {
-		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.recheck || r.pauseSignal || r.resumeSignal }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.woken() }); err != nil {
 			return false, err
+		}
+		if r.an.failedNow() {
+			return false, r.fail(ctx, n, "", r.an.failure())
 		}
 		if timer.IsReady() {
 			break

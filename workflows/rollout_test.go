@@ -70,6 +70,13 @@ func TestRolloutSignals(t *testing.T) {
 // recording every status write.
 func rolloutEnv(t *testing.T, verdicts ...rollout.Verdict) (*testsuite.TestWorkflowEnvironment, *[]activities.RolloutStatusInput) {
 	t.Helper()
+	return rolloutEnvWithEvents(t, &[]string{}, verdicts...)
+}
+
+// rolloutEnvWithEvents is rolloutEnv recording the reason of every event
+// in reasons.
+func rolloutEnvWithEvents(t *testing.T, reasons *[]string, verdicts ...rollout.Verdict) (*testsuite.TestWorkflowEnvironment, *[]activities.RolloutStatusInput) {
+	t.Helper()
 	env, _ := newEnv(t)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.RolloutWorkflowID("new")})
 	looks := 0
@@ -83,7 +90,10 @@ func rolloutEnv(t *testing.T, verdicts ...rollout.Verdict) (*testsuite.TestWorkf
 		*writes = append(*writes, in)
 		return nil
 	})
-	env.OnActivity(act.RecordRolloutEvent, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(act.RecordRolloutEvent, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RolloutEventInput) error {
+		*reasons = append(*reasons, in.Reason)
+		return nil
+	})
 	return env, writes
 }
 

@@ -31,7 +31,7 @@ const (
 	// RolloutAbortAnnotation moves every pool the rollout admitted back to
 	// the config it came from and holds the rollout Aborted until a retry.
 	RolloutAbortAnnotation = "sandboxconfig.ate.dev/rollout-abort"
-	// RolloutRetryAnnotation takes a halted or aborted rollout from its
+	// RolloutRetryAnnotation takes a halted, aborted or rolled-back rollout from its
 	// current step again.
 	RolloutRetryAnnotation = "sandboxconfig.ate.dev/rollout-retry"
 
@@ -202,4 +202,7 @@ const (
 	// EventReasonRolloutAborted (Warning): an abort moved the admitted
 	// pools back.
 	EventReasonRolloutAborted = "RolloutAborted"
+	// EventReasonRolloutRolledBack (Warning): a step failed under
+	// spec.rollout.onFailure RollBack; the admitted pools move back.
+	EventReasonRolloutRolledBack = "RolloutRolledBack"
 )

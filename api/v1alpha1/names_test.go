@@ -39,6 +39,7 @@ func TestEventReasonsAreSpelledAsReleased(t *testing.T) {
 		{atev1alpha1.EventReasonRolloutCompleted, "RolloutCompleted"},
 		{atev1alpha1.EventReasonRolloutHalted, "RolloutHalted"},
 		{atev1alpha1.EventReasonRolloutAborted, "RolloutAborted"},
+		{atev1alpha1.EventReasonRolloutRolledBack, "RolloutRolledBack"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			require.Equal(t, tc.want, tc.got)

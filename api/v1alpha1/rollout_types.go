@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // CanaryLabel marks a WorkerPool that a staged rollout moves before the
 // others of its class. Only the exact value "true" counts.
@@ -30,6 +33,22 @@ type SandboxConfigRollout struct {
 	// step's pools moved and are Available; its failure halts the rollout.
 	// +optional
 	Gate *RolloutGate `json:"gate,omitempty"`
+
+	// analysis, when set, measures each step with Prometheus queries from
+	// its admission until its bake ends: more than failureLimit
+	// measurements out of bounds fail the step; a step whose last
+	// measurement is inconclusive (no data, a query error) does not
+	// complete, and fails at the step deadline.
+	// +optional
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
+
+	// onFailure is what a failed step (its analysis, its gate, a failing
+	// switch, its deadline) does: Halt (the default) holds the rollout
+	// where it is; RollBack moves every admitted pool back to the config it
+	// came from and holds the rollout RolledBack until a retry or a change
+	// of the config's spec.
+	// +optional
+	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`
 
 	// after, when set, holds the first step until the SandboxConfig of the
 	// same name has completed its rollout in each of the clusters listed
@@ -99,10 +118,17 @@ type RolloutGate struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="spec.rollout.gate.timeout must be a duration such as 30s, 10m or 1h30m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// input is free-form JSON of yours, given to the gate as its input's
+	// "input", next to config, step and pools.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Input *runtime.RawExtension `json:"input,omitempty"`
 }
 
 // RolloutPhase is where a staged rollout stands.
-// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;AwaitingClusters;Baking;Halted;Aborted;Completed;Superseded;Stopped
+// +kubebuilder:validation:Enum=Progressing;Paused;AwaitingApproval;AwaitingClusters;Baking;Halted;Aborted;RolledBack;Completed;Superseded;Stopped
 type RolloutPhase string
 
 const (
@@ -125,6 +151,10 @@ const (
 	// RolloutAborted: an abort moved every admitted pool back to the
 	// config it came from; nothing moves until a retry.
 	RolloutAborted RolloutPhase = "Aborted"
+	// RolloutRolledBack: a step failed with spec.rollout.onFailure RollBack;
+	// every admitted pool moved back to the config it came from; nothing
+	// moves until a retry or a change of the config's spec.
+	RolloutRolledBack RolloutPhase = "RolledBack"
 	// RolloutCompleted: every step done; the config is an ordinary
 	// class default from now on.
 	RolloutCompleted RolloutPhase = "Completed"
@@ -279,6 +309,14 @@ type RolloutStatus struct {
 	// +optional
 	Abort *RolloutHalt `json:"abort,omitempty"`
 
+	// analysis is the last measurement of each metric of
+	// spec.rollout.analysis in the current step.
+	// +listType=map
+	// +listMapKey=metric
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Analysis []RolloutMeasurement `json:"analysis,omitempty"`
+
 	// awaitingClusters, while the phase is AwaitingClusters, are the
 	// clusters of spec.rollout.after whose rollout of this config's name
 	// the first step still waits for, each with why.
@@ -313,6 +351,14 @@ type RolloutHalt struct {
 	// toggle).
 	// +optional
 	PausedSeen bool `json:"pausedSeen,omitempty"`
+	// rolledBack is true on an abort the rollout made itself, a failed
+	// step under spec.rollout.onFailure RollBack: its phase is RolledBack.
+	// +optional
+	RolledBack bool `json:"rolledBack,omitempty"`
+	// generation is the config's generation when it rolled back: a spec
+	// of another generation takes the step again.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // RolloutPoolRef names a pool and its place in rollout order.

@@ -79,6 +79,7 @@ const (
 	celPoolName          = "metadata.name must be at most 63 characters: a WorkerPool's name is the value of its pods' ate.dev/worker-pool label"
 	celOneOfPoolsPercent = "a rollout step sets exactly one of pools and percent"
 	celPauseDuration     = "spec.rollout.steps[].pause must be a duration such as 30s, 10m or 1h30m"
+	celMetricBound       = "spec.rollout.analysis.metrics[] sets min, max or both: a metric with no bound checks nothing"
 	celAfterClusters     = "spec.rollout.after.clusters[] must each be a cluster name as the orchestrator's --cluster-name takes it: a DNS label (at most 63 lowercase letters, digits and '-', beginning and ending with a letter or digit)"
 	celAfterBake         = "spec.rollout.after.bake must be a duration such as 30s, 10m or 1h30m"
 	celConfigRefName     = "configRef.name must be a SandboxConfig's name, a DNS subdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric; SandboxConfigs are cluster-scoped, so it has no namespace/ prefix"
@@ -872,6 +873,38 @@ func TestSandboxConfigValidation(t *testing.T) {
 			c.Spec.Rollout.Gate = &atev1alpha1.RolloutGate{WorkflowType: "CheckSandboxes"}
 		}, unset: []string{"spec.rollout.gate.taskQueue"}, want: []cause{{"spec.rollout.gate.taskQueue", msgRequired}}},
 
+		// spec.rollout.analysis: 1 to 8 named metrics, each a query with a
+		// min or a max that is a number; an interval that is a duration;
+		// onFailure Halt or RollBack; a gate's input any JSON object.
+		{name: "rollout with an analysis, RollBack and a gate's input", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.OnFailure = atev1alpha1.RolloutOnFailureRollBack
+			a.Gate = &atev1alpha1.RolloutGate{WorkflowType: "CheckSandboxes", TaskQueue: "checks",
+				Input: &runtime.RawExtension{Raw: []byte(`{"slo":{"availability":"99.9"},"owners":["a"]}`)}}
+		}), check: func(t *testing.T, got *config) {
+			r := got.Spec.Rollout
+			require.Equal(t, atev1alpha1.RolloutOnFailureRollBack, r.OnFailure)
+			require.Equal(t, "0.05", *r.Analysis.Metrics[0].Max)
+			require.Equal(t, time.Minute, r.Analysis.Interval.Duration)
+			require.JSONEq(t, `{"slo":{"availability":"99.9"},"owners":["a"]}`, string(r.Gate.Input.Raw), "kept whole, not pruned")
+		}},
+		{name: "analysis metric with no bound", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.Analysis.Metrics[0].Max = nil
+		}), want: []cause{{"spec.rollout.analysis.metrics[0]", celMetricBound}}},
+		{name: "analysis bound not a number", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.Analysis.Metrics[0].Min = ptr.To("5%")
+		}), want: []cause{{"spec.rollout.analysis.metrics[0].min", "spec.rollout.analysis.metrics[].min must be a decimal number such as 0.99 or 1e-3"}}},
+		{name: "analysis metric name not a DNS label", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.Analysis.Metrics[0].Name = "Error Rate"
+		}), want: []cause{{"spec.rollout.analysis.metrics[0].name", msgPattern}}},
+		{name: "analysis metrics named twice", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.Analysis.Metrics = append(a.Analysis.Metrics, a.Analysis.Metrics[0])
+		}), want: []cause{{"spec.rollout.analysis.metrics[1]", "Duplicate value"}}},
+		{name: "analysis interval not a duration", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.Analysis.Interval = &metav1.Duration{Duration: -time.Second}
+		}), want: []cause{{"spec.rollout.analysis.interval", "spec.rollout.analysis.interval must be a duration such as 30s, 1m or 1m30s"}}},
+		{name: "onFailure neither Halt nor RollBack", mutate: withAnalysis(func(a *atev1alpha1.SandboxConfigRollout) {
+			a.OnFailure = "Rollback"
+		}), want: []cause{{"spec.rollout.onFailure", `Unsupported value: "Rollback": supported values: "Halt", "RollBack"`}}},
 		// spec.rollout.after: 1 to 16 distinct cluster names, each a DNS
 		// label; bake a Go duration.
 		{name: "rollout after two clusters with a bake", mutate: withAfter(&atev1alpha1.RolloutAfter{
@@ -920,6 +953,17 @@ func TestSandboxConfigValidation(t *testing.T) {
 				tc.check(t, &got)
 			}
 		})
+	}
+}
+
+// withAnalysis gives a config a one-step rollout with an analysis of one
+// metric, then edits it.
+func withAnalysis(edit func(*atev1alpha1.SandboxConfigRollout)) func(*atev1alpha1.SandboxConfig) {
+	return func(c *atev1alpha1.SandboxConfig) {
+		withRollout(atev1alpha1.RolloutStep{Percent: ptr.To[int32](100)})(c)
+		c.Spec.Rollout.Analysis = &atev1alpha1.RolloutAnalysis{Interval: &metav1.Duration{Duration: time.Minute},
+			Metrics: []atev1alpha1.RolloutMetric{{Name: "errors", Query: `sum(rate(errors_total{pool=~"{{.Pools}}"}[1m]))`, Max: ptr.To("0.05")}}}
+		edit(c.Spec.Rollout)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // What kstatus says of each phase's fixture (the Argo CD health check's,
 // deploy/gitops/argocd), as docs/gitops.md tells it: a live rollout is
-// InProgress until it completes, a halted or aborted one Failed (Stalled),
+// InProgress until it completes, a halted, aborted or rolled-back one Failed (Stalled),
 // one waiting for a person (Paused, AwaitingApproval) InProgress, so that
 // a Kustomization waiting on it times out.
 func TestKstatusOfEachPhase(t *testing.T) {
@@ -34,6 +34,7 @@ func TestKstatusOfEachPhase(t *testing.T) {
 		"awaiting_clusters": status.InProgressStatus,
 		"halted":            status.FailedStatus,
 		"aborted":           status.FailedStatus,
+		"rolled_back":       status.FailedStatus,
 		"completed":         status.CurrentStatus,
 		"superseded":        status.CurrentStatus,
 		"stopped":           status.CurrentStatus,

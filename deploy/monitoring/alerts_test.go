@@ -101,6 +101,15 @@ func TestAlertsFire(t *testing.T) {
 				{map[string]string{"__name__": "ate_rollout_phase", "sandbox_config": "other", "phase": "Baking", "instance": "a"}, steady(1)},
 			},
 			map[string]float64{`{sandbox_config="new"}`: 1}},
+		{"a rolled-back rollout", "ATERolloutRolledBack",
+			[]series{
+				{map[string]string{"__name__": "ate_rollout_phase", "sandbox_config": "new", "phase": "RolledBack", "instance": "a"}, stepAt10(1)},
+				{map[string]string{"__name__": "ate_rollout_phase", "sandbox_config": "other", "phase": "Halted", "instance": "a"}, steady(1)},
+			},
+			map[string]float64{`{sandbox_config="new"}`: 1}},
+		{"an aborted rollout is no rollback", "ATERolloutRolledBack",
+			[]series{{map[string]string{"__name__": "ate_rollout_phase", "sandbox_config": "new", "phase": "Aborted"}, steady(1)}},
+			nil},
 		{"rollouts progressing, baking, completed", "ATERolloutHalted",
 			[]series{
 				{map[string]string{"__name__": "ate_rollout_phase", "sandbox_config": "new", "phase": "Progressing"}, steady(1)},

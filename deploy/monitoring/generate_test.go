@@ -100,7 +100,7 @@ func TestAlertsGroupByCluster(t *testing.T) {
 			require.NoError(t, err)
 			qs, err := AlertQueriesOf(g.Alerts)
 			require.NoError(t, err)
-			require.Len(t, qs, 8)
+			require.Len(t, qs, 9)
 			for _, q := range qs {
 				expr, err := promql.ParseExpr(q.Expr)
 				require.NoError(t, err, q.Source)

@@ -34,6 +34,7 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 		{"ATESwitchStepRetrying", "warning", "temporal_local_activity_execution_failed_total"},
 		{"ATEReleaseWaitingLong", "warning", "ate_release_waiting_seconds"},
 		{"ATERolloutHalted", "warning", "ate_rollout_phase"},
+		{"ATERolloutRolledBack", "warning", "ate_rollout_phase"},
 		{"ATEWorkflowTaskFailures", "critical", "temporal_workflow_task_execution_failed_total"},
 		{"ATEWorkerNotPolling", "critical", "temporal_workflow_task_queue_poll_empty_total"},
 		{"ATEStarterNotLeading", "critical", "leader_election_master_status"},
@@ -50,7 +51,7 @@ func TestRulesParseWithPrometheusRuleParser(t *testing.T) {
 			require.Equal(t, "docs/runbooks.md#"+strings.ToLower(tc.alert), r.Annotations["runbook_url"])
 		})
 	}
-	require.Len(t, alerts, 8, "an alert added here needs a case above, a line in the README and a section in docs/runbooks.md")
+	require.Len(t, alerts, 9, "an alert added here needs a case above, a line in the README and a section in docs/runbooks.md")
 }
 
 // TestRuleParserRefusesBrokenRules shows the parser used above is strict:

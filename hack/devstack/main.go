@@ -3,10 +3,13 @@
 // 127.0.0.1:7233, state in .state/temporal.db), etcd and kube-apiserver
 // (state in .state/etcd), kube-controller-manager, kube-scheduler and kwok
 // with a simulated fleet of nodes (docs/local-cluster.md; -cluster=false
-// leaves them out), installs the CRDs, applies deploy/samples, builds
-// and runs the worker and the starter, and on Ctrl-C (SIGINT or SIGTERM)
-// stops all of it. State survives a restart: workflow histories in SQLite,
-// Kubernetes objects in etcd. `rm -rf .state` starts afresh.
+// leaves them out), a Prometheus on 127.0.0.1:9098 (state in
+// .state/prometheus) scraping the API server, the worker and the starter,
+// installs the CRDs, applies deploy/samples, builds and runs the worker
+// (its --prometheus-url that Prometheus) and the starter, and on Ctrl-C
+// (SIGINT or SIGTERM) stops all of it. State survives a restart: workflow
+// histories in SQLite, Kubernetes objects in etcd, metrics for a day in
+// Prometheus' TSDB. `rm -rf .state` starts afresh.
 //
 // With -temporal postgres it runs temporal-server (hack/tools/temporal-server)
 // on a PostgreSQL of Debian's packages instead, with SQL visibility and 4
@@ -18,7 +21,10 @@
 // etcd, kube-apiserver, CRDs, samples, worker and starter, state in
 // .state/cluster-2, cluster name local-2) against the first stack's
 // Temporal, so that both clusters' workflows show in one Web UI
-// (docs/local-cluster.md).
+// (docs/local-cluster.md). With -prometheus-url it starts no Prometheus
+// either: its worker queries the first stack's, into whose targets
+// directory (-prometheus-targets) it adds its worker and starter while it
+// runs, so one Prometheus holds both clusters' metrics.
 //
 // Every process dies with devstack even if it is killed (see
 // internal/localstack/procs). Logs are in .state/logs/.
@@ -38,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +73,12 @@ type config struct {
 	// programPorts is the first of the four ports of the worker's and the
 	// starter's metrics and probes; 0 picks free ones.
 	programPorts int
+	// prometheusPort is the Prometheus' port; 0 picks a free one.
+	prometheusPort int
+	// prometheusURL, when set, is a Prometheus to join: none is started.
+	// prometheusTargets is its targets directory, where the worker and the
+	// starter are added while the stack runs; empty: they are not.
+	prometheusURL, prometheusTargets string
 
 	// Not flags: where etcd and the Kubernetes programs are (default
 	// <root>/bin), where the worker and the starter are built (default
@@ -94,6 +107,9 @@ func main() {
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
 	fs.StringVar(&cfg.temporalAddress, "temporal-address", "", "`host:port` of a running Temporal server to join instead of starting one (-temporal, -temporal-port and -ui-port then do not apply), e.g. the first make dev stack's 127.0.0.1:7233 for a second local cluster (make dev-cluster-2); its namespace (-temporal-namespace) must exist with the search attributes, as make dev leaves it")
 	fs.IntVar(&cfg.programPorts, "program-ports", 9090, "first of four ports on 127.0.0.1 for the worker's metrics and probes and the starter's (9090: 9090-9093); 0 picks free ones")
+	fs.IntVar(&cfg.prometheusPort, "prometheus-port", 9098, "Prometheus port on 127.0.0.1 (its API and UI); 0 picks a free one")
+	fs.StringVar(&cfg.prometheusURL, "prometheus-url", "", "`URL` of a running Prometheus to join instead of starting one (-prometheus-port then does not apply): the worker's --prometheus-url, e.g. the first make dev stack's http://127.0.0.1:9098 (make dev-cluster-2)")
+	fs.StringVar(&cfg.prometheusTargets, "prometheus-targets", "", "targets `directory` (file_sd) of the Prometheus joined with -prometheus-url, where this stack adds its worker and starter while it runs, e.g. the first stack's .state/prometheus/targets; empty: they are not scraped")
 	printVersion := version.Flag(fs, "devstack")
 	_ = fs.Parse(os.Args[1:])
 	if printVersion(os.Stdout) {
@@ -143,6 +159,15 @@ func (s *stack) run(ctx context.Context) error {
 	if join && flavour != localstack.TemporalDev {
 		return fmt.Errorf("-temporal %s starts a Temporal server; -temporal-address %s joins one: set one of them", flavour, s.cfg.temporalAddress)
 	}
+	if s.cfg.prometheusTargets != "" {
+		if s.cfg.prometheusURL == "" {
+			return fmt.Errorf("-prometheus-targets %s is the targets directory of a Prometheus joined with -prometheus-url, which is not set", s.cfg.prometheusTargets)
+		}
+		s.cfg.prometheusTargets = inRoot(root, s.cfg.prometheusTargets)
+		if st, err := os.Stat(s.cfg.prometheusTargets); err != nil || !st.IsDir() {
+			return fmt.Errorf("-prometheus-targets %s is not a directory: is the stack whose Prometheus it is (make dev) running?", s.cfg.prometheusTargets)
+		}
+	}
 	opts := localstack.Options{
 		Dir: state, Root: root,
 		KubeBinDir:    s.cfg.kubeBinDir,
@@ -154,6 +179,11 @@ func (s *stack) run(ctx context.Context) error {
 		Cluster:       s.cfg.cluster,
 		Temporal:      flavour,
 		TemporalPort:  s.cfg.temporalPort, TemporalNamespace: s.cfg.namespace,
+		Prometheus:     s.cfg.prometheusURL == "",
+		PrometheusPort: s.cfg.prometheusPort,
+		// Every 5 s: fresh enough to watch a rollout's analysis, and a
+		// fifth of the scrapes of the tests' second on a shared machine.
+		PrometheusScrapeInterval: 5 * time.Second,
 	}
 	if flavour == localstack.TemporalDev && !join {
 		opts.TemporalUI, opts.TemporalUIPort = true, s.cfg.uiPort
@@ -169,7 +199,7 @@ func (s *stack) run(ctx context.Context) error {
 	}
 	logDir, kubeconfig := s.servers.LogDir, s.servers.KubeconfigPath
 	s.log.Info("the servers are up; CRDs installed", "temporal", s.temporalAddress(), "namespace", s.cfg.namespace,
-		"apiserver", s.servers.Kube.RestConfig.Host, "kubeconfig", kubeconfig)
+		"apiserver", s.servers.Kube.RestConfig.Host, "kubeconfig", kubeconfig, "prometheus", s.prometheusURL())
 
 	c, err := client.New(s.servers.Kube.RestConfig, client.Options{Scheme: servers.NewScheme()})
 	if err != nil {
@@ -205,6 +235,15 @@ func (s *stack) temporalAddress() string {
 	return s.servers.Temporal.Address()
 }
 
+// prometheusURL is the Prometheus the worker queries: the stack's, or the
+// one it joined.
+func (s *stack) prometheusURL() string {
+	if s.servers.Prometheus == nil {
+		return s.cfg.prometheusURL
+	}
+	return s.servers.Prometheus.URL()
+}
+
 // temporalDone is closed when the stack's Temporal server exits; never for
 // a server joined (its own stack watches it).
 func (s *stack) temporalDone() <-chan struct{} {
@@ -222,7 +261,8 @@ func inRoot(root, path string) string {
 	return filepath.Join(root, path)
 }
 
-// startPrograms builds and runs the worker and the starter.
+// startPrograms builds and runs the worker and the starter, and has the
+// Prometheus scrape them.
 func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir string) error {
 	outDir := cmp.Or(s.cfg.binDir, filepath.Join(root, "_out", "bin"))
 	for i, name := range []string{"worker", "starter"} {
@@ -244,6 +284,11 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 			"METRICS_SECURE=false",
 			"HEALTH_PROBE_BIND_ADDRESS=" + probes,
 		}}
+		if name == "worker" {
+			// Only the worker queries Prometheus (the starter does not
+			// take the flag).
+			p.env = append(p.env, "PROMETHEUS_URL="+s.prometheusURL())
+		}
 		s.log.Info("building ./" + name)
 		bin, err := p.build(ctx, root, outDir)
 		if err != nil {
@@ -255,6 +300,27 @@ func (s *stack) startPrograms(ctx context.Context, root, kubeconfig, logDir stri
 		s.programs = append(s.programs, p)
 		go p.watch(s.log, s.stopped)
 		s.log.Info("started "+name, "pid", p.proc.Pid(), "metrics", metrics, "probes", probes)
+		if err := s.addTarget(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addTarget has the stack's Prometheus, or the joined one's targets
+// directory, scrape the program's /metrics as job <name>, labelled with the
+// cluster's name as its own series are (with honor_labels, the label of
+// both is the one the program serves).
+func (s *stack) addTarget(p *program) error {
+	var labels map[string]string
+	if s.cfg.clusterName != "" {
+		labels = map[string]string{"cluster": s.cfg.clusterName}
+	}
+	switch {
+	case s.servers.Prometheus != nil:
+		return s.servers.Prometheus.AddTarget(p.name, p.metrics, labels)
+	case s.cfg.prometheusTargets != "":
+		return servers.WritePrometheusTarget(s.cfg.prometheusTargets, p.name, p.metrics, labels)
 	}
 	return nil
 }
@@ -285,6 +351,10 @@ func (s *stack) printSummary(kubeconfig, logDir string) {
 	for _, p := range s.programs {
 		fmt.Fprintf(&procs, "  %-8s  metrics http://%s/metrics, probes http://%s/readyz\n", p.name+":", p.metrics, p.probes)
 	}
+	prom := s.prometheusURL() + " (scraping the worker and the starter every 5 s, kube-apiserver every 15 s; the worker's --prometheus-url)"
+	if s.servers.Prometheus == nil {
+		prom = s.prometheusURL() + ", joined: another stack runs it (the worker's --prometheus-url)"
+	}
 	ui, grpc := "none (temporal-server has none; use the temporal CLI)", s.temporalAddress()
 	switch {
 	case s.servers.Temporal == nil:
@@ -303,6 +373,7 @@ The local stack is running. Ctrl-C stops all of it.
   Temporal Web UI:  %s
   Temporal gRPC:    %s (namespace %s)
   kube-apiserver:   %s
+  Prometheus:       %s
 
 %s
   export KUBECONFIG=%s
@@ -310,7 +381,7 @@ The local stack is running. Ctrl-C stops all of it.
   kubectl get pods -A -o wide
 
   Logs: %s
-`, ui, grpc, s.cfg.namespace, s.servers.Kube.RestConfig.Host, procs.String(), kubeconfig, logDir)
+`, ui, grpc, s.cfg.namespace, s.servers.Kube.RestConfig.Host, prom, procs.String(), kubeconfig, logDir)
 }
 
 // shutdown stops everything that was started, in reverse order of
@@ -325,9 +396,14 @@ func (s *stack) shutdown() error {
 		p := s.programs[i]
 		s.log.Info("stopping " + p.name)
 		errs = append(errs, p.stop())
+		if s.cfg.prometheusTargets != "" {
+			// The joined Prometheus outlives this stack: it stops
+			// scraping what is gone.
+			errs = append(errs, servers.RemovePrometheusTarget(s.cfg.prometheusTargets, p.name, p.metrics))
+		}
 	}
 	if s.servers != nil {
-		s.log.Info("stopping the cluster (kwok, kube-scheduler, kube-controller-manager), kube-apiserver, etcd and the Temporal server (unless joined)")
+		s.log.Info("stopping Prometheus (unless joined), the cluster (kwok, kube-scheduler, kube-controller-manager), kube-apiserver, etcd and the Temporal server (unless joined)")
 		errs = append(errs, s.servers.Stop())
 	}
 	return errors.Join(errs...)

@@ -21,6 +21,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/testenv"
 	"ate.dev/orchestrator/internal/wfapi"
 )
@@ -30,30 +31,41 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{NoKube: true})) }
 
 // TestJoinExistingTemporal runs devstack as `make dev-cluster-2` does, in
-// join mode against testenv's Temporal server, on free ports, the bare API
-// server (-cluster=false): it starts no Temporal server, its worker and
-// starter (built and run as processes) resolve the sample pool, the
-// pool's switch is named after the cluster and runs on the cluster's own
-// task queue, and stopping the stack leaves the joined server running.
+// join mode against testenv's Temporal server and a Prometheus the test
+// runs (as the first stack's), on free ports, the bare API server
+// (-cluster=false): it starts no Temporal server and no Prometheus, its
+// worker and starter (built and run as processes) resolve the sample pool,
+// the pool's switch is named after the cluster and runs on the cluster's
+// own task queue, the joined Prometheus scrapes the worker and the starter
+// while they run and the worker queries it, and stopping the stack leaves
+// the joined servers running and their targets gone.
 func TestJoinExistingTemporal(t *testing.T) {
 	env := testenv.Current()
 	root, err := servers.RepoRoot()
 	require.NoError(t, err)
+	promBin, err := servers.PrometheusBinary()
+	require.NoError(t, err)
+	prom, err := servers.NewPrometheus(servers.PrometheusConfig{Binary: promBin, Dir: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, prom.Start(context.Background()))
+	t.Cleanup(func() { _ = prom.Stop() })
 	const cluster = wfapi.Cluster("local-2")
 	s := &stack{
 		cfg: config{
-			stateDir:        t.TempDir(),
-			temporalAddress: env.TemporalAddress,
-			namespace:       env.TemporalNamespace,
-			clusterName:     string(cluster),
-			temporalStack:   "dev",
-			cluster:         false,
-			crds:            filepath.Join(root, "deploy", "crds"),
-			samples:         filepath.Join(root, "deploy", "samples"),
-			programPorts:    0,
-			kubeBinDir:      os.Getenv("KUBEBUILDER_ASSETS"),
-			binDir:          t.TempDir(),
-			console:         io.Discard,
+			stateDir:          t.TempDir(),
+			prometheusURL:     prom.URL(),
+			prometheusTargets: prom.TargetsDir(),
+			temporalAddress:   env.TemporalAddress,
+			namespace:         env.TemporalNamespace,
+			clusterName:       string(cluster),
+			temporalStack:     "dev",
+			cluster:           false,
+			crds:              filepath.Join(root, "deploy", "crds"),
+			samples:           filepath.Join(root, "deploy", "samples"),
+			programPorts:      0,
+			kubeBinDir:        os.Getenv("KUBEBUILDER_ASSETS"),
+			binDir:            t.TempDir(),
+			console:           io.Discard,
 		},
 		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -126,9 +138,24 @@ func TestJoinExistingTemporal(t *testing.T) {
 			fmt.Sprintf("task queue %s, %s", info.TaskQueue, info.Status)
 	})
 
+	// Both programs scraped by the joined Prometheus, under the cluster's
+	// name.
+	_, err = prom.WaitForQuery(context.Background(), `up{cluster="local-2"} == 1`, time.Minute, func(s []promquery.Sample) bool { return len(s) == 2 })
+	require.NoError(t, err)
+	got, err := prom.Client().Query(context.Background(), `count by (job) ({cluster="local-2", __name__!~"up|scrape_.*"})`, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the series of both programs' /metrics: %v", got)
+	log, err := os.ReadFile(filepath.Join(s.cfg.stateDir, "logs", "worker.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), prom.URL(), "the worker was not given the joined Prometheus")
+
 	stop()
 	hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer hcancel()
 	_, err = env.Temporal.CheckHealth(hctx, nil)
 	require.NoError(t, err, "the joined Temporal server after devstack stopped")
+	targets, err := os.ReadDir(prom.TargetsDir())
+	require.NoError(t, err)
+	require.Empty(t, targets, "devstack left its targets in the joined Prometheus")
+	require.True(t, prom.Running(), "the joined Prometheus after devstack stopped")
 }

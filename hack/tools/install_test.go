@@ -17,16 +17,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeGo answers `go list -m` with a version and `go env GOVERSION` with the
-// toolchain it was asked for, and makes `go build -o OUT` take a moment
-// before it writes OUT; a FAIL file makes builds fail. With FAKE_LOG set,
-// each build appends its directory and package to that file.
+// fakeGo answers `go list -m` with a version (FAKE_VERSION, default
+// v1.2.3) and `go env GOVERSION` with the toolchain it was asked for, and
+// makes `go build -o OUT` take a moment before it writes OUT; a FAIL file
+// makes builds fail. With FAKE_LOG set, each build appends its directory
+// and package to that file; with FAKE_ARGS_LOG, its arguments.
 const fakeGo = `#!/usr/bin/env bash
 case $1 in
-list) echo v1.2.3 ;;
+list) echo "${FAKE_VERSION:-v1.2.3}" ;;
 env) echo "$GOTOOLCHAIN" ;;
 build)
 	[[ -n ${FAKE_LOG:-} ]] && echo "$PWD ${*: -1}" >>"$FAKE_LOG"
+	[[ -n ${FAKE_ARGS_LOG:-} ]] && echo "$*" >>"$FAKE_ARGS_LOG"
 	sleep "$FAKE_BUILD_SECONDS"
 	[[ -e "$FAKE_DIR/FAIL" ]] && { echo "compile error" >&2; exit 3; }
 	while [[ $# -gt 0 && $1 != -o ]]; do shift; done
@@ -146,6 +148,29 @@ func TestInstallBuildsTheClusterFromTheirModules(t *testing.T) {
 	}
 }
 
+// Prometheus is built from its module with the remove_all_sd tag (no cloud
+// service discovery: the local stack needs file_sd only), and stamped with
+// the release its module version stands for (v0.316.0 is Prometheus
+// 3.16.0); the other tools get no tag.
+func TestInstallBuildsPrometheusWithoutCloudDiscovery(t *testing.T) {
+	r := newRig(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(r.root, "hack", "tools", "prometheus"), 0o755))
+	args := filepath.Join(r.dir, "args.log")
+	out, err := r.installEnv(t, "0", []string{"FAKE_ARGS_LOG=" + args, "FAKE_VERSION=v0.316.0"}, "prometheus", "etcd")
+	require.NoError(t, err, out)
+	b, err := os.ReadFile(args)
+	require.NoError(t, err)
+	builds := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, builds, 2)
+	require.Contains(t, builds[0], "-tags remove_all_sd ")
+	require.Contains(t, builds[0], "-X github.com/prometheus/common/version.Version=3.16.0")
+	require.True(t, strings.HasSuffix(builds[0], " github.com/prometheus/prometheus/cmd/prometheus"), builds[0])
+	require.NotContains(t, builds[1], "remove_all_sd", "etcd was built with prometheus' tag")
+	link, err := os.Readlink(filepath.Join(r.root, "bin", "prometheus"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(r.cache, "prometheus", "v0.316.0", "prometheus"), link)
+}
+
 // withoutGOTOOLCHAIN drops the toolchain make exports, so that install.sh
 // takes go.mod's unless a test sets one.
 func withoutGOTOOLCHAIN(env []string) []string {
@@ -205,8 +230,8 @@ func TestInstallReportsAFailedBuild(t *testing.T) {
 	require.False(t, strings.Contains(out, "built temporal"), out)
 }
 
-// `make dev` builds the three tools the local stack runs, not the
-// generators and checkers only `make generate` and `make verify` need.
+// `make dev` builds the tools the local stack runs, not the generators
+// and checkers only `make generate` and `make verify` need.
 func TestMakeDevBuildsOnlyItsTools(t *testing.T) {
 	cmd := exec.Command("make", "-n", "dev")
 	cmd.Dir = filepath.Join("..", "..")
@@ -218,7 +243,7 @@ func TestMakeDevBuildsOnlyItsTools(t *testing.T) {
 			installs = append(installs, strings.TrimSpace(l))
 		}
 	}
-	require.Equal(t, []string{"hack/tools/install.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal"}, installs, "make -n dev:\n%s", out)
+	require.Equal(t, []string{"hack/tools/install.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok temporal prometheus"}, installs, "make -n dev:\n%s", out)
 }
 
 // makeVar is a variable of the Makefile, as make expands it.
@@ -241,8 +266,8 @@ func TestMakeTestBuildsOnlyItsTools(t *testing.T) {
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make -n test-tools: %s", out)
-	require.Equal(t, "hack/tools/install.sh etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl", strings.TrimSpace(string(out)))
-	require.Equal(t, strings.Fields("etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl"), makeVar(t, "TEST_TOOLS"))
+	require.Equal(t, "hack/tools/install.sh etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl prometheus", strings.TrimSpace(string(out)))
+	require.Equal(t, strings.Fields("etcd kube-apiserver temporal temporal-server kube-controller-manager kube-scheduler kwok kubectl prometheus"), makeVar(t, "TEST_TOOLS"))
 
 	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
@@ -257,7 +282,7 @@ func TestEveryToolHasItsCommand(t *testing.T) {
 	m := regexp.MustCompile(`set -- ((?:[^\n]*\\\n)*[^\n]*)`).FindSubmatch(script)
 	require.NotNil(t, m, "install.sh's default tool list")
 	all := strings.Fields(strings.ReplaceAll(string(m[1]), "\\", ""))
-	require.Len(t, all, 13)
+	require.Len(t, all, 14)
 
 	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
 	require.NoError(t, err)
@@ -268,7 +293,7 @@ func TestEveryToolHasItsCommand(t *testing.T) {
 			case v != nil:
 				needed = append(needed, makeVar(t, v[1])...)
 			case strings.ContainsAny(f, "$()"):
-				// $(filter-out temporal,$(DEV_TOOLS)): a subset of a list above
+				// $(filter-out temporal prometheus,$(DEV_TOOLS)): a subset of a list above
 			default:
 				needed = append(needed, f)
 			}

@@ -29,7 +29,7 @@ var (
 		does:      "lets a paused or halted rollout go on"}
 	retryRequest = requestKind{verb: "retry", annotation: v1alpha1.RolloutRetryAnnotation,
 		pendingIn: func(r rollout.Requests) string { return r.Retry },
-		does:      "takes a halted or aborted rollout from its current step again"}
+		does:      "takes a halted, aborted or rolled-back rollout from its current step again"}
 	promoteRequest = requestKind{verb: "promote", annotation: v1alpha1.RolloutPromoteAnnotation,
 		pendingIn: func(r rollout.Requests) string { return r.Promote },
 		does:      "ends the current step's approval wait and bake"}

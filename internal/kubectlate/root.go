@@ -21,7 +21,7 @@ import (
 // Exit codes of the plugin, as `kubectl ate rollout status` documents them.
 const (
 	ExitOK = 0
-	// ExitFailed: the rollout is Halted, Stopped, Aborted or Superseded,
+	// ExitFailed: the rollout is Halted, Stopped, Aborted, RolledBack or Superseded,
 	// or the command failed.
 	ExitFailed = 1
 	// ExitTimeout: --timeout passed before the rollout reached a phase

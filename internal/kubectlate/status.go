@@ -27,18 +27,18 @@ func newStatusCommand(o *options) *cobra.Command {
 		Short: "Show where the rollout of a SandboxConfig stands, or watch it",
 		Long: `Show the phase of the SandboxConfig's staged rollout, the step it is at, its pools
 moved, admitted and total, its message, the requests not acted on yet, and, when a
-person's action moves it on (AwaitingApproval, Paused, Halted, Aborted), the command
+person's action moves it on (AwaitingApproval, Paused, Halted, Aborted, RolledBack), the command
 that does. A rollout whose first step waits for other clusters (AwaitingClusters,
 spec.rollout.after) lists each cluster it waits for, its rollout's phase there and why.
 
 With -w it watches the config (a Kubernetes watch) and prints a line per change until
-the rollout ends (Completed, Halted, Aborted, Stopped, Superseded) or --timeout passes.
+the rollout ends (Completed, Halted, Aborted, RolledBack, Stopped, Superseded) or --timeout passes.
 
 Exit codes:
   0  the rollout is Completed, or the config has no rollout; without -w also while
      it is in progress (Progressing, Paused, AwaitingApproval, AwaitingClusters,
      Baking, or not started)
-  1  the rollout is Halted, Stopped, Aborted or Superseded, or the command failed
+  1  the rollout is Halted, Stopped, Aborted, RolledBack or Superseded, or the command failed
      (the config does not exist, the API server cannot be reached)
   2  -w: --timeout passed first`,
 		Example: `  kubectl ate rollout status gvisor-v2

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kubectlate"
@@ -33,6 +34,7 @@ func TestStatus(t *testing.T) {
 		{phase: v1alpha1.RolloutCompleted, steps: true, def: true, code: 0, want: []string{"rollout Completed"}},
 		{phase: v1alpha1.RolloutHalted, steps: true, def: true, code: 1, want: []string{"next:      kubectl ate rollout retry NAME   (or move the admitted pools back: kubectl ate rollout abort NAME)"}},
 		{phase: v1alpha1.RolloutAborted, steps: true, def: true, code: 1, want: []string{"next:      kubectl ate rollout retry NAME\n"}},
+		{phase: v1alpha1.RolloutRolledBack, steps: true, def: true, code: 1, want: []string{"rollout RolledBack", "next:      kubectl ate rollout retry NAME\n"}},
 		{phase: v1alpha1.RolloutStopped, steps: false, def: false, code: 1, want: []string{"rollout Stopped"}},
 		{phase: v1alpha1.RolloutSuperseded, steps: true, def: true, code: 1, want: []string{"rollout Superseded"}},
 	} {
@@ -86,6 +88,21 @@ func TestStatusShowsPendingRequests(t *testing.T) {
 	res = run(t, "rollout", "status", c.Name)
 	require.NotContains(t, res.stdout, "requested:")
 	require.Contains(t, res.stdout, "rollout Paused")
+}
+
+// TestStatusShowsTheAnalysis: the last measurement of each metric, with
+// why one failed or was inconclusive.
+func TestStatusShowsTheAnalysis(t *testing.T) {
+	c := newConfig(t, true, step(1))
+	at := metav1.NewTime(time.Date(2026, 12, 7, 10, 2, 0, 0, time.UTC))
+	setRollout(t, c.Name, v1alpha1.RolloutStatus{Phase: v1alpha1.RolloutBaking, Step: 1, Analysis: []v1alpha1.RolloutMeasurement{
+		{Metric: "errors", Step: 1, Phase: v1alpha1.MeasurementFailed, Value: "0.3", Failures: 1, Message: "metric errors is 0.3, above its max 0.1", MeasuredAt: at},
+		{Metric: "latency", Step: 1, Phase: v1alpha1.MeasurementSuccessful, Value: "0.12", MeasuredAt: at},
+	}})
+	res := run(t, "rollout", "status", c.Name)
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Contains(t, res.stdout, "analysis:  errors: Failed 0.3 (step 1, 1 out of bounds, at 2026-12-07T10:02:00Z): metric errors is 0.3, above its max 0.1\n")
+	require.Contains(t, res.stdout, "analysis:  latency: Successful 0.12 (step 1, 0 out of bounds, at 2026-12-07T10:02:00Z)\n")
 }
 
 // TestStatusShowsTheClustersAwaited: a rollout whose first step waits for

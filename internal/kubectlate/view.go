@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"ate.dev/orchestrator/api/v1alpha1"
 )
@@ -40,7 +41,7 @@ func outcome(c *v1alpha1.SandboxConfig) (code int, done bool) {
 	case string(v1alpha1.RolloutCompleted), phaseNone:
 		return ExitOK, true
 	case string(v1alpha1.RolloutHalted), string(v1alpha1.RolloutStopped),
-		string(v1alpha1.RolloutAborted), string(v1alpha1.RolloutSuperseded):
+		string(v1alpha1.RolloutAborted), string(v1alpha1.RolloutRolledBack), string(v1alpha1.RolloutSuperseded):
 		return ExitFailed, true
 	}
 	return ExitOK, false
@@ -90,7 +91,7 @@ func next(c *v1alpha1.SandboxConfig) string {
 		return "kubectl ate rollout resume " + c.Name
 	case v1alpha1.RolloutHalted:
 		return fmt.Sprintf("kubectl ate rollout retry %s   (or move the admitted pools back: kubectl ate rollout abort %s)", c.Name, c.Name)
-	case v1alpha1.RolloutAborted:
+	case v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack:
 		return "kubectl ate rollout retry " + c.Name
 	case v1alpha1.RolloutAwaitingClusters:
 		// Nothing here moves it: the other clusters' rollouts do, or the
@@ -157,6 +158,7 @@ func printStatus(w io.Writer, c *v1alpha1.SandboxConfig) {
 	if m := messageOf(c); m != "" {
 		fmt.Fprintf(w, "  message:   %s\n", m)
 	}
+	printAnalysis(w, c)
 	printAwaited(w, c)
 	if st := c.Status.Rollout; st != nil && st.WorkflowID != "" {
 		fmt.Fprintf(w, "  workflow:  %s\n", st.WorkflowID)
@@ -170,5 +172,25 @@ func printStatus(w io.Writer, c *v1alpha1.SandboxConfig) {
 	}
 	if n := next(c); n != "" {
 		fmt.Fprintf(w, "  next:      %s\n", n)
+	}
+}
+
+// printAnalysis writes the last measurement of each metric of the step's
+// analysis: its judgement, value, failures so far and why.
+func printAnalysis(w io.Writer, c *v1alpha1.SandboxConfig) {
+	st := c.Status.Rollout
+	if st == nil {
+		return
+	}
+	for _, m := range st.Analysis {
+		fmt.Fprintf(w, "  analysis:  %s: %s", m.Metric, m.Phase)
+		if m.Value != "" {
+			fmt.Fprintf(w, " %s", m.Value)
+		}
+		fmt.Fprintf(w, " (step %d, %d out of bounds, at %s)", m.Step, m.Failures, m.MeasuredAt.UTC().Format(time.RFC3339))
+		if m.Message != "" && m.Phase != v1alpha1.MeasurementSuccessful {
+			fmt.Fprintf(w, ": %s", m.Message)
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -1,6 +1,7 @@
 // Package localstack assembles the local stack the orchestrator runs on:
-// etcd and kube-apiserver with the CRDs installed, and a Temporal server
-// (the temporal CLI's dev server, or temporal-server on PostgreSQL). It is
+// etcd and kube-apiserver with the CRDs installed, a Temporal server (the
+// temporal CLI's dev server, or temporal-server on PostgreSQL) and, when
+// asked, a Prometheus. It is
 // the one builder of that stack: the tests (internal/testenv), the bench
 // (test/bench) and `make dev` (hack/devstack) each say what they want of it
 // in Options and get the same servers, started the same way.
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -57,7 +59,8 @@ type Options struct {
 	// Root is the repository root, where bin/ and deploy/crds are; default
 	// servers.RepoRoot().
 	Root string
-	// KubeBinDir holds etcd and kube-apiserver; default Root/bin.
+	// KubeBinDir holds etcd and kube-apiserver (and prometheus); default
+	// Root/bin.
 	// TemporalCLI is the temporal CLI; default Root/bin/temporal.
 	// temporal-server and temporal-sql-tool are always taken from Root/bin.
 	KubeBinDir, TemporalCLI string
@@ -102,6 +105,16 @@ type Options struct {
 	// the dev server over servers.DevServerDynamicConfig, which `make dev`,
 	// the bench and the tests all run it with.
 	DynamicConfig map[string]string
+
+	// Prometheus runs a Prometheus (servers.Prometheus), its state in
+	// Dir/prometheus, which scrapes the API server (unless NoKube) with the
+	// stack's admin credentials; the caller adds its programs as targets
+	// (Stack.Prometheus.AddTarget). PrometheusPort is its port on
+	// 127.0.0.1 (0: a free one), PrometheusScrapeInterval its scrape
+	// interval (default servers.DefaultPrometheusScrapeInterval).
+	Prometheus               bool
+	PrometheusPort           int
+	PrometheusScrapeInterval time.Duration
 }
 
 // TemporalServer is what a stack's Temporal server offers, whichever its
@@ -135,6 +148,9 @@ type Stack struct {
 	Temporal        TemporalServer
 	TemporalFlavour Flavour
 	TemporalCLI     string
+	// Prometheus is the Prometheus server with Options.Prometheus; nil
+	// without.
+	Prometheus *servers.Prometheus
 
 	started []*component // in start order
 }
@@ -226,7 +242,55 @@ func (s *Stack) components(opts Options) ([]*component, error) {
 		}
 		out = append(out, c)
 	}
+	if opts.Prometheus {
+		c, err := s.prometheus(opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
 	return out, nil
+}
+
+// prometheus is the Prometheus server. It comes after the control plane,
+// whose admin credentials its configuration holds (the API server's
+// certificates are made at its start), and is waited for at the end.
+func (s *Stack) prometheus(opts Options) (*component, error) {
+	binDir, how := opts.KubeBinDir, "from $KUBEBUILDER_ASSETS or the caller"
+	if binDir == "" {
+		binDir, how = filepath.Join(opts.Root, "bin"), "from the repository's bin/"
+	}
+	bin, err := servers.FindBinary("prometheus", filepath.Join(binDir, "prometheus"), how)
+	if err != nil {
+		return nil, err
+	}
+	return &component{
+		name: "Prometheus",
+		launch: func(context.Context) error {
+			cfg := servers.PrometheusConfig{
+				Binary: bin, Port: opts.PrometheusPort, Dir: filepath.Join(s.Dir, "prometheus"),
+				ScrapeInterval: opts.PrometheusScrapeInterval,
+				LogFile:        filepath.Join(s.LogDir, "prometheus.log"),
+			}
+			if s.Kube != nil {
+				cfg.APIServer = s.Kube.RestConfig
+			}
+			p, err := servers.NewPrometheus(cfg)
+			if err != nil {
+				return err
+			}
+			s.Prometheus = p // assigned only on success: a typed nil would be stopped
+			return p.Launch()
+		},
+		ready: func(ctx context.Context) error { return s.Prometheus.WaitReady(ctx) },
+		stop: func() error {
+			if s.Prometheus == nil {
+				return nil
+			}
+			return s.Prometheus.Stop()
+		},
+		independent: true,
+	}, nil
 }
 
 func (s *Stack) temporal(opts Options) (*component, error) {

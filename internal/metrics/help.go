@@ -12,6 +12,7 @@ var help = map[string]string{
 	"ate_releases_total":          "Release workflows ended, by outcome (released, not needed).",
 	"ate_release_wait_seconds":    "Time a SandboxConfig in deletion waited for its release, from its deletion mark to the release workflow's end, by outcome.",
 	"ate_rollout_halts_total":     "Staged rollouts halted (a switch that failed, a failing gate, a pool not Available by the step's deadline), by sandbox_config.",
+	"ate_rollout_rollbacks_total": "Staged rollouts rolled back (a step failed under spec.rollout.onFailure RollBack: its analysis, its gate, a switch, its deadline), by sandbox_config.",
 
 	// The Temporal Go SDK's (go.temporal.io/sdk/internal/common/metrics).
 	"temporal_workflow_completed_total":                        "Workflow executions completed successfully, by workflow_type.",

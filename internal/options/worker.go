@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"go.temporal.io/sdk/worker"
+
+	"ate.dev/orchestrator/internal/promquery"
 )
 
 // WorkerOptions tunes the worker binary's Temporal worker. Like Options,
@@ -35,6 +37,10 @@ type WorkerOptions struct {
 	// RolloutStepDeadlineSeconds is how long a staged rollout's step may
 	// take for its pools to move and be Available before the rollout halts.
 	RolloutStepDeadlineSeconds int
+	// Prometheus is the Prometheus the rollout analysis queries; its URL
+	// empty: none (promquery.New gives no client).
+	Prometheus promquery.Config
+
 	// RolloutAfterPollSeconds is how often a staged rollout waiting for
 	// other clusters (spec.rollout.after) reads their rollouts again.
 	RolloutAfterPollSeconds int
@@ -126,6 +132,24 @@ var workerSettings = []intSetting[WorkerOptions]{
 		func(o *WorkerOptions) *int { return &o.RolloutAfterPollSeconds }},
 }
 
+// prometheusSettings are the worker's Prometheus connection: strings with
+// no built-in default, each from its flag, else its environment variable.
+// The starter queries no Prometheus and does not take them.
+var prometheusSettings = []struct {
+	flag, env, usage string
+	dst              func(*promquery.Config) *string
+}{
+	{"prometheus-url", "PROMETHEUS_URL",
+		"URL of the Prometheus the rollout analysis queries, http(s)://host:port[/prefix]; empty: none",
+		func(c *promquery.Config) *string { return &c.URL }},
+	{"prometheus-bearer-token-file", "PROMETHEUS_BEARER_TOKEN_FILE",
+		"file of a bearer token sent to --prometheus-url, read on every query so that a rotated token is used; empty: none",
+		func(c *promquery.Config) *string { return &c.BearerTokenFile }},
+	{"prometheus-ca-file", "PROMETHEUS_CA_FILE",
+		"PEM bundle of the CAs that sign an https --prometheus-url's certificate, read at start; empty: the system's roots",
+		func(c *promquery.Config) *string { return &c.CAFile }},
+}
+
 // pollerBehaviorFlag and pollerBehaviorEnv name the poller behaviour
 // setting.
 const (
@@ -155,6 +179,9 @@ func (o *WorkerOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WorkflowTaskPollerBehavior, pollerBehaviorFlag, behavior,
 		fmt.Sprintf("how the workflow task pollers are run: %q (keeps a poll on the shared queue, scaling between %d and --workflow-task-pollers) or %q (always --workflow-task-pollers, each choosing its queue per poll) (env %s)",
 			PollerAutoscaling, MinimumAutoscalingPollers, PollerFixed, pollerBehaviorEnv))
+	for _, p := range prometheusSettings {
+		fs.StringVar(p.dst(&o.Prometheus), p.flag, os.Getenv(p.env), fmt.Sprintf("%s (env %s)", p.usage, p.env))
+	}
 }
 
 // Validate checks the settings.
@@ -163,6 +190,9 @@ func (o *WorkerOptions) Validate() error {
 	if b := o.WorkflowTaskPollerBehavior; b != PollerAutoscaling && b != PollerFixed {
 		errs = append(errs, fmt.Errorf("--%s (%s) must be %q or %q, got %q", pollerBehaviorFlag, pollerBehaviorEnv, PollerAutoscaling, PollerFixed, b))
 	}
+	// Its files are read now, so a missing Secret mount fails the start
+	// rather than the first analysis.
+	errs = append(errs, o.Prometheus.Validate())
 	return errors.Join(errs...)
 }
 

@@ -171,4 +171,7 @@ func clearWorkerEnv(t *testing.T) {
 		t.Setenv(s.env, "") // restored after the test
 	}
 	t.Setenv(pollerBehaviorEnv, "")
+	for _, p := range prometheusSettings {
+		t.Setenv(p.env, "")
+	}
 }

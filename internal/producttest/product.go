@@ -33,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/leader"
 	"ate.dev/orchestrator/internal/probes"
@@ -80,6 +81,9 @@ type Product struct {
 	// RolloutStepDeadline is the worker's step deadline of staged
 	// rollouts (default: the worker's).
 	RolloutStepDeadline time.Duration
+	// Metrics is the worker's Prometheus, for rollouts' analyses
+	// (default: none).
+	Metrics activities.Querier
 	// RolloutAfterPoll is how often the worker's rollouts waiting for other
 	// clusters read them again (default: the worker's).
 	RolloutAfterPoll time.Duration
@@ -177,6 +181,7 @@ func (p *Product) Start(t testing.TB) {
 		errs <- ateworker.Run(ctx, ateworker.Config{Rest: workerRest, Temporal: p.TemporalClient(), ClusterName: string(p.ClusterName), TaskQueue: p.TaskQueue, Log: QuietLog, SkipNameValidation: true,
 			Worker:              wopts,
 			RolloutStepDeadline: p.RolloutStepDeadline,
+			Metrics:             p.Metrics,
 			RolloutAfterPoll:    p.RolloutAfterPoll,
 			LeaderElection:      elect})
 	}()

@@ -164,7 +164,10 @@ func rollingOut(pool Pool, class v1alpha1.SandboxClass, current string, configs 
 		restByName[rest[i].Name] = &rest[i]
 	}
 	if r := classDefault(pool, class, current, rest, restByName); r.Resolved {
-		if d.Rollout.Aborted {
+		switch {
+		case d.Rollout.RolledBack:
+			r.Message = RolledBackMessage(r.Target, d.Name, d.Rollout.Step)
+		case d.Rollout.Aborted:
 			r.Message = AbortedMessage(r.Target, d.Name, d.Rollout.Step)
 		}
 		return r
@@ -184,6 +187,14 @@ func WaitingMessage(current, rolling string) string {
 // it admitted go back to where they came from until a retry.
 func AbortedMessage(current, rolling string, step int32) string {
 	return fmt.Sprintf("%s; the rollout of SandboxConfig %q was aborted at step %d", ResolvedMessage(current), rolling, step)
+}
+
+// RolledBackMessage is the message of the Resolved condition of a class
+// on config current while the rollout of config rolling is rolled back:
+// a step failed, and the pools it admitted go back to where they came from
+// until a retry or a new spec.
+func RolledBackMessage(current, rolling string, step int32) string {
+	return fmt.Sprintf("%s; the rollout of SandboxConfig %q rolled back at step %d", ResolvedMessage(current), rolling, step)
 }
 
 // WaitingDeletingMessage is the message of the Resolved condition of a

@@ -115,7 +115,7 @@ func verdictOf(c *v1alpha1.SandboxConfig, newest string) conditionsVerdict {
 		// Waiting for a person (a resume, a promote): not progressing, so
 		// Argo CD and Flux do not wait out their timeouts on it believing
 		// it moves, and not stalled, since nothing failed.
-	case v1alpha1.RolloutHalted, v1alpha1.RolloutAborted:
+	case v1alpha1.RolloutHalted, v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack:
 		v.stalled = true
 	case "":
 		return pending(c, "the rollout has not started yet")

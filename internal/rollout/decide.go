@@ -194,7 +194,15 @@ func Decide(f Facts) Verdict {
 	}
 	v.Promoted, v.Full = max(st.PromotedStep, v.PromotedStep), st.PromotedFull || req.PromoteFull != ""
 
+	if abort != nil && abort.RolledBack && abort.Generation != 0 && abort.Generation != c.Generation {
+		// A rollback lasts until a retry or a new spec: the config
+		// changed since it rolled back, so its step is taken again.
+		v.ClearAbort, abort = true, nil
+	}
 	switch {
+	case abort != nil && abort.RolledBack:
+		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutRolledBack, abort.Message
+		return v
 	case abort != nil:
 		v.Action, v.Phase, v.Message = Hold, v1alpha1.RolloutAborted, abort.Message
 		return v

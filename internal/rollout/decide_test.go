@@ -199,6 +199,18 @@ func TestDecide(t *testing.T) {
 		{name: "a retry lifts a halt",
 			facts: Facts{Config: rolling(halted, annotate(v1alpha1.RolloutRetryAnnotation, "t2")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0},
 			want:  Verdict{Action: Take, Step: 1, UID: "uid-1", Answered: Requests{Retry: "t2"}, ClearHalt: true}},
+		{name: "a rollback holds RolledBack, whatever a resume asks",
+			facts: Facts{Config: rolling(rolledBack(1), annotate(v1alpha1.RolloutResumeAnnotation, "t5")), Newest: "new", Pools: twenty, Done: -1},
+			want:  Verdict{Action: Hold, Phase: v1alpha1.RolloutRolledBack, Message: "step 2: metric errors 0.3 above its max 0.1", Done: 1, UID: "uid-1", Resume: "t5"}},
+		{name: "a retry lifts a rollback and takes its step again",
+			facts: Facts{Config: rolling(rolledBack(1), annotate(v1alpha1.RolloutRetryAnnotation, "t2")), Newest: "new", Pools: twenty, Done: -1},
+			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", Answered: Requests{Retry: "t2"}, ClearAbort: true}},
+		{name: "a new spec lifts a rollback and takes its step again",
+			facts: Facts{Config: rolling(rolledBack(1), func(c *v1alpha1.SandboxConfig) { c.Generation = 2 }), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want:  Verdict{Action: Take, Step: 2, Done: 1, UID: "uid-1", ClearAbort: true}},
+		{name: "an abort request's abort is not lifted by a new spec",
+			facts: Facts{Config: rolling(aborted(), func(c *v1alpha1.SandboxConfig) { c.Generation = 2 }), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 1},
+			want:  Verdict{Action: Hold, Phase: v1alpha1.RolloutAborted, Message: abortMessage(2), Done: 1, UID: "uid-1"}},
 		{name: "an abort made after a retry (the greater value) aborts",
 			facts: Facts{Config: rolling(halted, annotate(v1alpha1.RolloutRetryAnnotation, "t2"), annotate(v1alpha1.RolloutAbortAnnotation, "t3")), Newest: "new", Pools: twenty, Bound: "uid-1", Done: 0},
 			want: Verdict{Action: Hold, Phase: v1alpha1.RolloutAborted, Message: abortMessage(1), UID: "uid-1", ClearHalt: true,
@@ -413,6 +425,14 @@ func annotate(key, value string) func(*v1alpha1.SandboxConfig) {
 
 func abortMessage(step int32) string {
 	return fmt.Sprintf("aborted at step %d: every pool it admitted goes back to the config it came from; take the step again with `kubectl ate rollout retry new` (a new value of the annotation sandboxconfig.ate.dev/rollout-retry)", step)
+}
+
+// rolledBack is a rollout that rolled back at step 2 with the config at
+// generation gen.
+func rolledBack(gen int64) *v1alpha1.RolloutStatus {
+	st := all(2)
+	st.Phase, st.Abort = v1alpha1.RolloutRolledBack, &v1alpha1.RolloutHalt{Step: 2, Message: "step 2: metric errors 0.3 above its max 0.1", RolledBack: true, Generation: gen}
+	return st
 }
 
 // aborted is a rollout aborted at step 2 by the request "t1".

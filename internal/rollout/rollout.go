@@ -85,6 +85,9 @@ type Admission struct {
 	// Aborted is true while the rollout is aborted: it admits no pool, not
 	// even one on the config, which goes back to the config it came from.
 	Aborted bool `json:"aborted,omitempty"`
+	// RolledBack is true when the abort is the rollout's own, a failed
+	// step's rollback (spec.rollout.onFailure RollBack).
+	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
 // AdmissionOf is the admission of a config as its spec and status say.
@@ -100,7 +103,7 @@ func AdmissionOf(c *v1alpha1.SandboxConfig) *Admission {
 		return nil
 	}
 	if st.Abort != nil {
-		return &Admission{Step: st.Step, Aborted: true}
+		return &Admission{Step: st.Step, Aborted: true, RolledBack: st.Abort.RolledBack}
 	}
 	return StatusAdmission(st)
 }

@@ -18,8 +18,9 @@
 // The servers are the local stack of package internal/localstack, built as
 // the bench and `make dev` build it.
 //
-// Binaries come from the repository's bin/ (built by `make tools`): etcd and
-// kube-apiserver from $KUBEBUILDER_ASSETS if set, the temporal CLI from
+// Binaries come from the repository's bin/ (built by `make tools`): etcd,
+// kube-apiserver (and prometheus, with Options.Prometheus) from
+// $KUBEBUILDER_ASSETS if set, the temporal CLI from
 // $ATE_TEMPORAL_CLI if set. A missing binary fails Start with an error that
 // says to run `make tools`.
 //

@@ -64,6 +64,10 @@ type Options struct {
 	// play the Deployment controller themselves (they write a
 	// Deployment's status), which a running one would overwrite.
 	Cluster bool
+	// Prometheus runs a Prometheus (Env.Prometheus) scraping every second:
+	// the API server, and the targets a test adds (AddTarget) for the
+	// worker's --prometheus-url (Env.Prometheus.URL()) to query.
+	Prometheus bool
 }
 
 // Env is a running test environment.
@@ -103,6 +107,10 @@ type Env struct {
 	// TemporalStack is the stack Temporal runs on (StackDev or StackPostgres).
 	TemporalStack string
 
+	// Prometheus is the Prometheus server with Options.Prometheus; nil
+	// without.
+	Prometheus *servers.Prometheus
+
 	stack *localstack.Stack // the servers; nil once stopped
 	keep  bool
 }
@@ -141,6 +149,7 @@ func Start(opts Options) (_ *Env, err error) {
 		TemporalNamespace: opts.TemporalNamespace,
 		TemporalDBFile:    opts.TemporalDBFile,
 		DynamicConfig:     opts.TemporalDynamicConfig,
+		Prometheus:        opts.Prometheus,
 	}
 	if so.TemporalDBFile == "" && opts.PersistTemporal {
 		so.TemporalDBFile = filepath.Join(dir, "temporal.db")
@@ -162,6 +171,7 @@ func Start(opts Options) (_ *Env, err error) {
 		}
 		e.ClusterName = scope.Cluster
 	}
+	e.Prometheus = e.stack.Prometheus
 	if t := e.stack.Temporal; t != nil {
 		e.TemporalStack, e.TemporalCLI = flavour, e.stack.TemporalCLI
 		e.TemporalAddress, e.TemporalNamespace, e.TemporalUIAddress = t.Address(), t.Namespace(), t.UIAddress()

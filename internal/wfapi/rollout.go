@@ -1,6 +1,8 @@
 package wfapi
 
 import (
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +72,8 @@ type GateInput struct {
 	Config string   `json:"config"`
 	Step   int32    `json:"step"`
 	Pools  []string `json:"pools"`
+	// Input is spec.rollout.gate.input, the user's own JSON, as written.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // RolloutPlan is the answer of the plan query: rolloutplan.Plan, which

@@ -493,7 +493,7 @@ func measureRollout(ctx context.Context, s *stack, w *watcher, wp, sp *process, 
 		m, _ := w.rolloutNow(name)
 		switched, events := w.wave(name)
 		switch m.phase {
-		case v1alpha1.RolloutHalted, v1alpha1.RolloutAborted, v1alpha1.RolloutStopped, v1alpha1.RolloutSuperseded:
+		case v1alpha1.RolloutHalted, v1alpha1.RolloutAborted, v1alpha1.RolloutRolledBack, v1alpha1.RolloutStopped, v1alpha1.RolloutSuperseded:
 			ended = fmt.Errorf("the rollout of %s ended %s at step %d: %s", name, m.phase, m.step, m.message)
 			return true, ""
 		}

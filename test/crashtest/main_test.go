@@ -38,8 +38,8 @@ func TestMain(m *testing.M) {
 	bins = BuildBinaries("ate-crashtest-bin-")
 	// On the local cluster (controller manager, scheduler, kwok's nodes):
 	// the pools' Deployments get pods, and the kills happen with them
-	// present.
-	code := testenv.Main(m, testenv.Options{PersistTemporal: true, Cluster: true})
+	// present. Its Prometheus is the rollout analysis'.
+	code := testenv.Main(m, testenv.Options{PersistTemporal: true, Cluster: true, Prometheus: true})
 	bins.Remove()
 	os.Exit(code)
 }

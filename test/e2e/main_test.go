@@ -7,4 +7,4 @@ import (
 	"ate.dev/orchestrator/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{})) }
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{Prometheus: true})) }

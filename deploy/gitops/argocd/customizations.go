@@ -45,7 +45,7 @@ var Requests = []Request{
 	{"promote", v1alpha1.RolloutPromoteAnnotation, "ends the current step's approval wait and bake."},
 	{"promote-full", v1alpha1.RolloutPromoteFullAnnotation, "skips every remaining step, approval and bake: every pool is admitted at once."},
 	{"resume", v1alpha1.RolloutResumeAnnotation, "resumes a halted rollout, or one paused by a pause request."},
-	{"retry", v1alpha1.RolloutRetryAnnotation, "takes a halted or aborted rollout's current step again."},
+	{"retry", v1alpha1.RolloutRetryAnnotation, "takes a halted, aborted or rolled-back rollout's current step again."},
 }
 
 // ActionLua is the action.lua of r, as ./gen writes it into

@@ -63,6 +63,8 @@ if ready ~= nil then
     phase, message = "Aborted", stalled.message
     if stalled.reason == "RolloutHalted" then
       phase = "Halted"
+    elseif stalled.reason == "RolloutRolledBack" then
+      phase = "RolledBack"
     end
   elseif ready.status == "True" then
     phase = "Completed" -- no live rollout: completed, superseded, stopped or none
@@ -109,7 +111,8 @@ elseif phase == "Halted" then
   hs.status = "Degraded"
   hs.message = message .. " (once fixed: `kubectl ate rollout resume " .. obj.metadata.name ..
     "`, or the resume action)"
-elseif phase == "Aborted" then
+elseif phase == "Aborted" or phase == "RolledBack" then
+  -- Both messages already name the retry.
   hs.status = "Degraded"
   hs.message = message
 else

@@ -13,7 +13,7 @@
 --   promote       Paused, AwaitingApproval, Baking
 --   promote-full  Progressing, Paused, AwaitingApproval, Baking
 --   abort         Progressing, Paused, AwaitingApproval, Baking, Halted
---   retry         Halted, Aborted
+--   retry         Halted, Aborted, RolledBack
 --
 -- No phase, or Completed, Superseded, Stopped: no live rollout, nothing
 -- offered. Argo CD's Lua has no string library: plain comparisons only.
@@ -56,6 +56,6 @@ actions["abort"] = {
 }
 actions["retry"] = {
   ["displayName"] = "Retry the step",
-  ["disabled"] = not phaseIn("Halted", "Aborted"),
+  ["disabled"] = not phaseIn("Halted", "Aborted", "RolledBack"),
 }
 return actions

@@ -1,5 +1,5 @@
 -- Argo CD action "retry": a new request to the config's rollout, which
--- takes a halted or aborted rollout's current step again.
+-- takes a halted, aborted or rolled-back rollout's current step again.
 local annotation = "sandboxconfig.ate.dev/rollout-retry"
 
 -- The rest is the same in every action.lua: Argo CD runs each one alone,
