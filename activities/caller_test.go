@@ -22,6 +22,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/events"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -258,6 +259,11 @@ func TestTheWorkerChecksEachCallerOnce(t *testing.T) {
 			err: `workflow "c1/workerpool/ns/other/switch" may not write WorkerPool ns/pool`},
 		{name: "a rollout status for another config", id: c.RolloutWorkflowID("other"), activity: "SetRolloutStatus",
 			arg: func(*statusFixture) any { return RolloutStatusInput{Config: "cfg", Phase: "Completed"} },
+			err: `the rollout workflow of SandboxConfig "cfg" has the ID`},
+		{name: "a read of other clusters' rollouts for another config", id: c.RolloutWorkflowID("other"), activity: "AwaitClusters",
+			arg: func(*statusFixture) any {
+				return AwaitClustersInput{Config: "cfg", Seen: []rollout.ClusterRollout{{Cluster: "c2"}}}
+			},
 			err: `the rollout workflow of SandboxConfig "cfg" has the ID`},
 		{name: "the pool's own switch claims", id: c.SwitchWorkflowID("ns", "pool"), activity: "Claim",
 			arg: func(f *statusFixture) any { return ClaimInput{Pool: f.ref, Class: gvisor, Config: "new"} }},
