@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/activities"
+	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/promquery"
 )
 

@@ -80,7 +80,9 @@ func TestJudge(t *testing.T) {
 func TestTally(t *testing.T) {
 	metrics := []v1alpha1.RolloutMetric{{Name: "a"}, {Name: "b"}}
 	ok := func(m string) Measurement { return Measurement{Metric: m, Phase: v1alpha1.MeasurementSuccessful} }
-	bad := func(m string) Measurement { return Measurement{Metric: m, Phase: v1alpha1.MeasurementFailed, Message: "too high"} }
+	bad := func(m string) Measurement {
+		return Measurement{Metric: m, Phase: v1alpha1.MeasurementFailed, Message: "too high"}
+	}
 	none := func(m string) Measurement {
 		return Measurement{Metric: m, Phase: v1alpha1.MeasurementInconclusive, Message: "no data"}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"k8s.io/client-go/kubernetes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -48,7 +48,9 @@ func serveSandboxErrors(t *testing.T) *sandboxErrors {
 	return s
 }
 
-func (s *sandboxErrors) set(ns, pool string, v float64) { s.gauge.WithLabelValues(ns, pool, s.run).Set(v) }
+func (s *sandboxErrors) set(ns, pool string, v float64) {
+	s.gauge.WithLabelValues(ns, pool, s.run).Set(v)
+}
 
 // waitScraped waits until Prometheus answers a pool's value as v.
 func (s *sandboxErrors) waitScraped(t *testing.T, ns, pool string, v float64) {
