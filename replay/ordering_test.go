@@ -16,6 +16,7 @@ import (
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/events"
 	"ate.dev/orchestrator/internal/resolve"
+	"ate.dev/orchestrator/internal/rollout"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -71,7 +72,7 @@ var recordedScenarios = []string{
 	"switch-reresolve-up-to-date", "switch-reresolve-moved", "switch-continued-as-new", "switch-after-continue-as-new",
 	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
-	"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven",
+	"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven", "rollout-rolled-back",
 	"operator-requests",
 }
 
@@ -153,7 +154,11 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 // (LookAtRollout) and writes its status (SetRolloutStatus) meanwhile; the
 // waits and gates are then one at a time among themselves, the rest among
 // themselves, and nothing but a look or a status write overlaps a wait or
-// a gate.
+// a gate. A step's analysis (v4) is a second exception: its rounds
+// (MeasureRollout) run in a coroutine of their own beside whatever the step
+// does, and a failed round's rollback (its Warning and status) may begin
+// before the wait it interrupts is cancelled; checkRollout checks that
+// each round measures the step admitted last.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
@@ -161,8 +166,11 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 		start, closed int64
 	}
 	var steps, long []step
-	planned := plannedRollout(h)
+	planned, analysed := plannedRollout(h), hasVersionMarker(h, "rollout-analysis")
 	for _, c := range activityCalls(t, h) {
+		if analysed && c.Type == "MeasureRollout" {
+			continue
+		}
 		s := step{"activity " + c.Type, c.Scheduled, c.Closed}
 		if planned && c.Type == "WaitRolloutStep" {
 			long = append(long, s)
@@ -191,7 +199,8 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 	for _, l := range long {
 		for _, s := range steps {
 			during := s.start > l.start && (l.closed == 0 || s.start < l.closed)
-			require.Falsef(t, during && s.what != "activity LookAtRollout" && s.what != "activity SetRolloutStatus",
+			beside := s.what == "activity LookAtRollout" || s.what == "activity SetRolloutStatus" || analysed && s.what == "activity RecordRolloutEvent"
+			require.Falsef(t, during && !beside,
 				"%s (event %d) started while %s (event %d) ran", s.what, s.start, l.what, l.start)
 		}
 	}
@@ -904,6 +913,34 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		require.Zero(t, countEvents(h, enumspb.EVENT_TYPE_TIMER_FIRED), "no bake ran out: promoted, aborted, promoted fully")
 		events := slices.DeleteFunc(callTypes(activityCalls(t, h)), func(c string) bool { return c != "RecordRolloutEvent" })
 		require.Len(t, events, 7, "promoted, step 1 done, aborted, resumed, promoted fully, step 3 done, completed")
+		var res wfapi.RolloutResult
+		result(t, h, &res)
+		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)
+	},
+	// Judged by its analysis (v4): step 1's canary fails its metric while
+	// it bakes: the rollout rolls back (RolledBack, the canary's admission
+	// withdrawn, a Warning); retried once the metric recovered, step 1 is
+	// taken again, its analysis concludes Successful at a promote, and the
+	// last step completes.
+	"rollout-rolled-back": func(t testing.TB, h *historypb.History) {
+		require.True(t, hasVersionMarker(h, "rollout-analysis"), "the analysis' change marker")
+		require.Equal(t, []int32{1, 1, 2}, admittedSteps(t, h))
+		calls := activityCalls(t, h)
+		var failed, rolledBack bool
+		for _, c := range calls {
+			switch c.Type {
+			case "MeasureRollout":
+				var round []rollout.Measurement
+				decode(t, c.Result, &round)
+				failed = failed || len(round) == 1 && round[0].Phase == v1alpha1.MeasurementFailed
+			case "RecordRolloutEvent":
+				var ev activities.RolloutEventInput
+				decode(t, c.Input, &ev)
+				rolledBack = rolledBack || ev.Reason == v1alpha1.EventReasonRolloutRolledBack
+			}
+		}
+		require.True(t, failed, "a round out of bounds")
+		require.True(t, rolledBack, "the RolloutRolledBack Warning")
 		var res wfapi.RolloutResult
 		result(t, h, &res)
 		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)

@@ -50,7 +50,8 @@ func TestMain(m *testing.M) {
 			"After changing a workflow, bump replay.Version and record again.\n", Version)
 		os.Exit(1)
 	}
-	os.Exit(testenv.Main(m, testenv.Options{}))
+	// A Prometheus for the rollout's analysis (rollout-rolled-back).
+	os.Exit(testenv.Main(m, testenv.Options{Prometheus: true}))
 }
 
 // missingFixtures lists the fixtures of the current Version no file holds.
@@ -90,7 +91,7 @@ var scenarios = []scenario{
 	{"observe-held", []string{"switch-open-at-observe"}, recordObserveHeld},
 	{"rerun-landed", []string{"switch-rerun-landed"}, recordRerunLanded},
 	{"rerun-rolled-back", []string{"switch-rerun-rolled-back"}, recordRerunRolledBack},
-	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven"}, recordRollout},
+	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven", "rollout-rolled-back"}, recordRollout},
 	{"operator", []string{"operator-requests"}, recordOperator},
 }
 

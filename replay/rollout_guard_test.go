@@ -13,7 +13,8 @@ import (
 // recorded rollout rearranged into what a wrongly ordered one would have
 // recorded (a step admitted before the previous one's bake timer fired,
 // without its gate or while it ran, before its pools were on the config and
-// Available; a halted step admitted again without a resume) fails
+// Available; a halted step admitted again without a resume; a rollback with
+// no failed round of analysis before it) fails
 // checkFixture with the rule it breaks; the fixtures as recorded pass.
 func TestOrderingCatchesWrongRollouts(t *testing.T) {
 	first := func(h *historypb.History, typ enumspb.EventType) []*historypb.HistoryEvent {
@@ -42,6 +43,21 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 		{"a step admitted before the previous step's pools were there", "rollout-completed", func(t testing.TB, h *historypb.History) {
 			remove(h, regularEvents(t, h, "WaitRolloutStep"))
 		}, "were on the config and Available"},
+		{"as recorded, rolled back", "rollout-rolled-back", func(testing.TB, *historypb.History) {}, ""},
+		{"a rollback with no failed round before it", "rollout-rolled-back", func(t testing.TB, h *historypb.History) {
+			// Every round, not only the first: none failed before the Warning.
+			rounds := map[int64]bool{}
+			var out []*historypb.HistoryEvent
+			for _, e := range h.GetEvents() {
+				if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "MeasureRollout" {
+					rounds[e.GetEventId()] = true
+				}
+				if rounds[e.GetEventId()] || rounds[scheduledBy(e)] {
+					out = append(out, e)
+				}
+			}
+			remove(h, out)
+		}, "a RolloutRolledBack with neither"},
 		{"a halted step admitted again without a resume", "rollout-resumed", func(t testing.TB, h *historypb.History) {
 			var resume []*historypb.HistoryEvent
 			for _, e := range h.GetEvents() {

@@ -20,7 +20,13 @@ import (
 // gate, if any, completed, and its bake timer, if any, fired; a step is
 // admitted again only after a halt and a resume; a halt records its
 // Warning; every activity acts on the config the workflow was started for;
-// a rollout that completed took its last step's wait as Ready.
+// a rollout that completed took its last step's wait as Ready. With an
+// analysis (v4): every round measures the config and the step admitted
+// last; a step with an analysis is followed by the next only once its last
+// round concluded (no metric inconclusive); a rollback's Warning follows a
+// failure (a round out of bounds or inconclusive, a halted wait, a failed
+// gate), and its step is admitted again only after a look lifted it (a
+// retry, a new spec).
 func checkRollout(t testing.TB, h *historypb.History) {
 	t.Helper()
 	var in wfapi.RolloutInput
@@ -33,6 +39,10 @@ func checkRollout(t testing.TB, h *historypb.History) {
 		admittedAt int64 // event ID of the admission's close
 		readyAt    int64 // event ID of the Ready wait's close; 0: not ready
 		haltedAt   int64 // event ID of a Halted wait's close or a failed gate's
+		// rounds are the step's MeasureRollout rounds, by their close;
+		// rolledBackAt the close of its RolloutRolledBack Warning.
+		rounds       map[int64][]rollout.Measurement
+		rolledBackAt int64
 	}
 	var cur *step
 	calls := activityCalls(t, h)
@@ -95,6 +105,11 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			if cur != nil {
 				aborted := verdictBetween(cur.admittedAt, c.Scheduled, func(v rollout.Verdict) bool { return v.Abort != nil })
 				switch {
+				case ai.Step == cur.n && cur.rolledBackAt != 0:
+					// v4: a rolled-back step is taken again once a look lifted
+					// the rollback (a retry, or a spec of another generation).
+					require.NotZero(t, verdictBetween(cur.rolledBackAt, c.Scheduled, func(v rollout.Verdict) bool { return v.ClearAbort }),
+						"step %d admitted again after its rollback without a retry or a new spec", ai.Step)
 				case ai.Step == cur.n && cur.haltedAt == 0 && aborted != 0:
 					// v3: an aborted step is taken again at a retry.
 					require.True(t, drivenRollout(h), "an abort before driveChange")
@@ -128,6 +143,13 @@ func checkRollout(t testing.TB, h *historypb.History) {
 					if cur.adm.Pause > 0 {
 						require.True(t, promoted || firedBetween(cur.readyAt, c.Scheduled) != 0, "step %d admitted before step %d's bake timer fired", ai.Step, cur.n)
 					}
+					if cur.adm.Analysis != nil {
+						last := lastRound(cur.rounds, c.Scheduled)
+						require.NotNil(t, last, "step %d admitted before step %d's analysis measured", ai.Step, cur.n)
+						for _, m := range last {
+							require.NotEqual(t, v1alpha1.MeasurementInconclusive, m.Phase, "step %d admitted while step %d's analysis was inconclusive: %+v", ai.Step, cur.n, m)
+						}
+					}
 				}
 			} else {
 				require.Positive(t, ai.Step)
@@ -135,7 +157,7 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			if c.Closed == 0 {
 				continue
 			}
-			s := &step{n: ai.Step, admittedAt: c.Closed}
+			s := &step{n: ai.Step, admittedAt: c.Closed, rounds: map[int64][]rollout.Measurement{}}
 			decode(t, c.Result, &s.adm)
 			cur = s
 		case "WaitRolloutStep":
@@ -155,10 +177,33 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			case activities.StepHalted:
 				cur.haltedAt = c.Closed
 			}
+		case "MeasureRollout":
+			var mi activities.MeasureInput
+			decode(t, c.Input, &mi)
+			require.Equal(t, in.Config, mi.Config)
+			require.True(t, hasVersionMarker(h, "rollout-analysis"), "a round of analysis before analysisChange")
+			require.NotNil(t, cur, "a round of analysis before any admission")
+			require.Equal(t, cur.n, mi.Step, "a round measures the step admitted last")
+			require.NotNil(t, cur.adm.Analysis, "a round of a step admitted without an analysis")
+			if c.Closed != 0 {
+				var round []rollout.Measurement
+				decode(t, c.Result, &round)
+				require.Len(t, round, len(mi.Metrics), "a round measures every metric")
+				cur.rounds[c.Closed] = round
+			}
 		case "RecordRolloutEvent":
 			var ev activities.RolloutEventInput
 			decode(t, c.Input, &ev)
 			require.Equal(t, in.Config, ev.Config)
+			if ev.Reason == v1alpha1.EventReasonRolloutRolledBack {
+				require.True(t, hasVersionMarker(h, "rollout-analysis"), "a rollback before analysisChange")
+				require.NotNil(t, cur, "a rollback before any step")
+				_, failedGate := gateBetween(cur.admittedAt, c.Scheduled)
+				require.True(t, cur.haltedAt != 0 || failedGate != 0 || failedRound(cur.rounds, c.Scheduled),
+					"a RolloutRolledBack with neither a halted wait, a failed gate nor a failed or inconclusive round before it")
+				cur.rolledBackAt = c.Closed
+				continue
+			}
 			if ev.Reason != v1alpha1.EventReasonRolloutHalted {
 				// A driven rollout (v3) tells of every change; only a halt
 				// needs a failure before it.
@@ -185,6 +230,31 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			require.NotZero(t, cur.readyAt, "a rollout completed without its last step's pools on the config")
 		}
 	}
+}
+
+// lastRound is the round of analysis closed last before an event ID; nil
+// for none.
+func lastRound(rounds map[int64][]rollout.Measurement, before int64) []rollout.Measurement {
+	var at int64
+	for closed := range rounds {
+		if closed < before && closed > at {
+			at = closed
+		}
+	}
+	return rounds[at]
+}
+
+// failedRound reports whether a round closed before an event ID judged a
+// metric out of bounds or inconclusive: what may fail a step.
+func failedRound(rounds map[int64][]rollout.Measurement, before int64) bool {
+	for closed, round := range rounds {
+		for _, m := range round {
+			if closed < before && m.Phase != v1alpha1.MeasurementSuccessful {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // admittedSteps lists the steps a rollout admitted, in order.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/testenv"
@@ -25,14 +26,16 @@ import (
 // the end, created paused and resumed from the spec; one halted by a canary
 // that is not Available by the step's deadline, exported while it waits,
 // then resumed by the resume annotation, to the end; one driven by its
-// request annotations (approval, promote, abort, retry, promote --full).
+// request annotations (approval, promote, abort, retry, promote --full);
+// one judged by its analysis on the stack's Prometheus, rolled back when
+// the canary's errors rise, retried once they fell, promoted to the end.
 func recordRollout(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
 	require.NoError(t, err)
 	p := &product{(&producttest.Product{
 		Env: env, ClusterName: recordedCluster, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: env.Temporal,
-		RolloutStepDeadline: 3 * time.Second,
+		RolloutStepDeadline: 3 * time.Second, Metrics: activities.PrometheusQuerier(env.Prometheus.Client()),
 	}).Run(t)}
 	ctx := context.Background()
 	kube := env.Kube
@@ -102,8 +105,38 @@ func recordRollout(t *testing.T, rec *recording) {
 	p.WaitForRollout(t, "gvisor-default-v4", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 	driven, drivenRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v4"), "")
 
+	// Judged by its analysis (v4): the canary's sandboxes fail while step 1
+	// bakes, the rollout rolls back; retried once they recovered, promoted.
+	errs := producttest.ServeSandboxErrors(t, env.Prometheus, "replay-"+ns)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		errs.Set(ns, name, 0.01)
+	}
+	errs.WaitScraped(t, ns, "d", 0.01)
+	judged := producttest.RolloutConfig("gvisor-default-v5", false, nil, producttest.Step(1, false, time.Hour), producttest.Step(100, true, 0))
+	judged.Spec.Rollout.OnFailure = v1alpha1.RolloutOnFailureRollBack
+	judged.Spec.Rollout.Analysis = &v1alpha1.RolloutAnalysis{Interval: &metav1.Duration{Duration: time.Second},
+		Metrics: []v1alpha1.RolloutMetric{errs.Metric("0.1")}}
+	p.CreateAfterOthers(t, judged)
+	p.WaitForRollout(t, "gvisor-default-v5", "baking step 1", func(s *v1alpha1.RolloutStatus) bool { return s.Step == 1 && s.Phase == v1alpha1.RolloutBaking })
+	errs.Set(ns, "d", 0.6)
+	p.WaitForRollout(t, "gvisor-default-v5", "rolled back", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutRolledBack })
+	producttest.Eventually(t, "the canary back", func() (bool, string) {
+		on := producttest.OnConfig(t, kube, ns, "gvisor-default-v5")
+		return len(on) == 0, fmt.Sprint(on)
+	})
+	errs.Set(ns, "d", 0.01)
+	errs.WaitScraped(t, ns, "d", 0.01)
+	producttest.Request(t, kube, "gvisor-default-v5", v1alpha1.RolloutRetryAnnotation, "1")
+	p.WaitForRollout(t, "gvisor-default-v5", "baking step 1 again", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Step == 1 && s.Phase == v1alpha1.RolloutBaking && s.Abort == nil
+	})
+	producttest.Request(t, kube, "gvisor-default-v5", v1alpha1.RolloutPromoteAnnotation, "2")
+	p.WaitForRollout(t, "gvisor-default-v5", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	rolledBack, rolledBackRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v5"), "")
+
 	rec.save("rollout-completed", completed, completedRun)
 	rec.save("rollout-halted", halted, haltedRun)
 	rec.save("rollout-resumed", resumed, resumedRun)
 	rec.save("rollout-driven", driven, drivenRun)
+	rec.save("rollout-rolled-back", rolledBack, rolledBackRun)
 }

@@ -107,7 +107,7 @@ func main() {
 	fs.StringVar(&cfg.samples, "samples", "deploy/samples", "directory of the objects to apply once the CRDs are installed")
 	fs.StringVar(&cfg.temporalAddress, "temporal-address", "", "`host:port` of a running Temporal server to join instead of starting one (-temporal, -temporal-port and -ui-port then do not apply), e.g. the first make dev stack's 127.0.0.1:7233 for a second local cluster (make dev-cluster-2); its namespace (-temporal-namespace) must exist with the search attributes, as make dev leaves it")
 	fs.IntVar(&cfg.programPorts, "program-ports", 9090, "first of four ports on 127.0.0.1 for the worker's metrics and probes and the starter's (9090: 9090-9093); 0 picks free ones")
-	fs.IntVar(&cfg.prometheusPort, "prometheus-port", 9098, "Prometheus port on 127.0.0.1 (its API and UI); 0 picks a free one")
+	fs.IntVar(&cfg.prometheusPort, "prometheus-port", 9098, "Prometheus port on 127.0.0.1 (its HTTP API; the build has no web UI); 0 picks a free one")
 	fs.StringVar(&cfg.prometheusURL, "prometheus-url", "", "`URL` of a running Prometheus to join instead of starting one (-prometheus-port then does not apply): the worker's --prometheus-url, e.g. the first make dev stack's http://127.0.0.1:9098 (make dev-cluster-2)")
 	fs.StringVar(&cfg.prometheusTargets, "prometheus-targets", "", "targets `directory` (file_sd) of the Prometheus joined with -prometheus-url, where this stack adds its worker and starter while it runs, e.g. the first stack's .state/prometheus/targets; empty: they are not scraped")
 	printVersion := version.Flag(fs, "devstack")

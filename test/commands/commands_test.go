@@ -109,7 +109,7 @@ func TestHelpFlags(t *testing.T) {
 			never: []string{"workflow-task-pollers"}},
 		{name: "teardown", want: []string{"kubeconfig", "log-format", "log-level"},
 			never: []string{"temporal-address", "temporal-api-key", "task-queue", "metrics-bind-address", "health-probe-bind-address"}},
-		{name: "devstack", want: []string{"apiserver-port", "cluster", "cluster-name", "crds", "program-ports", "samples", "state", "task-queue", "temporal", "temporal-address", "temporal-namespace", "temporal-port", "ui-port"},
+		{name: "devstack", want: []string{"apiserver-port", "cluster", "cluster-name", "crds", "program-ports", "prometheus-port", "prometheus-targets", "prometheus-url", "samples", "state", "task-queue", "temporal", "temporal-address", "temporal-namespace", "temporal-port", "ui-port"},
 			never: []string{"kubeconfig"}},
 	}
 	for _, tt := range tests {

@@ -3,13 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,62 +15,18 @@ import (
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/producttest"
-	"ate.dev/orchestrator/internal/promquery"
 	"ate.dev/orchestrator/internal/testenv"
 )
 
-// sandboxErrors is a service the test plays: it exports each pool's error
-// ratio as e2e_sandbox_errors{namespace, pool, run}, scraped by the stack's
-// real Prometheus every second, so that the rollout's analysis measures
-// what the test says the sandboxes do.
-type sandboxErrors struct {
-	gauge *prometheus.GaugeVec
-	run   string
-}
-
-func serveSandboxErrors(t *testing.T) *sandboxErrors {
-	t.Helper()
-	prom := testenv.Current().Prometheus
-	require.NotNil(t, prom, "the e2e stack runs a Prometheus")
-	reg := prometheus.NewRegistry()
-	s := &sandboxErrors{run: testenv.UniqueName(t), gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "e2e_sandbox_errors", Help: "The share of a pool's sandboxes that fail, as the test says.",
-	}, []string{"namespace", "pool", "run"})}
-	reg.MustRegister(s.gauge)
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	require.NoError(t, prom.AddTarget("e2e-sandbox-errors", host, nil))
-	t.Cleanup(func() { _ = prom.RemoveTarget("e2e-sandbox-errors", host) })
-	return s
-}
-
-func (s *sandboxErrors) set(ns, pool string, v float64) {
-	s.gauge.WithLabelValues(ns, pool, s.run).Set(v)
-}
-
-// waitScraped waits until Prometheus answers a pool's value as v.
-func (s *sandboxErrors) waitScraped(t *testing.T, ns, pool string, v float64) {
-	t.Helper()
-	q := fmt.Sprintf(`e2e_sandbox_errors{run=%q, namespace=%q, pool=%q}`, s.run, ns, pool)
-	_, err := testenv.Current().Prometheus.WaitForQuery(context.Background(), q, time.Minute, func(got []promquery.Sample) bool {
-		return len(got) == 1 && got[0].Value == v
-	})
-	require.NoError(t, err)
-}
-
-// metric is the analysis' one metric: the worst error ratio among the
-// step's pools, at most 0.1.
-func (s *sandboxErrors) metric() v1alpha1.RolloutMetric {
-	return v1alpha1.RolloutMetric{Name: "errors", Max: producttest.Ptr("0.1"),
-		Query: fmt.Sprintf(`max(e2e_sandbox_errors{run=%q, namespace=~"{{.Namespaces}}", pool=~"{{.Pools}}"})`, s.run)}
-}
+// errorsAtMost10 is the analysis' one metric: the worst error ratio among
+// the step's pools, at most 0.1.
+func errorsAtMost10(s *producttest.SandboxErrors) v1alpha1.RolloutMetric { return s.Metric("0.1") }
 
 // analysedRollout runs the product with the stack's Prometheus as the
 // worker's, over four pools on "old" (p01 the canary) that the exporter says
 // are healthy, and the rollout of "new": step 1 the canary, baked bake, then
-// every pool, with an analysis of s.metric() every second.
-func analysedRollout(t *testing.T, onFailure v1alpha1.RolloutFailurePolicy, bake time.Duration, deadline time.Duration, metric func(*sandboxErrors) v1alpha1.RolloutMetric) (*producttest.Product, string, *sandboxErrors) {
+// every pool, with an analysis of metric every second.
+func analysedRollout(t *testing.T, onFailure v1alpha1.RolloutFailurePolicy, bake time.Duration, deadline time.Duration, metric func(*producttest.SandboxErrors) v1alpha1.RolloutMetric) (*producttest.Product, string, *producttest.SandboxErrors) {
 	t.Helper()
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
@@ -82,9 +35,9 @@ func analysedRollout(t *testing.T, onFailure v1alpha1.RolloutFailurePolicy, bake
 		Metrics: activities.PrometheusQuerier(env.Prometheus.Client()), RolloutStepDeadline: deadline}
 	p.Run(t)
 	ns := env.Namespace(t)
-	s := serveSandboxErrors(t)
+	s := producttest.ServeSandboxErrors(t, env.Prometheus, testenv.UniqueName(t))
 	for _, name := range rolloutFleet(t, p, ns, 4, 1) {
-		s.set(ns, name, 0.01)
+		s.Set(ns, name, 0.01)
 	}
 	c := producttest.RolloutConfig("new", false, nil, producttest.Step(1, false, bake), producttest.Step(100, true, 0))
 	c.Spec.Rollout.OnFailure = onFailure
@@ -97,7 +50,7 @@ func analysedRollout(t *testing.T, onFailure v1alpha1.RolloutFailurePolicy, bake
 // the rollout completes; status keeps the last measurement, Successful,
 // and the history every round.
 func TestRolloutAnalysisInBoundsCompletes(t *testing.T) {
-	p, ns, _ := analysedRollout(t, v1alpha1.RolloutOnFailureRollBack, 3*time.Second, 0, (*sandboxErrors).metric)
+	p, ns, _ := analysedRollout(t, v1alpha1.RolloutOnFailureRollBack, 3*time.Second, 0, errorsAtMost10)
 	st := p.WaitForRollout(t, "new", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 	require.Len(t, st.Analysis, 1, "%+v", *st)
 	require.Equal(t, v1alpha1.MeasurementSuccessful, st.Analysis[0].Phase)
@@ -114,10 +67,10 @@ func TestRolloutAnalysisInBoundsCompletes(t *testing.T) {
 // metric and its value, and no other pool moved. A retry once the errors
 // are gone takes the step again and completes.
 func TestRolloutAnalysisOutOfBoundsRollsBack(t *testing.T) {
-	p, ns, s := analysedRollout(t, v1alpha1.RolloutOnFailureRollBack, time.Hour, 0, (*sandboxErrors).metric)
+	p, ns, s := analysedRollout(t, v1alpha1.RolloutOnFailureRollBack, time.Hour, 0, errorsAtMost10)
 	kube := p.Env.Kube
 	p.WaitForConfig(t, ns, "p01", "new", metav1.ConditionTrue)
-	s.set(ns, "p01", 0.6)
+	s.Set(ns, "p01", 0.6)
 	st := p.WaitForRollout(t, "new", "rolled back", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutRolledBack })
 	require.Contains(t, st.Message, "step 1: analysis failed: metric errors is 0.6, above its max 0.1")
 	require.NotNil(t, st.Abort)
@@ -138,8 +91,8 @@ func TestRolloutAnalysisOutOfBoundsRollsBack(t *testing.T) {
 	})
 
 	// Fixed, and once Prometheus shows it (an operator looks too), retried.
-	s.set(ns, "p01", 0.01)
-	s.waitScraped(t, ns, "p01", 0.01)
+	s.Set(ns, "p01", 0.01)
+	s.WaitScraped(t, ns, "p01", 0.01)
 	producttest.Request(t, kube, "new", v1alpha1.RolloutRetryAnnotation, "after-the-fix")
 	p.WaitForConfig(t, ns, "p01", "new", metav1.ConditionTrue)
 	p.WaitForRollout(t, "new", "step 1 baking again", func(s *v1alpha1.RolloutStatus) bool {
@@ -150,9 +103,9 @@ func TestRolloutAnalysisOutOfBoundsRollsBack(t *testing.T) {
 // TestRolloutAnalysisOutOfBoundsHalts: the same failure under the default
 // onFailure halts: the canary stays on "new".
 func TestRolloutAnalysisOutOfBoundsHalts(t *testing.T) {
-	p, ns, s := analysedRollout(t, "", time.Hour, 0, (*sandboxErrors).metric)
+	p, ns, s := analysedRollout(t, "", time.Hour, 0, errorsAtMost10)
 	p.WaitForConfig(t, ns, "p01", "new", metav1.ConditionTrue)
-	s.set(ns, "p01", 0.6)
+	s.Set(ns, "p01", 0.6)
 	st := p.WaitForRollout(t, "new", "halted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutHalted })
 	require.Contains(t, st.Message, "metric errors is 0.6, above its max 0.1")
 	require.Nil(t, st.Abort)
@@ -165,9 +118,9 @@ func TestRolloutAnalysisOutOfBoundsHalts(t *testing.T) {
 // TestRolloutAnalysisWithNoDataHolds: a query with no data holds the step
 // and says so, and fails it at the step deadline (12 s here).
 func TestRolloutAnalysisWithNoDataHolds(t *testing.T) {
-	noData := func(s *sandboxErrors) v1alpha1.RolloutMetric {
-		m := s.metric()
-		m.Query = fmt.Sprintf(`max(e2e_sandbox_errors{run=%q, pool="no-such-pool"})`, s.run)
+	noData := func(s *producttest.SandboxErrors) v1alpha1.RolloutMetric {
+		m := s.Metric("0.1")
+		m.Query = fmt.Sprintf(`max(ate_test_sandbox_errors{run=%q, pool="no-such-pool"})`, s.Run)
 		return m
 	}
 	p, ns, _ := analysedRollout(t, "", 0, 12*time.Second, noData)
