@@ -105,7 +105,7 @@ func (a *Activities) readClusterRollouts(ctx context.Context, config string, clu
 func ReadClusterRollout(ctx context.Context, tc client.Client, cluster wfapi.Cluster, config string) (rollout.ClusterRollout, error) {
 	r := rollout.ClusterRollout{Cluster: string(cluster)}
 	id := cluster.RolloutWorkflowID(config)
-	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := tc.DescribeWorkflow(ctx, id, "")
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):
@@ -113,7 +113,7 @@ func ReadClusterRollout(ctx context.Context, tc client.Client, cluster wfapi.Clu
 	case err != nil:
 		return r, fmt.Errorf("describing workflow %s, the rollout of SandboxConfig %q in cluster %q: %w", id, config, cluster, err)
 	}
-	info := desc.GetWorkflowExecutionInfo()
+	info := desc.RawResponse.GetWorkflowExecutionInfo()
 	run := info.GetExecution().GetRunId()
 	if t := info.GetType().GetName(); t != wfapi.RolloutWorkflow {
 		r.Workflow, r.Message = rollout.WorkflowForeign, fmt.Sprintf("workflow %s is a %s, not a %s", id, t, wfapi.RolloutWorkflow)
