@@ -44,8 +44,13 @@ var healthClient = &http.Client{
 	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe of a child
 }
 
-func (c *Component) probe(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.healthURL, nil)
+func (c *Component) probe(ctx context.Context) error { return probeHealth(ctx, c.healthURL) }
+
+// probeHealth asks a health endpoint of a server this process started
+// whether it is up: 200 OK, else an error with the status and the start of
+// the body.
+func probeHealth(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -56,7 +61,7 @@ func (c *Component) probe(ctx context.Context) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", c.healthURL, resp.Status, body)
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, body)
 	}
 	return nil
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -159,20 +157,7 @@ func (p *Prometheus) Launch() error {
 // opened, its configuration loaded); on failure it kills the server.
 func (p *Prometheus) WaitReady(ctx context.Context) error {
 	return p.waitReady(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/-/ready", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := healthClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s/-/ready: %s: %s", p.URL(), resp.Status, body)
-		}
-		return nil
+		return probeHealth(ctx, p.URL()+"/-/ready")
 	})
 }
 
