@@ -957,11 +957,25 @@ func (a *Activities) rollingConfig(ctx context.Context, name string) (*v1alpha1.
 // idempotent, and a config gone meanwhile is no error. Each field is set as
 // given (a count of 0 included; nil deletes it).
 func (a *Activities) patchRolloutRaw(ctx context.Context, config string, uid types.UID, fields map[string]any) error {
+	return a.patchRolloutRawAt(ctx, config, uid, "", fields)
+}
+
+// patchRolloutRawAt is patchRolloutRaw bound to a resourceVersion too (""
+// for none): the API server refuses it with a conflict if the config
+// changed since.
+func (a *Activities) patchRolloutRawAt(ctx context.Context, config string, uid types.UID, resourceVersion string, fields map[string]any) error {
 	patch := map[string]any{"status": map[string]any{"rollout": fields}}
+	meta := map[string]any{}
 	if uid != "" {
 		// The API server refuses a patch whose uid is not the object's:
 		// a config created again under the name is not written.
-		patch["metadata"] = map[string]any{"uid": uid}
+		meta["uid"] = uid
+	}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	if len(meta) > 0 {
+		patch["metadata"] = meta
 	}
 	body, err := json.Marshal(patch)
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 // workflow issues, and record the new version's fixtures next to the old
 // ones, which stay: they are the histories still open in clusters running
 // the old code.
-const Version = "v4"
+const Version = "v5"
 
 // firstVersions is where the corpus begins, per workflow kind: v1, the
 // shapes the first release ships. Every shape before them was replaced
@@ -45,13 +45,15 @@ var firstVersions = map[string]int{"switch": 1, "release": 1, "rollout": 1, "ope
 // bumped keeps its fixtures of the older version, which replay with
 // today's code (TestReplay), and is not recorded again under the new
 // name. Bump a kind's entry to Version when its workflow changes.
-// rollout is at v4: a step's metric analysis and rollback
+// rollout is at v5: the counts kept current while it waits on other than
+// its pools (workflows.countsChange: KeepRolloutCounts); its v4 fixtures
+// replay without that marker. At v4: a step's metric analysis and rollback
 // (workflows.analysisChange: MeasureRollout rounds, RolledBack) and the
 // wait for other clusters (workflows.afterChange); its v3 fixtures (the
 // driven rollout, workflows.driveChange) replay without those markers, its
 // v2 fixtures (the planner's) without driveChange's, its v1 fixtures
 // through rolloutV1.
-var shapeVersions = map[string]int{"switch": 1, "release": 1, "rollout": 4, "operator": 1}
+var shapeVersions = map[string]int{"switch": 1, "release": 1, "rollout": 5, "operator": 1}
 
 // recordsKind reports whether the recorder records fixtures of kind
 // under Version.

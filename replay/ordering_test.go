@@ -158,7 +158,10 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 // (MeasureRollout) run in a coroutine of their own beside whatever the step
 // does, and a failed round's rollback (its Warning and status) may begin
 // before the wait it interrupts is cancelled; checkRollout checks that
-// each round measures the step admitted last.
+// each round measures the step admitted last. The third (v5): the keeper
+// of a waiting rollout's counts (KeepRolloutCounts) runs beside its hold,
+// approval or bake, and is not waited for when cancelled; checkRollout
+// checks that it follows a status write of a phase that waits.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
@@ -166,9 +169,9 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 		start, closed int64
 	}
 	var steps, long []step
-	planned, analysed := plannedRollout(h), hasVersionMarker(h, "rollout-analysis")
+	planned, analysed, counted := plannedRollout(h), hasVersionMarker(h, "rollout-analysis"), hasVersionMarker(h, "rollout-counts")
 	for _, c := range activityCalls(t, h) {
-		if analysed && c.Type == "MeasureRollout" {
+		if analysed && c.Type == "MeasureRollout" || counted && c.Type == "KeepRolloutCounts" {
 			continue
 		}
 		s := step{"activity " + c.Type, c.Scheduled, c.Closed}

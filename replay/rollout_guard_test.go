@@ -14,7 +14,8 @@ import (
 // recorded (a step admitted before the previous one's bake timer fired,
 // without its gate or while it ran, before its pools were on the config and
 // Available; a halted step admitted again without a resume; a rollback with
-// no failed round of analysis before it) fails
+// no failed round of analysis before it; its counts kept while a step's
+// pools move) fails
 // checkFixture with the rule it breaks; the fixtures as recorded pass.
 func TestOrderingCatchesWrongRollouts(t *testing.T) {
 	first := func(h *historypb.History, typ enumspb.EventType) []*historypb.HistoryEvent {
@@ -58,6 +59,28 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 			}
 			remove(h, out)
 		}, "a RolloutRolledBack with neither"},
+		{"the counts kept while the step's pools still move", "rollout-completed", func(t testing.TB, h *historypb.History) {
+			// The status write before the first keeper (its Baking) taken
+			// out: the last phase written before it is the step's Progressing.
+			var keeper, write int64
+			for _, e := range h.GetEvents() {
+				a := e.GetActivityTaskScheduledEventAttributes()
+				switch {
+				case a == nil:
+				case a.GetActivityType().GetName() == "KeepRolloutCounts" && keeper == 0:
+					keeper = e.GetEventId()
+				case a.GetActivityType().GetName() == "SetRolloutStatus" && keeper == 0:
+					write = e.GetEventId()
+				}
+			}
+			var out []*historypb.HistoryEvent
+			for _, e := range h.GetEvents() {
+				if e.GetEventId() == write || scheduledBy(e) == write {
+					out = append(out, e)
+				}
+			}
+			remove(h, out)
+		}, "only while the rollout waits on other than its pools"},
 		{"a halted step admitted again without a resume", "rollout-resumed", func(t testing.TB, h *historypb.History) {
 			var resume []*historypb.HistoryEvent
 			for _, e := range h.GetEvents() {

@@ -191,6 +191,15 @@ func checkRollout(t testing.TB, h *historypb.History) {
 				require.Len(t, round, len(mi.Metrics), "a round measures every metric")
 				cur.rounds[c.Closed] = round
 			}
+		case "KeepRolloutCounts":
+			var ki activities.KeepCountsInput
+			decode(t, c.Input, &ki)
+			require.Equal(t, in.Config, ki.Config)
+			require.True(t, hasVersionMarker(h, "rollout-counts"), "the counts kept before countsChange")
+			phase := lastPhaseWritten(t, calls, c.Scheduled)
+			require.Contains(t, []v1alpha1.RolloutPhase{v1alpha1.RolloutPaused, v1alpha1.RolloutHalted, v1alpha1.RolloutAborted,
+				v1alpha1.RolloutRolledBack, v1alpha1.RolloutBaking, v1alpha1.RolloutAwaitingApproval}, phase,
+				"the counts kept (event %d) only while the rollout waits on other than its pools", c.Scheduled)
 		case "RecordRolloutEvent":
 			var ev activities.RolloutEventInput
 			decode(t, c.Input, &ev)
@@ -230,6 +239,25 @@ func checkRollout(t testing.TB, h *historypb.History) {
 			require.NotZero(t, cur.readyAt, "a rollout completed without its last step's pools on the config")
 		}
 	}
+}
+
+// lastPhaseWritten is the phase of the last status write that wrote one
+// and closed before an event ID; "" for none.
+func lastPhaseWritten(t testing.TB, calls []*call, before int64) v1alpha1.RolloutPhase {
+	t.Helper()
+	var phase v1alpha1.RolloutPhase
+	var at int64
+	for _, c := range calls {
+		if c.Type != "SetRolloutStatus" || c.Closed == 0 || c.Closed > before || c.Closed < at {
+			continue
+		}
+		var in activities.RolloutStatusInput
+		decode(t, c.Input, &in)
+		if in.Phase != "" {
+			phase, at = in.Phase, c.Closed
+		}
+	}
+	return phase
 }
 
 // lastRound is the round of analysis closed last before an event ID; nil

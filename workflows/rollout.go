@@ -63,7 +63,8 @@ func Rollout(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult,
 		return rolloutV1(ctx, in, info.WorkflowExecution.ID)
 	}
 	r := &plannedRollout{config: in.Config, id: info.WorkflowExecution.ID, done: -1,
-		drive: workflow.GetVersion(ctx, driveChange, workflow.DefaultVersion, 1) == 1}
+		drive:  workflow.GetVersion(ctx, driveChange, workflow.DefaultVersion, 1) == 1,
+		counts: workflow.GetVersion(ctx, countsChange, workflow.DefaultVersion, 1) == 1}
 	if err := workflow.SetQueryHandler(ctx, wfapi.QueryPlan, func() (wfapi.RolloutPlan, error) {
 		return r.queryPlan(), nil
 	}); err != nil {
@@ -90,6 +91,9 @@ type plannedRollout struct {
 	gates, halts, events int
 	// drive: the run records an event for each change (driveChange).
 	drive bool
+	// counts: the run keeps its counts current while it waits on other
+	// than its pools (countsChange).
+	counts bool
 	// looks counts the run's looks: its first takes what status says as
 	// where the rollout was held.
 	looks   int
@@ -198,7 +202,10 @@ func (r *plannedRollout) run(ctx workflow.Context, in wfapi.RolloutInput) (*wfap
 			if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v.Phase, Message: v.Message, PausedSeen: v.PausedSeen}); err != nil {
 				return nil, err
 			}
-			if err := workflow.Await(ctx, func() bool { return r.recheck }); err != nil {
+			stop := r.keepCounts(ctx)
+			err := workflow.Await(ctx, func() bool { return r.recheck })
+			stop()
+			if err != nil {
 				return nil, err
 			}
 		case rollout.Take:
@@ -411,6 +418,7 @@ func (r *plannedRollout) awaitApproval(ctx workflow.Context, n int32) (approved 
 	if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutAwaitingApproval, Message: msg}); err != nil {
 		return false, err
 	}
+	defer r.keepCounts(ctx)()
 	for {
 		if err := workflow.Await(ctx, r.woken); err != nil {
 			return false, err
@@ -554,6 +562,7 @@ func (r *plannedRollout) bake(ctx workflow.Context, n int32, pause time.Duration
 	if err := r.setStatus(ctx, activities.RolloutStatusInput{Phase: v1alpha1.RolloutBaking, Message: msg}); err != nil {
 		return false, err
 	}
+	defer r.keepCounts(ctx)()
 	timerCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	timer := workflow.NewTimer(timerCtx, pause)

@@ -77,7 +77,19 @@ func rolloutEnv(t *testing.T, verdicts ...rollout.Verdict) (*testsuite.TestWorkf
 // in reasons.
 func rolloutEnvWithEvents(t *testing.T, reasons *[]string, verdicts ...rollout.Verdict) (*testsuite.TestWorkflowEnvironment, *[]activities.RolloutStatusInput) {
 	t.Helper()
+	return rolloutEnvKeeping(t, reasons, func(activities.KeepCountsInput) string { return activities.CountsGone }, verdicts...)
+}
+
+// rolloutEnvKeeping is rolloutEnvWithEvents whose KeepRolloutCounts
+// returns what keep says (the test environment skips time only while no
+// activity runs: one that ran until cancelled would hold the clock).
+func rolloutEnvKeeping(t *testing.T, reasons *[]string, keep func(activities.KeepCountsInput) string, verdicts ...rollout.Verdict) (
+	*testsuite.TestWorkflowEnvironment, *[]activities.RolloutStatusInput) {
+	t.Helper()
 	env, _ := newEnv(t)
+	env.OnActivity(act.KeepRolloutCounts, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.KeepCountsInput) (string, error) {
+		return keep(in), nil
+	})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testCluster.RolloutWorkflowID("new")})
 	looks := 0
 	env.OnActivity(act.LookAtRollout, mock.Anything, mock.Anything).Return(func(context.Context, activities.LookInput) (*activities.RolloutLook, error) {

@@ -102,10 +102,9 @@ func TestKillsDuringAnalysisAndRollback(t *testing.T) {
 	p.worker.Kill()
 	p.worker.Start()
 	waitPool(t, ns, "p2", cfg("old"), metav1.ConditionTrue)
-	// (status.rollout's counts are as of the rollout's last status write,
-	// which may precede the canary's move back: the pools are read here.)
-	status("still rolled back", func(s *v1alpha1.RolloutStatus) bool {
-		return s.Phase == v1alpha1.RolloutRolledBack && s.Abort != nil && s.Abort.RolledBack
+	// Its counts follow the canary back while it holds, killed or not.
+	status("still rolled back, its counts showing nothing on it", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Phase == v1alpha1.RolloutRolledBack && s.Abort != nil && s.Abort.RolledBack && s.AdmittedPools == 0 && s.MovedPools == 0
 	})
 	held := time.Now()
 	for time.Since(held) < 3*time.Second {

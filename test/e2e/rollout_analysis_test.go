@@ -64,8 +64,9 @@ func TestRolloutAnalysisInBoundsCompletes(t *testing.T) {
 // sandboxes start failing (the exporter says 0.6): the analysis fails the
 // step during its bake and, with onFailure RollBack, the canary goes back
 // to "old", the rollout is RolledBack with a Warning naming the step, the
-// metric and its value, and no other pool moved. A retry once the errors
-// are gone takes the step again and completes.
+// metric and its value, its counts follow the canary back, and no other
+// pool moved. A retry once the errors are gone takes the step again and
+// completes.
 func TestRolloutAnalysisOutOfBoundsRollsBack(t *testing.T) {
 	p, ns, s := analysedRollout(t, v1alpha1.RolloutOnFailureRollBack, time.Hour, 0, errorsAtMost10)
 	kube := p.Env.Kube
@@ -84,6 +85,9 @@ func TestRolloutAnalysisOutOfBoundsRollsBack(t *testing.T) {
 			}
 		}
 		return false, fmt.Sprintf("%q", events)
+	})
+	p.WaitForRollout(t, "new", "the counts of the rolled-back rollout: nothing admitted, nothing on it", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Phase == v1alpha1.RolloutRolledBack && s.AdmittedPools == 0 && s.MovedPools == 0 && s.TotalPools > 0
 	})
 	producttest.RequireStays(t, 3*time.Second, "nothing on new while rolled back", func() (bool, string) {
 		on := producttest.OnConfig(t, kube, ns, "new")

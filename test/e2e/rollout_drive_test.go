@@ -17,7 +17,7 @@ import (
 // annotations alone, as `kubectl ate rollout ...` and a Git commit do: a
 // step waiting for approval goes on at a promote, which also skips its
 // bake; an abort sends every admitted pool back to the old default and
-// holds; a retry takes the step again; a pause and a resume are heard
+// holds, its counts following them back; a retry takes the step again; a pause and a resume are heard
 // during a bake; a promote --full admits every pool at once, skipping the
 // remaining bake. Each change is an event on the config, once.
 func TestDrivingARollout(t *testing.T) {
@@ -47,6 +47,11 @@ func TestDrivingARollout(t *testing.T) {
 	producttest.Eventually(t, "every admitted pool back on old", func() (bool, string) {
 		on := producttest.OnConfig(t, kube, ns, "old")
 		return len(on) == 6, fmt.Sprint(on)
+	})
+	// Its counts follow the pools back while it holds (nothing else
+	// writes its status then).
+	p.WaitForRollout(t, "new", "the counts of the aborted rollout: nothing admitted, nothing on it", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Phase == v1alpha1.RolloutAborted && s.AdmittedPools == 0 && s.MovedPools == 0 && s.TotalPools == 6
 	})
 	producttest.RequireStays(t, 2*time.Second, "an aborted rollout moves nothing", func() (bool, string) {
 		on := producttest.OnConfig(t, kube, ns, "new")
