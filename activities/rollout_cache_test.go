@@ -471,14 +471,12 @@ func (r *looksCounter) List(ctx context.Context, list ctrlclient.ObjectList, opt
 	return r.Reader.List(ctx, list, opts...)
 }
 
-// TestAStepsWaitWakesOnItsPools (issue 47): with the worker's pool events
-// wired (Activities.PoolEvents, fed by the informer as the worker's is), a
-// step's wait looks when its class's pools change. Its poll is an hour
-// here, so every look after its first is woken by an event: one reads the
-// first admitted pool live once the cache shows it ready, while the second
-// still waits, and one ends the step once the second is ready. Each
-// admitted pool is read live once, nothing is listed.
-func TestAStepsWaitWakesOnItsPools(t *testing.T) {
+// wokenWorld is a rollout of a first step of two pools over pools a, b
+// and c (all on old), seen by a cache whose pool events wake the
+// activities, which read live through a counting client. Their poll is an
+// hour: every look after a first is woken by an event.
+func wokenWorld(t *testing.T) (*rolloutWorld, cache.Cache, *liveCount, *Activities) {
+	t.Helper()
 	env := realKube(t)
 	w := newRolloutWorld(t, env, v1alpha1.RolloutStep{Pools: ptr.To[int32](2)}, v1alpha1.RolloutStep{Percent: ptr.To[int32](100)})
 	names := []string{"a", "b", "c"}
@@ -492,6 +490,18 @@ func TestAStepsWaitWakesOnItsPools(t *testing.T) {
 	}
 	live, n := countingLive(t, env)
 	a := &Activities{Live: live, Cache: informer, PoolEvents: events, rolloutPoll: time.Hour}
+	return w, informer, n, a
+}
+
+// TestAStepsWaitWakesOnItsPools (issue 47): with the worker's pool events
+// wired (Activities.PoolEvents, fed by the informer as the worker's is), a
+// step's wait looks when its class's pools change. Its poll is an hour
+// here, so every look after its first is woken by an event: one reads the
+// first admitted pool live once the cache shows it ready, while the second
+// still waits, and one ends the step once the second is ready. Each
+// admitted pool is read live once, nothing is listed.
+func TestAStepsWaitWakesOnItsPools(t *testing.T) {
+	w, informer, n, a := wokenWorld(t)
 	adm := admitStep(t, a, w, 1)
 	require.Equal(t, []string{w.key("a"), w.key("b")}, adm.Pools)
 	lists0, _, _, _ := n.snapshot()

@@ -8,11 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
-	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/api/v1alpha1"
-	"ate.dev/orchestrator/internal/notify"
 )
 
 // counts are status.rollout's counts as the API server has them.
@@ -37,19 +35,7 @@ func (w *rolloutWorld) counts() counts {
 // worker's informer cache, woken by the pools' events (its poll is an
 // hour).
 func TestAHeldRolloutsCountsFollowItsPools(t *testing.T) {
-	env := realKube(t)
-	w := newRolloutWorld(t, env, v1alpha1.RolloutStep{Pools: ptr.To[int32](2)}, v1alpha1.RolloutStep{Percent: ptr.To[int32](100)})
-	names := []string{"a", "b", "c"}
-	for _, name := range names {
-		w.pool(name)
-	}
-	events := &notify.Notifier{}
-	informer := startCacheNotifying(t, env, events)
-	for _, name := range names {
-		w.seen(informer, name)
-	}
-	live, n := countingLive(t, env)
-	a := &Activities{Live: live, Cache: informer, PoolEvents: events, rolloutPoll: time.Hour}
+	w, informer, n, a := wokenWorld(t)
 	ctx := context.Background()
 	adm := admitStep(t, a, w, 1)
 	require.Equal(t, []string{w.key("a"), w.key("b")}, adm.Pools, "the first two pools in name order")
