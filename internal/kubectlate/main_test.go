@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -155,24 +154,6 @@ func requireGone(t *testing.T, name string) {
 	t.Helper()
 	err := kube().Get(context.Background(), ctrlclient.ObjectKey{Name: name}, &v1alpha1.SandboxConfig{})
 	require.True(t, apierrors.IsNotFound(err), "SandboxConfig %s: %v", name, err)
-}
-
-// syncBuffer is a buffer a running command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // eventually polls cond until it holds, or fails the test after a deadline.

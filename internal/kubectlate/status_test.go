@@ -11,6 +11,7 @@ import (
 
 	"ate.dev/orchestrator/api/v1alpha1"
 	"ate.dev/orchestrator/internal/kubectlate"
+	"ate.dev/orchestrator/internal/syncbuf"
 	"ate.dev/orchestrator/internal/testenv"
 )
 
@@ -145,13 +146,13 @@ func TestStatusOfAMissingConfig(t *testing.T) {
 
 // watching is `rollout status NAME -w` running in the background.
 type watching struct {
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan int
 }
 
 func startWatch(t *testing.T, name string, extra ...string) *watching {
 	t.Helper()
-	w := &watching{out: &syncBuffer{}, done: make(chan int, 1)}
+	w := &watching{out: &syncbuf.Buffer{}, done: make(chan int, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	args := append([]string{"rollout", "status", name, "-w", "--kubeconfig", testenv.Current().KubeconfigPath}, extra...)

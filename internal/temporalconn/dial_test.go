@@ -1,17 +1,17 @@
 package temporalconn
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+
+	"ate.dev/orchestrator/internal/syncbuf"
 )
 
 func TestDialUnreachable(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDialUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -46,21 +46,4 @@ func TestDialNilLoggerAndDoneContext(t *testing.T) {
 	c, err := Dial(ctx, client.Options{HostPort: "127.0.0.1:1"}, nil)
 	require.Nil(t, c)
 	require.ErrorIs(t, err, context.Canceled)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

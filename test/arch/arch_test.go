@@ -3,7 +3,8 @@
 // API types, so the folders show the architecture:
 //
 //	cmd (and the harnesses: replay, test, hack, deploy, and the test
-//	harness of internal/: testenv, localstack, producttest, secrettest)
+//	harness of internal/: testenv, localstack, producttest, secrettest,
+//	syncbuf)
 //	→ worker, starter (each process's wiring; neither imports the other)
 //	→ workflows → activities → internal → api
 //
@@ -65,7 +66,7 @@ var layers = []layer{
 // use the harness.
 var (
 	product = []string{"cmd", "worker", "starter", "workflows", "activities", "internal", "api"}
-	harness = []string{"internal/testenv", "internal/localstack", "internal/producttest", "internal/secrettest"}
+	harness = []string{"internal/testenv", "internal/localstack", "internal/producttest", "internal/secrettest", "internal/syncbuf"}
 	tooling = []string{"test", "hack", "deploy"}
 )
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"ate.dev/orchestrator/internal/probes"
 	"ate.dev/orchestrator/internal/producttest"
 	"ate.dev/orchestrator/internal/searchattr"
+	"ate.dev/orchestrator/internal/syncbuf"
 	"ate.dev/orchestrator/internal/testenv"
 )
 
@@ -49,7 +48,7 @@ func TestMissingSearchAttributesKeepAProcessNotReady(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	attrs := &probes.SearchAttributes{Namespace: namespace, Every: 100 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	var conn probes.Connecting
@@ -100,21 +99,4 @@ func readyz(addr string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"ate.dev/orchestrator/internal/localstack/servers"
 	"ate.dev/orchestrator/internal/producttest"
+	"ate.dev/orchestrator/internal/syncbuf"
 	"ate.dev/orchestrator/internal/testenv"
 )
 
@@ -93,14 +92,14 @@ func buildCommand(t *testing.T, name string) string {
 
 type workerProcess struct {
 	health, metrics string
-	log             *syncBuffer
+	log             *syncbuf.Buffer
 }
 
 // startWorker runs the worker binary with exactly env (and its own probe
 // and metrics addresses) until the test ends.
 func startWorker(t *testing.T, bin string, env []string, args ...string) *workerProcess {
 	t.Helper()
-	p := &workerProcess{health: testenv.FreeAddr(t), metrics: testenv.FreeAddr(t), log: &syncBuffer{}}
+	p := &workerProcess{health: testenv.FreeAddr(t), metrics: testenv.FreeAddr(t), log: &syncbuf.Buffer{}}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(env, "HEALTH_PROBE_BIND_ADDRESS="+p.health, "METRICS_BIND_ADDRESS="+p.metrics)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
@@ -136,21 +135,4 @@ func (p *workerProcess) get(path string) (int, string) {
 func (p *workerProcess) tail() string {
 	lines := strings.Split(strings.TrimSpace(p.log.String()), "\n")
 	return strings.Join(lines[max(0, len(lines)-5):], "\n")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
