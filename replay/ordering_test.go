@@ -73,7 +73,7 @@ var recordedScenarios = []string{
 	"switch-rerun-landed", "switch-rerun-rolled-back",
 	"release-at-once", "release-waited", "release-waited-for-claim",
 	"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven", "rollout-rolled-back",
-	"operator-requests",
+	"rollout-awaited-clusters", "operator-requests",
 }
 
 // TestFixtureExecutions: every fixture keeps the execution it was recorded
@@ -161,7 +161,10 @@ func checkFixture(t testing.TB, fx Fixture, exec Execution, h *historypb.History
 // each round measures the step admitted last. The third (v5): the keeper
 // of a waiting rollout's counts (KeepRolloutCounts) runs beside its hold,
 // approval or bake, and is not waited for when cancelled; checkRollout
-// checks that it follows a status write of a phase that waits.
+// checks that it follows a status write of a phase that waits. A wait for
+// other clusters (AwaitClusters, v4) is a long one as a step's wait is: a
+// signal cancels it, and the look that follows may start before its
+// cancellation is recorded.
 func checkOneAtATime(t testing.TB, h *historypb.History) {
 	t.Helper()
 	type step struct {
@@ -175,7 +178,7 @@ func checkOneAtATime(t testing.TB, h *historypb.History) {
 			continue
 		}
 		s := step{"activity " + c.Type, c.Scheduled, c.Closed}
-		if planned && c.Type == "WaitRolloutStep" {
+		if planned && c.Type == "WaitRolloutStep" || c.Type == "AwaitClusters" {
 			long = append(long, s)
 			continue
 		}
@@ -944,6 +947,36 @@ var scenarioChecks = map[string]func(testing.TB, *historypb.History){
 		}
 		require.True(t, failed, "a round out of bounds")
 		require.True(t, rolledBack, "the RolloutRolledBack Warning")
+		var res wfapi.RolloutResult
+		result(t, h, &res)
+		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)
+	},
+	// Waiting for another cluster (v4's afterChange, recorded at v5): step 1
+	// holds on AwaitingClusters while staging's rollout runs (a look reads
+	// it Baking, its plan query's answer), and is admitted once a look read
+	// it completed; the one step completes.
+	"rollout-awaited-clusters": func(t testing.TB, h *historypb.History) {
+		require.True(t, hasVersionMarker(h, "rollout-after"), "the wait's change marker")
+		require.Equal(t, []int32{1}, admittedSteps(t, h))
+		var awaits int
+		var sawBaking, sawCompleted bool
+		for _, c := range activityCalls(t, h) {
+			switch c.Type {
+			case "AwaitClusters":
+				awaits++
+			case "LookAtRollout":
+				var look activities.RolloutLook
+				decode(t, c.Result, &look)
+				for _, r := range look.After {
+					require.Equal(t, "staging", r.Cluster)
+					sawBaking = sawBaking || r.Workflow == rollout.WorkflowRunning && r.Phase == v1alpha1.RolloutBaking
+					sawCompleted = sawCompleted || r.Completed()
+				}
+			}
+		}
+		require.Positive(t, awaits, "an AwaitClusters while staging's rollout ran")
+		require.True(t, sawBaking, "a look read staging's rollout running, Baking")
+		require.True(t, sawCompleted, "a look read staging's rollout completed")
 		var res wfapi.RolloutResult
 		result(t, h, &res)
 		require.Equal(t, string(v1alpha1.RolloutCompleted), res.Phase)

@@ -91,7 +91,7 @@ var scenarios = []scenario{
 	{"observe-held", []string{"switch-open-at-observe"}, recordObserveHeld},
 	{"rerun-landed", []string{"switch-rerun-landed"}, recordRerunLanded},
 	{"rerun-rolled-back", []string{"switch-rerun-rolled-back"}, recordRerunRolledBack},
-	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven", "rollout-rolled-back"}, recordRollout},
+	{"rollout", []string{"rollout-completed", "rollout-halted", "rollout-resumed", "rollout-driven", "rollout-rolled-back", "rollout-awaited-clusters"}, recordRollout},
 	{"operator", []string{"operator-requests"}, recordOperator},
 }
 

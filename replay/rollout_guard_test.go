@@ -6,6 +6,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/internal/wfapi"
 )
 
@@ -15,7 +16,8 @@ import (
 // without its gate or while it ran, before its pools were on the config and
 // Available; a halted step admitted again without a resume; a rollback with
 // no failed round of analysis before it; its counts kept while a step's
-// pools move) fails
+// pools move; its first step admitted before the cluster it waits for
+// completed) fails
 // checkFixture with the rule it breaks; the fixtures as recorded pass.
 func TestOrderingCatchesWrongRollouts(t *testing.T) {
 	first := func(h *historypb.History, typ enumspb.EventType) []*historypb.HistoryEvent {
@@ -81,6 +83,28 @@ func TestOrderingCatchesWrongRollouts(t *testing.T) {
 			}
 			remove(h, out)
 		}, "only while the rollout waits on other than its pools"},
+		{"as recorded, awaiting another cluster", "rollout-awaited-clusters", func(testing.TB, *historypb.History) {}, ""},
+		{"the first step admitted before the awaited cluster's rollout completed", "rollout-awaited-clusters", func(t testing.TB, h *historypb.History) {
+			// The looks that read staging's rollout completed taken out.
+			looks := map[int64]bool{}
+			for _, c := range activityCalls(t, h) {
+				var look activities.RolloutLook
+				if c.Type != "LookAtRollout" || c.Closed == 0 {
+					continue
+				}
+				decode(t, c.Result, &look)
+				if len(look.After) > 0 && look.After[0].Completed() {
+					looks[c.Scheduled] = true
+				}
+			}
+			var out []*historypb.HistoryEvent
+			for _, e := range h.GetEvents() {
+				if looks[e.GetEventId()] || looks[scheduledBy(e)] {
+					out = append(out, e)
+				}
+			}
+			remove(h, out)
+		}, "before a look read every awaited cluster's rollout completed"},
 		{"a halted step admitted again without a resume", "rollout-resumed", func(t testing.TB, h *historypb.History) {
 			var resume []*historypb.HistoryEvent
 			for _, e := range h.GetEvents() {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,22 +79,27 @@ func checkRollout(t testing.TB, h *historypb.History) {
 		}
 		return done, failed
 	}
-	// verdictBetween is the close of a look between two event IDs whose
-	// verdict satisfies ok, 0 for none: what a driven rollout (v3) acts on
-	// besides timers and signals (a promote, an abort, a retry).
-	verdictBetween := func(from, to int64, ok func(rollout.Verdict) bool) int64 {
+	// lookBetween is the close of a look between two event IDs that
+	// satisfies ok, 0 for none.
+	lookBetween := func(from, to int64, ok func(activities.RolloutLook) bool) int64 {
 		for _, c := range calls {
 			if c.Type == "LookAtRollout" && c.Closed > from && c.Closed < to {
 				var look activities.RolloutLook
 				decode(t, c.Result, &look)
-				if ok(look.Verdict) {
+				if ok(look) {
 					return c.Closed
 				}
 			}
 		}
 		return 0
 	}
-	halts := 0
+	// verdictBetween is the close of a look between two event IDs whose
+	// verdict satisfies ok, 0 for none: what a driven rollout (v3) acts on
+	// besides timers and signals (a promote, an abort, a retry).
+	verdictBetween := func(from, to int64, ok func(rollout.Verdict) bool) int64 {
+		return lookBetween(from, to, func(look activities.RolloutLook) bool { return ok(look.Verdict) })
+	}
+	halts, awaited := 0, false
 	for _, c := range calls {
 		require.False(t, c.Local, "a rollout runs no local activity: %s", c.Type)
 		switch c.Type {
@@ -153,6 +159,14 @@ func checkRollout(t testing.TB, h *historypb.History) {
 				}
 			} else {
 				require.Positive(t, ai.Step)
+				if awaited {
+					// v4: the first step of a rollout that waits for other
+					// clusters is admitted only once a look read each of
+					// them completed.
+					require.NotZero(t, lookBetween(0, c.Scheduled, func(look activities.RolloutLook) bool {
+						return len(look.After) > 0 && !slices.ContainsFunc(look.After, func(r rollout.ClusterRollout) bool { return !r.Completed() })
+					}), "step %d admitted before a look read every awaited cluster's rollout completed", ai.Step)
+				}
 			}
 			if c.Closed == 0 {
 				continue
@@ -191,6 +205,13 @@ func checkRollout(t testing.TB, h *historypb.History) {
 				require.Len(t, round, len(mi.Metrics), "a round measures every metric")
 				cur.rounds[c.Closed] = round
 			}
+		case "AwaitClusters":
+			var ai activities.AwaitClustersInput
+			decode(t, c.Input, &ai)
+			require.Equal(t, in.Config, ai.Config)
+			require.True(t, hasVersionMarker(h, "rollout-after"), "another cluster awaited before afterChange")
+			require.Nil(t, cur, "another cluster awaited after a step was admitted: only the first step waits")
+			awaited = true
 		case "KeepRolloutCounts":
 			var ki activities.KeepCountsInput
 			decode(t, c.Input, &ki)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,8 @@ import (
 // then resumed by the resume annotation, to the end; one driven by its
 // request annotations (approval, promote, abort, retry, promote --full);
 // one judged by its analysis on the stack's Prometheus, rolled back when
-// the canary's errors rise, retried once they fell, promoted to the end.
+// the canary's errors rise, retried once they fell, promoted to the end;
+// one whose first step waits for another cluster's rollout to complete.
 func recordRollout(t *testing.T, rec *recording) {
 	env := testenv.Current()
 	cs, err := kubernetes.NewForConfig(env.RestConfig)
@@ -36,6 +38,7 @@ func recordRollout(t *testing.T, rec *recording) {
 	p := &product{(&producttest.Product{
 		Env: env, ClusterName: recordedCluster, TaskQueue: testenv.TaskQueue(t), Clientset: cs, Temporal: env.Temporal,
 		RolloutStepDeadline: 3 * time.Second, Metrics: activities.PrometheusQuerier(env.Prometheus.Client()),
+		RolloutAfterPoll: time.Second,
 	}).Run(t)}
 	ctx := context.Background()
 	kube := env.Kube
@@ -134,9 +137,42 @@ func recordRollout(t *testing.T, rec *recording) {
 	p.WaitForRollout(t, "gvisor-default-v5", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
 	rolledBack, rolledBackRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v5"), "")
 
+	// Waiting for another cluster (v4's afterChange): step 1 holds on
+	// AwaitingClusters until the rollout of the same config in cluster
+	// "staging" completed. Staging's rollout is a stand-in on a queue of
+	// the test's own, of the rollout's type under staging's rollout ID,
+	// answering the plan query while it bakes, then done at a signal.
+	stagingQueue := "staging-" + p.Scope().TaskQueue
+	sw := tworker.New(p.TemporalClient(), stagingQueue, tworker.Options{})
+	sw.RegisterWorkflowWithOptions(func(ctx workflow.Context, in wfapi.RolloutInput) (*wfapi.RolloutResult, error) {
+		if err := workflow.SetQueryHandler(ctx, wfapi.QueryPlan, func() (wfapi.RolloutPlan, error) {
+			return wfapi.RolloutPlan{Config: in.Config, Phase: string(v1alpha1.RolloutBaking), Step: 1, Message: "step 1 done; baking"}, nil
+		}); err != nil {
+			return nil, err
+		}
+		workflow.GetSignalChannel(ctx, "finish").Receive(ctx, nil)
+		return &wfapi.RolloutResult{Phase: string(v1alpha1.RolloutCompleted), Message: "all 1 steps done"}, nil
+	}, workflow.RegisterOptions{Name: wfapi.RolloutWorkflow})
+	require.NoError(t, sw.Start())
+	t.Cleanup(sw.Stop)
+	stagingID := wfapi.Cluster("staging").RolloutWorkflowID("gvisor-default-v6")
+	_, err = p.TemporalClient().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: stagingID, TaskQueue: stagingQueue},
+		wfapi.RolloutWorkflow, wfapi.RolloutInput{Config: "gvisor-default-v6"})
+	require.NoError(t, err)
+	awaiting := producttest.RolloutConfig("gvisor-default-v6", false, nil, producttest.Step(100, false, 0))
+	awaiting.Spec.Rollout.After = &v1alpha1.RolloutAfter{Clusters: []string{"staging"}}
+	p.CreateAfterOthers(t, awaiting)
+	p.WaitForRollout(t, "gvisor-default-v6", "awaiting staging, baking there", func(s *v1alpha1.RolloutStatus) bool {
+		return s.Phase == v1alpha1.RolloutAwaitingClusters && len(s.AwaitingClusters) == 1 && s.AwaitingClusters[0].Phase == string(v1alpha1.RolloutBaking)
+	})
+	require.NoError(t, p.TemporalClient().SignalWorkflow(ctx, stagingID, "", "finish", nil))
+	p.WaitForRollout(t, "gvisor-default-v6", "completed", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutCompleted })
+	awaited, awaitedRun := p.closedRun(t, recordedCluster.RolloutWorkflowID("gvisor-default-v6"), "")
+
 	rec.save("rollout-completed", completed, completedRun)
 	rec.save("rollout-halted", halted, haltedRun)
 	rec.save("rollout-resumed", resumed, resumedRun)
 	rec.save("rollout-driven", driven, drivenRun)
 	rec.save("rollout-rolled-back", rolledBack, rolledBackRun)
+	rec.save("rollout-awaited-clusters", awaited, awaitedRun)
 }
