@@ -174,10 +174,13 @@ vulncheck: ## Fail on a known vulnerability the code can reach: the binaries' an
 # and test/crashtest less, so TEST_PARALLEL packages run at once, two per
 # core rather than the go command's one, and the longest (TEST_FIRST, which
 # set the suite's length) start first. docs/decisions/0020-test-parallelism.md
-# has the measurements.
+# has the measurements. The staged rollouts' end-to-end tests are a package of
+# their own (test/e2e/rollout, its own API server), so that they run beside
+# the rest of test/e2e rather than after it: each package's tests run one
+# after another (SandboxConfigs are cluster-scoped).
 # test cuts the release first: test/image runs that image (ATE_RELEASE_IMAGE).
 TEST_PARALLEL ?= $(shell echo $$(( 2 * $$(nproc) )))
-TEST_FIRST := $(addprefix ate.dev/orchestrator/test/,e2e crashtest install fleet)
+TEST_FIRST := $(addprefix ate.dev/orchestrator/test/,e2e e2e/rollout crashtest install fleet)
 test: test-tools postgresql chromium podman release ## Run every test of every module against real servers (the README's test command), crash tests and the short soak included.
 	@mkdir -p $(ROOT)/_out && rm -f $(ROOT)/_out/soak-summary.txt $(ROOT)/_out/test-postgres.log
 	@echo "make test-postgres > _out/test-postgres.log (beside the packages; printed after them)"

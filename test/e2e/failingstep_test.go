@@ -11,11 +11,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"ate.dev/orchestrator/activities"
 	"ate.dev/orchestrator/api/v1alpha1"
@@ -42,7 +39,7 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 
 	guarded := producttest.GVisorConfig("guarded", false)
 	p.CreateAfterOthers(t, guarded)
-	refuseProtection(t, kube, "guarded")
+	producttest.RefuseProtection(t, kube, "guarded")
 	producttest.SetDefault(t, kube, "guarded", true)
 
 	var cond *metav1.Condition
@@ -56,7 +53,7 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 	require.Contains(t, cond.Message, "Protect keeps failing, retrying with backoff: ")
 	require.Contains(t, cond.Message, `SandboxConfig "guarded"`)
 	require.Contains(t, cond.Message, "ValidatingAdmissionPolicy")
-	require.Contains(t, cond.Message, refusal)
+	require.Contains(t, cond.Message, producttest.ProtectionRefusal)
 
 	// The config side is stuck; the pool's Deployment is not.
 	producttest.Scale(t, kube, ns, "held", 3)
@@ -74,7 +71,7 @@ func TestAFailingStepShowsOnThePool(t *testing.T) {
 	got := p.Get(t, ns, "held")
 	require.Equal(t, "gvisor-now", producttest.RefName(got.Status.SandboxClasses[0].ConfigRef))
 
-	liftRefusal(t, kube)
+	producttest.LiftRefusal(t, kube)
 	got = p.WaitForConfig(t, ns, "held", "guarded", metav1.ConditionTrue)
 	require.Nil(t, meta.FindStatusCondition(got.Status.SandboxClasses[0].Conditions, v1alpha1.ConditionSwitchStepFailing))
 	p.WaitForEvents(t, ns, "held", []string{uses, warning,
@@ -101,7 +98,7 @@ func TestAMoveThatCannotBeMadeIsNotResolved(t *testing.T) {
 	p.WaitForConfig(t, ns, "waits", "gvisor-now", metav1.ConditionTrue)
 
 	p.CreateAfterOthers(t, producttest.GVisorConfig("guarded", false))
-	refuseProtection(t, kube, "guarded")
+	producttest.RefuseProtection(t, kube, "guarded")
 	producttest.SetDefault(t, kube, "guarded", true)
 
 	var summary *metav1.Condition
@@ -114,7 +111,7 @@ func TestAMoveThatCannotBeMadeIsNotResolved(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonSwitchStepFailing, summary.Reason)
 	require.Contains(t, summary.Message, `the switch of sandbox class "gvisor" from "gvisor-now" is failing: Protect keeps failing, retrying with backoff: `)
 	require.Contains(t, summary.Message, `SandboxConfig "guarded"`)
-	require.Contains(t, summary.Message, refusal)
+	require.Contains(t, summary.Message, producttest.ProtectionRefusal)
 	require.Equal(t, got.Generation, summary.ObservedGeneration)
 	require.Equal(t, "gvisor-now", producttest.RefName(got.Status.SandboxClasses[0].ConfigRef), "the pool keeps its config meanwhile")
 
@@ -130,69 +127,11 @@ func TestAMoveThatCannotBeMadeIsNotResolved(t *testing.T) {
 	producttest.SetDefault(t, kube, "guarded", true)
 	summaryIs(metav1.ConditionFalse, v1alpha1.ReasonSwitchStepFailing)
 
-	liftRefusal(t, kube)
+	producttest.LiftRefusal(t, kube)
 	got = p.WaitForConfig(t, ns, "waits", "guarded", metav1.ConditionTrue)
 	summary = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSandboxConfigResolved)
 	require.Equal(t, metav1.ConditionTrue, summary.Status)
 	require.Equal(t, v1alpha1.ReasonResolved, summary.Reason)
-}
-
-const refusal = "protection refused by the test policy"
-
-// refuseProtection installs a ValidatingAdmissionPolicy that refuses adding
-// the protection finalizer to the named config, and waits until the API
-// server enforces it (policies load asynchronously).
-func refuseProtection(t *testing.T, kube client.Client, config string) {
-	t.Helper()
-	ctx := context.Background()
-	expr := fmt.Sprintf(`object.metadata.name != %q || !has(object.metadata.finalizers) || !(%q in object.metadata.finalizers)`,
-		config, v1alpha1.ProtectionFinalizer)
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: producttest.Ptr(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group},
-						APIVersions: []string{v1alpha1.GroupVersion.Version}, Resources: []string{"sandboxconfigs"}},
-				},
-			}}},
-			Validations: []admissionv1.Validation{{Expression: expr, Message: refusal}},
-		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: policy.Name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}
-	require.NoError(t, kube.Create(ctx, policy))
-	require.NoError(t, kube.Create(ctx, binding))
-	t.Cleanup(func() { liftRefusal(t, kube) })
-
-	producttest.Eventually(t, "the policy to be enforced", func() (bool, string) {
-		var c v1alpha1.SandboxConfig
-		if err := kube.Get(ctx, client.ObjectKey{Name: config}, &c); err != nil {
-			return false, err.Error()
-		}
-		c.Finalizers = append(c.Finalizers, v1alpha1.ProtectionFinalizer)
-		err := kube.Update(ctx, &c, client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), refusal), fmt.Sprintf("dry run: %v", err)
-	})
-}
-
-func liftRefusal(t *testing.T, kube client.Client) {
-	t.Helper()
-	ctx := context.Background()
-	for _, obj := range []client.Object{
-		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"}},
-		&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "refuse-protection"}},
-	} {
-		if err := kube.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("lifting the refusal: deleting %s: %v", obj.GetName(), err)
-		}
-	}
 }
 
 // countingProtect counts the attempts of Protect on one config, local ones
@@ -237,7 +176,7 @@ func TestAWithdrawnMoveIsNotMade(t *testing.T) {
 	p.WaitForConfig(t, ns, "withdrawn", "gvisor-now", metav1.ConditionTrue)
 
 	p.CreateAfterOthers(t, producttest.GVisorConfig("guarded", false))
-	refuseProtection(t, kube, "guarded")
+	producttest.RefuseProtection(t, kube, "guarded")
 	producttest.SetDefault(t, kube, "guarded", true)
 	producttest.Eventually(t, "the switch to guarded to be failing", func() (bool, string) {
 		c := meta.FindStatusCondition(p.Get(t, ns, "withdrawn").Status.SandboxClasses[0].Conditions, v1alpha1.ConditionSwitchStepFailing)
@@ -256,7 +195,7 @@ func TestAWithdrawnMoveIsNotMade(t *testing.T) {
 	})
 
 	// No switch runs for the pool now: lifting the refusal can move nothing.
-	liftRefusal(t, kube)
+	producttest.LiftRefusal(t, kube)
 	got := p.WaitForConfig(t, ns, "withdrawn", "gvisor-now", metav1.ConditionTrue)
 	require.Nil(t, got.Status.SandboxClasses[0].PendingConfigRef, "no claim is left")
 	for _, e := range p.Events(t, ns, "withdrawn") {

@@ -76,7 +76,7 @@ func TestAStuckStepStaysUnderTheHistoryLimit(t *testing.T) {
 	require.Greater(t, tried, firstTried, "Protect was retried")
 	require.Equal(t, firstEvents, stuckEvents, "no history event per retry: %d events at attempt %d, %d at attempt %d", firstEvents, firstTried, stuckEvents, tried)
 
-	liftRefusal(t, env.Kube)
+	producttest.LiftRefusal(t, env.Kube)
 	p.WaitForConfig(t, ns, "stuck", "hl-refused", metav1.ConditionTrue)
 	producttest.Eventually(t, "the stuck run to end", func() (bool, string) {
 		status, events, _ := look()

@@ -96,7 +96,7 @@ func stuckOnProtect(t *testing.T, p *producttest.Product, ns, pool, refusedConfi
 	require.NoError(t, kube.Create(ctx, producttest.GVisorConfig(refusedConfig, false)))
 	require.NoError(t, kube.Create(ctx, producttest.Pool(ns, pool, "gvisor-now")))
 	p.WaitForConfig(t, ns, pool, "gvisor-now", metav1.ConditionTrue)
-	refuseProtection(t, kube, refusedConfig)
+	producttest.RefuseProtection(t, kube, refusedConfig)
 	producttest.Repin(t, kube, ns, pool, refusedConfig)
 	var cond *metav1.Condition
 	producttest.Eventually(t, "the failing step on the pool", func() (bool, string) {
@@ -105,7 +105,7 @@ func stuckOnProtect(t *testing.T, p *producttest.Product, ns, pool, refusedConfi
 		return cond != nil, fmt.Sprintf("conditions %+v", st.Conditions)
 	})
 	require.Equal(t, activities.StepProtect, cond.Reason)
-	require.Contains(t, cond.Message, refusal)
+	require.Contains(t, cond.Message, producttest.ProtectionRefusal)
 	return cond
 }
 
@@ -163,7 +163,7 @@ func TestAStuckSwitchYieldsToARepin(t *testing.T) {
 	_, _, signals := tc.counts()
 	require.Equal(t, 1, signals, "the stuck switch was asked to re-plan once")
 
-	liftRefusal(t, kube)
+	producttest.LiftRefusal(t, kube)
 	switchClosed(t, p, ns, "stuck")
 	uses := `Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`
 	warning := `Warning SwitchStepFailing: sandbox class "gvisor": ` + cond.Message
@@ -187,7 +187,7 @@ func TestASwitchTerminatedBeforeItsClaimIsPlannedAgain(t *testing.T) {
 	ns := p.Env.Namespace(t)
 	cond := stuckOnProtect(t, p, ns, "held", "gvisor-guarded")
 	require.NoError(t, p.TemporalClient().TerminateWorkflow(ctx, testenv.Current().ClusterName.SwitchWorkflowID(ns, "held"), "", "operator: stuck switch"))
-	liftRefusal(t, p.Env.Kube)
+	producttest.LiftRefusal(t, p.Env.Kube)
 	p.WaitForConfig(t, ns, "held", "gvisor-guarded", metav1.ConditionTrue)
 	p.WaitForEvents(t, ns, "held", []string{
 		`Normal SandboxConfigSwitched: sandbox class "gvisor" uses SandboxConfig "gvisor-now"`,

@@ -1,4 +1,4 @@
-package e2e
+package rollout
 
 import (
 	"context"
@@ -362,7 +362,7 @@ func TestStagedRolloutHaltsOnAFailingSwitch(t *testing.T) {
 	rolloutFleet(t, p, ns, 4, 2)
 
 	p.CreateAfterOthers(t, producttest.RolloutConfig("new", true, nil, producttest.Step(1, false, 0), producttest.Step(100, true, 0)))
-	refuseProtection(t, kube, "new")
+	producttest.RefuseProtection(t, kube, "new")
 	producttest.SetPaused(t, kube, "new", false)
 	st := p.WaitForRollout(t, "new", "halted", func(s *v1alpha1.RolloutStatus) bool { return s.Phase == v1alpha1.RolloutHalted })
 	require.Contains(t, st.Message, fmt.Sprintf("the switch of WorkerPool %s/p02 to SandboxConfig \"new\" failed: Protect", ns))
@@ -375,7 +375,7 @@ func TestStagedRolloutHaltsOnAFailingSwitch(t *testing.T) {
 		return len(on) == 0, fmt.Sprint(on)
 	})
 
-	liftRefusal(t, kube)
+	producttest.LiftRefusal(t, kube)
 	producttest.SetPaused(t, kube, "new", true)
 	p.WaitForRollout(t, "new", "the pause taken in", func(s *v1alpha1.RolloutStatus) bool { return s.ObservedGeneration >= 3 })
 	producttest.SetPaused(t, kube, "new", false)

@@ -1,4 +1,4 @@
-package e2e
+package rollout
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func TestReadmeRollout(t *testing.T) {
 // (comments dropped) and the steps its text gives the rollout.
 func readmeRollout(t *testing.T) ([]string, []v1alpha1.RolloutStep) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	require.NoError(t, err)
 	readme := string(b)
 	at := strings.Index(readme, readmeRolloutHeading)
