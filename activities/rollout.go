@@ -305,10 +305,11 @@ func (a *Activities) AdmitRolloutStep(ctx context.Context, in AdmitInput) (*Admi
 	fields := map[string]any{
 		"phase": v1alpha1.RolloutProgressing, "step": in.Step, "workflowID": in.WorkflowID,
 		"admittedThrough": rollout.RefOf(next.Through), "admittedCanaries": nilIfEmpty(next.Canaries), "stepStart": mark,
-		"admittedPools": admitted, "movedPools": moved, "totalPools": len(plain), "awaitingClusters": nil,
+		"awaitingClusters": nil,
 		"message": fmt.Sprintf("step %d of %d: %d of %d pools admitted; waiting for them to move and be Available",
 			in.Step, len(c.Spec.Rollout.Steps), admitted, len(plain)),
 	}
+	poolCounts{admitted: admitted, moved: moved, total: len(plain)}.into(fields)
 	if in.Generation != 0 {
 		fields["observedGeneration"] = in.Generation
 	}
@@ -444,8 +445,8 @@ func (a *Activities) WaitRolloutStep(ctx context.Context, in WaitInput) (*StepWa
 		}
 		if res.Moved != lastMoved && time.Since(countsWritten) >= rolloutPollInterval {
 			lastMoved, countsWritten = res.Moved, time.Now()
-			counts := map[string]any{"movedPools": res.Moved, "admittedPools": res.admitted, "totalPools": res.total}
-			if err := a.patchRolloutRaw(ctx, in.Config, res.uid, counts); err != nil {
+			counts := poolCounts{admitted: res.admitted, moved: res.Moved, total: res.total}
+			if err := a.patchRolloutRaw(ctx, in.Config, res.uid, counts.into(map[string]any{})); err != nil {
 				return nil, err
 			}
 		}
@@ -836,13 +837,11 @@ func (a *Activities) SetRolloutStatus(ctx context.Context, in RolloutStatusInput
 	if in.PromotedFull {
 		fields["promotedFull"] = true
 	}
-	pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
+	counts, err := countClass(ctx, cache, c, adm)
 	if err != nil {
 		return err
 	}
-	admitted, moved := rollout.Count(rollout.Plain(pools), c.Name, adm)
-	fields["admittedPools"], fields["movedPools"], fields["totalPools"] = admitted, moved, len(pools)
-	return a.patchRolloutRaw(ctx, in.Config, c.UID, fields)
+	return a.patchRolloutRaw(ctx, in.Config, c.UID, counts.into(fields))
 }
 
 // RolloutEventInput is a Warning (or Normal) event regarding a config. Key

@@ -85,7 +85,6 @@ func (a *Activities) KeepRolloutCounts(ctx context.Context, in KeepCountsInput) 
 	for look := true; time.Now().Before(end); {
 		if look {
 			var gone bool
-			var err error
 			switch c, changed, gone, err = a.keepCounts(ctx, cache, in, c); {
 			case err != nil && ctx.Err() != nil:
 				return cancelled(ctx, err)
@@ -98,7 +97,6 @@ func (a *Activities) KeepRolloutCounts(ctx context.Context, in KeepCountsInput) 
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, nil)
 		}
-		var err error
 		if look, err = nextCount(ctx, changed, poll); err != nil {
 			return cancelled(ctx, err)
 		}
@@ -136,17 +134,14 @@ func (a *Activities) keepCounts(ctx context.Context, cache ctrlclient.Reader, in
 			}
 		}
 		changed = a.PoolEvents.Changed(string(c.Class()))
-		pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
+		counts, err := countClass(ctx, cache, c, rollout.AdmissionOf(c))
 		if err != nil {
 			return nil, nil, false, err
 		}
-		admitted, moved := rollout.Count(rollout.Plain(pools), c.Name, rollout.AdmissionOf(c))
-		st := c.Status.Rollout
-		if st == nil || int(st.AdmittedPools) == admitted && int(st.MovedPools) == moved && int(st.TotalPools) == len(pools) {
+		if st := c.Status.Rollout; st == nil || counts.written(st) {
 			return c, changed, false, nil // up to date; or no status of the run's to keep
 		}
-		counts := map[string]any{"admittedPools": admitted, "movedPools": moved, "totalPools": len(pools)}
-		switch err := a.patchRolloutRawAt(ctx, c.Name, c.UID, c.ResourceVersion, counts); {
+		switch err := a.patchRolloutRawAt(ctx, c.Name, c.UID, c.ResourceVersion, counts.into(map[string]any{})); {
 		case apierrors.IsConflict(err):
 			c = nil // written since the read: count against what it says now
 		case err != nil:
@@ -186,4 +181,31 @@ func nextCount(ctx context.Context, changed <-chan struct{}, poll time.Duration)
 	case <-gap.C:
 		return true, nil
 	}
+}
+
+// poolCounts are status.rollout's counts: the pools the rollout lets move
+// (on the config, or admitted), those on the config, and the class's
+// unpinned pools. Every write of the rollout's status carries them.
+type poolCounts struct{ admitted, moved, total int }
+
+// countClass counts the class's unpinned pools of c, as the worker's cache
+// shows them, against adm.
+func countClass(ctx context.Context, cache ctrlclient.Reader, c *v1alpha1.SandboxConfig, adm *rollout.Admission) (poolCounts, error) {
+	pools, err := poolwatch.ClassPools(ctx, cache, c.Class())
+	if err != nil {
+		return poolCounts{}, err
+	}
+	admitted, moved := rollout.Count(rollout.Plain(pools), c.Name, adm)
+	return poolCounts{admitted: admitted, moved: moved, total: len(pools)}, nil
+}
+
+// into sets the counts in a patch of status.rollout's fields.
+func (n poolCounts) into(fields map[string]any) map[string]any {
+	fields["admittedPools"], fields["movedPools"], fields["totalPools"] = n.admitted, n.moved, n.total
+	return fields
+}
+
+// written reports whether st already says them.
+func (n poolCounts) written(st *v1alpha1.RolloutStatus) bool {
+	return int(st.AdmittedPools) == n.admitted && int(st.MovedPools) == n.moved && int(st.TotalPools) == n.total
 }
